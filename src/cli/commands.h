@@ -1,0 +1,20 @@
+// The subcommands of `dragoman`. Each add_* function declares its subcommand's options on `app`
+// and returns it with the function that runs it once the command line is parsed. A subcommand is
+// registered here only once it works.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace dragoman::cli {
+
+// A registered subcommand and the function that runs it.
+struct Subcommand {
+  CLI::App* app;
+  std::function<void()> run;
+};
+
+Subcommand add_score_bleu(CLI::App& app);
+
+}  // namespace dragoman::cli

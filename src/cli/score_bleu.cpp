@@ -1,0 +1,201 @@
+// `dragoman score-bleu`: sacreBLEU 2.x BLEU and chrF on files (options -> eval library calls).
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "eval/bleu.h"
+#include "eval/chrf.h"
+#include "eval/corpus.h"
+#include "eval/report.h"
+#include "io/text_lines.h"
+
+namespace dragoman::cli {
+namespace {
+
+struct ScoreBleuOptions {
+  std::string input = "-";
+  std::vector<std::string> refs;
+  std::vector<std::string> metrics{"bleu"};
+  std::string tokenize = "13a";
+  bool lowercase = false;
+  std::string smooth_method = "exp";
+  double smooth_value = 0.0;
+  bool smooth_value_given = false;
+  int chrf_char_order = 6;
+  int chrf_word_order = 0;
+  int chrf_beta = 2;
+  bool chrf_whitespace = false;
+  bool chrf_lowercase = false;
+  bool chrf_eps_smoothing = false;
+  bool sentence_level = false;
+  bool score_only = false;
+  int width = 2;
+  bool width_given = false;
+  bool json = false;
+  bool short_signature = false;
+  bool force = false;
+  int threads = 0;
+};
+
+std::unique_ptr<eval::Metric> make_metric(const std::string& name, const ScoreBleuOptions& o) {
+  if (name == "bleu") {
+    eval::BleuOptions b;
+    b.tokenizer = eval::parse_tokenizer(o.tokenize);
+    b.lowercase = o.lowercase;
+    b.smoothing = eval::parse_smoothing(o.smooth_method);
+    if (o.smooth_value_given) b.smooth_value = o.smooth_value;
+    b.effective_order = o.sentence_level;  // sacreBLEU turns it on for sentence-level BLEU
+    return std::make_unique<eval::Bleu>(b);
+  }
+  eval::ChrfOptions c;
+  c.char_order = o.chrf_char_order;
+  c.word_order = o.chrf_word_order;
+  c.beta = o.chrf_beta;
+  c.lowercase = o.chrf_lowercase;
+  c.whitespace = o.chrf_whitespace;
+  c.eps_smoothing = o.chrf_eps_smoothing;
+  return std::make_unique<eval::Chrf>(c);
+}
+
+void write_stdout(const std::string& text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    throw Error("cannot write to standard output");
+  }
+}
+
+void run_score_bleu(const ScoreBleuOptions& o) {
+  if (o.sentence_level && o.metrics.size() > 1) {
+    throw CLI::ValidationError("--sentence-level", "takes exactly one metric, got " + std::to_string(o.metrics.size()));
+  }
+  const TextLines hyps = read_text_lines(o.input);
+  std::vector<TextLines> refs;
+  for (const auto& path : o.refs) refs.push_back(read_text_lines(path));
+  if (hyps.lines.empty()) throw Error(hyps.name + " has no lines (expected one hypothesis per line)");
+  eval::Corpus corpus;
+  corpus.hyps = hyps.lines;
+  for (const auto& ref : refs) {
+    if (ref.lines.size() != hyps.lines.size()) {
+      throw Error("line counts differ: " + hyps.name + " has " + std::to_string(hyps.lines.size()) + " lines, " +
+                  ref.name + " has " + std::to_string(ref.lines.size()) +
+                  " (expected one reference line per hypothesis line)");
+    }
+    corpus.refs.push_back(ref.lines);
+  }
+
+  std::vector<std::unique_ptr<eval::Metric>> metrics;
+  for (const auto& name : o.metrics) metrics.push_back(make_metric(name, o));
+  std::sort(metrics.begin(), metrics.end(), [](const auto& a, const auto& b) { return a->key() < b->key(); });
+
+  const bool bleu_requested = std::find(o.metrics.begin(), o.metrics.end(), "bleu") != o.metrics.end();
+  if (bleu_requested && !o.force) {
+    std::size_t tokenized = 0;
+    for (std::string_view line : hyps.lines) {
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+      if (line.size() >= 2 && line.substr(line.size() - 2) == " .") ++tokenized;
+    }
+    if (tokenized >= 100) {
+      spdlog::warn("{} lines end in a tokenized period (' .'): it looks like the hypotheses are not detokenized, "
+                   "which may hurt the score (--force silences this)", tokenized);
+    }
+  }
+
+  const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  const int width = o.width_given || !o.score_only ? o.width : 4;
+  const std::size_t nrefs = corpus.refs.size();
+
+  if (o.sentence_level) {
+    const eval::Metric& metric = *metrics.front();
+    const std::vector<std::int64_t> stats = eval::segment_statistics(metric, corpus, threads);
+    const std::size_t k = metric.stats_size();
+    std::string out;
+    for (std::size_t i = 0; i < corpus.hyps.size(); ++i) {
+      const eval::MetricResult r = metric.result(stats.data() + i * k, nrefs);
+      if (o.json) {
+        out += eval::format_json(r, width).dump() + "\n";
+      } else {
+        out += eval::format_text(r, width, o.score_only, o.short_signature) + "\n";
+      }
+    }
+    write_stdout(out);
+    return;
+  }
+
+  std::vector<eval::MetricResult> results;
+  for (const auto& metric : metrics) results.push_back(eval::corpus_score(*metric, corpus, threads));
+  write_stdout(o.json ? eval::format_results_json(results, width)
+                      : eval::format_results_text(results, width, o.score_only, o.short_signature));
+}
+
+}  // namespace
+
+Subcommand add_score_bleu(CLI::App& app) {
+  auto o = std::make_shared<ScoreBleuOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "score-bleu",
+      "BLEU and chrF exactly as sacreBLEU 2.x computes them (same inputs, same numbers, sacreBLEU's signature)");
+  sub->add_option("--input,-i", o->input, "Hypotheses, one per line ('-' or absent: standard input)");
+  sub->add_option("--ref,-r", o->refs, "Reference file(s), one segment per line; repeat for several references")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--metrics,-m", o->metrics, "Metrics to compute: bleu, chrf (comma-separated or repeated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bleu", "chrf"}));
+  sub->add_option("--tokenize", o->tokenize, "BLEU tokenizer")
+      ->check(CLI::IsMember({"13a", "intl", "zh", "char", "none"}))
+      ->capture_default_str()
+      ->group("BLEU");
+  sub->add_flag("--lowercase", o->lowercase, "Lowercase before computing BLEU")->group("BLEU");
+  sub->add_option("--smooth-method", o->smooth_method, "BLEU smoothing")
+      ->check(CLI::IsMember({"exp", "floor", "add-k", "none"}))
+      ->capture_default_str()
+      ->group("BLEU");
+  sub->add_option_function<double>(
+         "--smooth-value",
+         [o](double v) {
+           o->smooth_value = v;
+           o->smooth_value_given = true;
+         },
+         "Smoothing value for floor (default 0.1) and add-k (default 1)")
+      ->group("BLEU");
+  sub->add_option("--chrf-char-order", o->chrf_char_order, "chrF character n-gram order")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str()
+      ->group("chrF");
+  sub->add_option("--chrf-word-order", o->chrf_word_order, "chrF word n-gram order (2 gives chrF++)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str()
+      ->group("chrF");
+  sub->add_option("--chrf-beta", o->chrf_beta, "chrF beta (recall weight)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str()
+      ->group("chrF");
+  sub->add_flag("--chrf-whitespace", o->chrf_whitespace, "Keep whitespace in chrF character n-grams")->group("chrF");
+  sub->add_flag("--chrf-lowercase", o->chrf_lowercase, "Lowercase before computing chrF")->group("chrF");
+  sub->add_flag("--chrf-eps-smoothing", o->chrf_eps_smoothing, "chrF++.py epsilon smoothing")->group("chrF");
+  sub->add_flag("--sentence-level", o->sentence_level, "One score per line (BLEU with effective order)")
+      ->group("Output");
+  sub->add_flag("--score-only,-b", o->score_only, "Print only the score (4 decimals unless --width is given)")
+      ->group("Output");
+  sub->add_option_function<int>(
+         "--width,-w",
+         [o](int w) {
+           o->width = w;
+           o->width_given = true;
+         },
+         "Decimals of the score (default 2)")
+      ->check(CLI::Range(0, 17))
+      ->group("Output");
+  sub->add_flag("--json", o->json, "JSON output (sacreBLEU's -f json, plus full-precision statistics)")
+      ->group("Output");
+  sub->add_flag("--short", o->short_signature, "Short signature (sacreBLEU's --short)")->group("Output");
+  sub->add_flag("--force", o->force, "Do not warn about hypotheses that look tokenized")->group("Output");
+  sub->add_option("--threads", o->threads, "Threads (default: all cores)")->check(CLI::Range(0, 1024));
+  return {sub, [o] { run_score_bleu(*o); }};
+}
+
+}  // namespace dragoman::cli

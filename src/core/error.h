@@ -1,0 +1,21 @@
+// dragoman::Error, the one exception type library code throws. Its message says what went
+// wrong and, for bad input, names the file, the line and what was expected. Only main()
+// catches it: it prints "error: <message>" and exits 1.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dragoman {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// "FILE:LINE: MESSAGE" (line is 1-based), the form compilers use, so editors can jump to it.
+[[noreturn]] void throw_input_error(std::string_view file, std::size_t line, std::string_view message);
+
+}  // namespace dragoman

@@ -1,0 +1,61 @@
+// Reading UTF-8 text files as lines (see text_lines.h).
+#include "io/text_lines.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+#include "text/utf8.h"
+
+namespace dragoman {
+namespace {
+
+std::string read_all(std::FILE* file, const std::string& name) {
+  std::string data;
+  char buffer[1 << 16];
+  std::size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) data.append(buffer, got);
+  if (std::ferror(file)) throw Error("cannot read " + name + ": " + std::strerror(errno));
+  return data;
+}
+
+}  // namespace
+
+TextLines text_lines_from_bytes(std::string name, std::string data) {
+  TextLines text;
+  text.name = std::move(name);
+  text.data = std::move(data);
+  const std::string_view all(text.data);
+  std::size_t start = 0;
+  while (start < all.size()) {
+    std::size_t end = all.find('\n', start);
+    if (end == std::string_view::npos) end = all.size();
+    const std::string_view line = all.substr(start, end - start);
+    const std::size_t bad = utf8::find_invalid(line);
+    if (bad != std::string_view::npos) {
+      throw_input_error(text.name, text.lines.size() + 1,
+                        "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line (expected UTF-8 text)");
+    }
+    text.lines.push_back(line);
+    start = end + 1;
+  }
+  return text;
+}
+
+TextLines read_text_lines(const std::string& path) {
+  if (path == "-") return text_lines_from_bytes("<stdin>", read_all(stdin, "<stdin>"));
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  std::string data;
+  try {
+    data = read_all(file, path);
+  } catch (...) {
+    std::fclose(file);
+    throw;
+  }
+  std::fclose(file);
+  return text_lines_from_bytes(path, std::move(data));
+}
+
+}  // namespace dragoman

@@ -1,0 +1,59 @@
+// CUDA library versions and devices (see runtime_info.h). A CUDA-only .cpp: part of dragoman_cuda.
+#include "kernels/cuda/runtime_info.h"
+
+#include <cstdio>
+
+#include "kernels/cuda/check.h"
+
+namespace dragoman::cuda {
+namespace {
+
+std::string dotted(int version) {  // CUDA's 1000 * major + 10 * minor
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace
+
+void throw_cuda_error(const char* call, const std::string& what, const char* file, int line) {
+  throw Error(std::string(call) + " failed: " + what + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return count;
+}
+
+std::string runtime_info() {
+  int runtime = 0;
+  int driver = 0;
+  DRAGOMAN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &cublas_major));
+  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &cublas_minor));
+  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
+  int nccl = 0;
+  DRAGOMAN_NCCL_CHECK(ncclGetVersion(&nccl));
+
+  std::string text = "CUDA: yes (runtime " + dotted(runtime) + ", driver " + (driver > 0 ? dotted(driver) : "none") +
+                     "), cuBLAS " + std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
+                     std::to_string(cublas_patch) + ", NCCL " + std::to_string(nccl / 10000) + "." +
+                     std::to_string((nccl / 100) % 100) + "." + std::to_string(nccl % 100) + "\n";
+  const int devices = device_count();
+  text += "CUDA devices: " + std::to_string(devices) + "\n";
+  for (int d = 0; d < devices; ++d) {
+    cudaDeviceProp prop{};
+    DRAGOMAN_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1 << 30));
+    text += "  cuda:" + std::to_string(d) + " " + prop.name + " (sm_" + std::to_string(prop.major) +
+            std::to_string(prop.minor) + ", " + memory + ")\n";
+  }
+  return text;
+}
+
+}  // namespace dragoman::cuda
