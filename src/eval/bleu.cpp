@@ -146,10 +146,12 @@ void Bleu::segment_stats(std::string_view hyp, const std::vector<std::string_vie
 
   out[0] = hyp_len;
   out[1] = closest_ref_len(hyp_len, ref_lens);
+  const std::vector<std::u32string_view> sequences(ids.begin(), ids.end());
   for (std::size_t n = 1; n <= max_order; ++n) {
+    std::vector<std::vector<NgramKey>> keys = ngram_keys(sequences, n, kTokenIdBits);
     NgramCounts ref_counts;
-    for (std::size_t r = 1; r < ids.size(); ++r) ref_counts = max_merge(ref_counts, count_ngrams(ids[r], n));
-    const NgramCounts hyp_counts = count_ngrams(ids[0], n);
+    for (std::size_t r = 1; r < keys.size(); ++r) ref_counts = max_merge(ref_counts, count_keys(std::move(keys[r])));
+    const NgramCounts hyp_counts = count_keys(std::move(keys[0]));
     out[2 + n - 1] = clipped_matches(hyp_counts, ref_counts);
     out[2 + max_order + n - 1] = total_count(hyp_counts);
   }

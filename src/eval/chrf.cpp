@@ -76,22 +76,26 @@ void Chrf::segment_stats(std::string_view hyp, const std::vector<std::string_vie
     word_ids = intern_tokens(words);
   }
 
-  // [order][sentence] n-gram counts.
-  const auto counts_of = [&](std::size_t s, std::size_t k) {
-    return k < char_order ? count_ngrams(chars[s], k + 1) : count_ngrams(word_ids[s], k - char_order + 1);
-  };
+  // counts[k][s]: the n-gram counts of order k (characters first, then words) of sentence s.
   const std::size_t orders = char_order + word_order;
-  std::vector<NgramCounts> hyp_counts(orders);
-  for (std::size_t k = 0; k < orders; ++k) hyp_counts[k] = counts_of(0, k);
+  std::vector<std::vector<NgramCounts>> counts(orders);
+  const std::vector<std::u32string_view> char_seqs(chars.begin(), chars.end());
+  const std::vector<std::u32string_view> word_seqs(word_ids.begin(), word_ids.end());
+  for (std::size_t k = 0; k < orders; ++k) {
+    std::vector<std::vector<NgramKey>> keys = k < char_order ? ngram_keys(char_seqs, k + 1, kCodePointBits)
+                                                             : ngram_keys(word_seqs, k - char_order + 1, kTokenIdBits);
+    for (auto& sentence_keys : keys) counts[k].push_back(count_keys(std::move(sentence_keys)));
+  }
 
   std::vector<std::int64_t> stats(3 * orders);
   double best_f = -1.0;
   for (std::size_t r = 1; r < text.size(); ++r) {
     for (std::size_t k = 0; k < orders; ++k) {
-      const NgramCounts ref_counts = counts_of(r, k);
-      stats[3 * k + 0] = ref_counts.empty() ? 0 : total_count(hyp_counts[k]);
+      const NgramCounts& ref_counts = counts[k][r];
+      const NgramCounts& hyp_counts = counts[k][0];
+      stats[3 * k + 0] = ref_counts.empty() ? 0 : total_count(hyp_counts);
       stats[3 * k + 1] = total_count(ref_counts);
-      stats[3 * k + 2] = clipped_matches(hyp_counts[k], ref_counts);
+      stats[3 * k + 2] = clipped_matches(hyp_counts, ref_counts);
     }
     const double f = f_score(stats.data());
     if (f > best_f) {

@@ -2,21 +2,50 @@
 #include "eval/ngrams.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace dragoman::eval {
+namespace {
 
-NgramCounts count_ngrams(std::u32string_view sequence, std::size_t n) {
+// Orders too long to pack: intern the n-gram windows of all sequences by content.
+std::vector<std::vector<NgramKey>> interned_windows(const std::vector<std::u32string_view>& sequences, std::size_t n) {
+  std::vector<std::vector<std::u32string_view>> windows(sequences.size());
+  for (std::size_t s = 0; s < sequences.size(); ++s) {
+    for (std::size_t i = 0; i + n <= sequences[s].size(); ++i) windows[s].push_back(sequences[s].substr(i, n));
+  }
+  const std::vector<std::u32string> ids = intern_tokens(windows);
+  std::vector<std::vector<NgramKey>> keys(sequences.size());
+  for (std::size_t s = 0; s < ids.size(); ++s) keys[s].assign(ids[s].begin(), ids[s].end());
+  return keys;
+}
+
+}  // namespace
+
+std::vector<std::vector<NgramKey>> ngram_keys(const std::vector<std::u32string_view>& sequences, std::size_t n,
+                                              unsigned bits_per_symbol) {
+  if (n == 0) return std::vector<std::vector<NgramKey>>(sequences.size());
+  if (n * bits_per_symbol > 128) return interned_windows(sequences, n);
+  std::vector<std::vector<NgramKey>> keys(sequences.size());
+  for (std::size_t s = 0; s < sequences.size(); ++s) {
+    const std::u32string_view seq = sequences[s];
+    if (seq.size() < n) continue;
+    keys[s].reserve(seq.size() - n + 1);
+    for (std::size_t i = 0; i + n <= seq.size(); ++i) {
+      NgramKey key = 0;
+      for (std::size_t k = 0; k < n; ++k) key = (key << bits_per_symbol) | seq[i + k];
+      keys[s].push_back(key);
+    }
+  }
+  return keys;
+}
+
+NgramCounts count_keys(std::vector<NgramKey> keys) {
+  std::sort(keys.begin(), keys.end());
   NgramCounts counts;
-  if (n == 0 || sequence.size() < n) return counts;
-  std::vector<std::u32string_view> all;
-  all.reserve(sequence.size() - n + 1);
-  for (std::size_t i = 0; i + n <= sequence.size(); ++i) all.push_back(sequence.substr(i, n));
-  std::sort(all.begin(), all.end());
-  for (std::size_t i = 0; i < all.size();) {
+  counts.reserve(keys.size());
+  for (std::size_t i = 0; i < keys.size();) {
     std::size_t j = i + 1;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    counts.push_back({all[i], static_cast<std::int64_t>(j - i)});
+    while (j < keys.size() && keys[j] == keys[i]) ++j;
+    counts.push_back({keys[i], static_cast<std::int64_t>(j - i)});
     i = j;
   }
   return counts;
@@ -27,12 +56,12 @@ NgramCounts max_merge(const NgramCounts& a, const NgramCounts& b) {
   out.reserve(a.size() + b.size());
   std::size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && a[i].ngram < b[j].ngram)) {
+    if (j == b.size() || (i < a.size() && a[i].key < b[j].key)) {
       out.push_back(a[i++]);
-    } else if (i == a.size() || b[j].ngram < a[i].ngram) {
+    } else if (i == a.size() || b[j].key < a[i].key) {
       out.push_back(b[j++]);
     } else {
-      out.push_back({a[i].ngram, std::max(a[i].count, b[j].count)});
+      out.push_back({a[i].key, std::max(a[i].count, b[j].count)});
       ++i;
       ++j;
     }
@@ -44,9 +73,9 @@ std::int64_t clipped_matches(const NgramCounts& hyp, const NgramCounts& ref) {
   std::int64_t matches = 0;
   std::size_t i = 0, j = 0;
   while (i < hyp.size() && j < ref.size()) {
-    if (hyp[i].ngram < ref[j].ngram) {
+    if (hyp[i].key < ref[j].key) {
       ++i;
-    } else if (ref[j].ngram < hyp[i].ngram) {
+    } else if (ref[j].key < hyp[i].key) {
       ++j;
     } else {
       matches += std::min(hyp[i].count, ref[j].count);

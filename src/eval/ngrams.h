@@ -1,7 +1,8 @@
 // Exact n-gram counting for the metrics. A sequence is a std::u32string of symbols: code points
-// for chrF's character n-grams, segment-local token ids for word n-grams (see intern_tokens).
-// Counts are sorted lists of (n-gram, count), compared by content, so there are no hash
-// collisions and no global dictionary (segments can be scored on any thread).
+// for chrF's character n-grams (21 bits each), segment-local token ids for word n-grams (32 bits,
+// see intern_tokens). An n-gram becomes one 128-bit key that holds its symbols exactly (packed,
+// when n * bits fits in 128; otherwise interned across the segment's sequences), so there are no
+// hash collisions and no global dictionary: segments can be scored on any thread.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,24 @@
 
 namespace dragoman::eval {
 
+__extension__ typedef unsigned __int128 NgramKey;  // __extension__: GCC/Clang builtin, silences -Wpedantic
+
 struct NgramCount {
-  std::u32string_view ngram;  // view into the counted sequence
+  NgramKey key;
   std::int64_t count;
 };
-using NgramCounts = std::vector<NgramCount>;  // sorted by ngram, each ngram once
+using NgramCounts = std::vector<NgramCount>;  // sorted by key, each key once
 
-// The n-grams of order `n` of `sequence`, counted. Views point into `sequence`.
-NgramCounts count_ngrams(std::u32string_view sequence, std::size_t n);
+inline constexpr unsigned kCodePointBits = 21;  // U+10FFFF < 2^21
+inline constexpr unsigned kTokenIdBits = 32;
+
+// The keys of the order-n n-grams of each sequence, comparable across the sequences of one call
+// (equal keys exactly when the n-grams are equal). Symbols must be < 2^bits_per_symbol.
+std::vector<std::vector<NgramKey>> ngram_keys(const std::vector<std::u32string_view>& sequences, std::size_t n,
+                                              unsigned bits_per_symbol);
+
+// Sorts and counts keys.
+NgramCounts count_keys(std::vector<NgramKey> keys);
 
 // Python's Counter union `a | b`: per n-gram the larger count (the multi-reference merge).
 NgramCounts max_merge(const NgramCounts& a, const NgramCounts& b);

@@ -24,36 +24,57 @@ void replace_all(std::u32string& s, std::u32string_view from, std::u32string_vie
 }
 
 // re.sub(r'(A)(B)', replacement, s) where A and B each match one character. `emit(out, a, b)`
-// writes the replacement for a match of the pair (a, b).
+// writes the four characters of the replacement of a match (a, b) and returns the end.
 template <typename First, typename Second, typename Emit>
 std::u32string substitute_pairs(std::u32string_view s, First first, Second second, Emit emit) {
-  std::u32string out;
-  out.reserve(s.size() + s.size() / 2);
+  std::u32string out(s.size() * 2, U'\0');  // a 2-character match becomes 4 characters
+  char32_t* o = out.data();
   std::size_t i = 0;
   while (i < s.size()) {
     if (i + 1 < s.size() && first(s[i]) && second(s[i + 1])) {
-      emit(out, s[i], s[i + 1]);
+      o = emit(o, s[i], s[i + 1]);
       i += 2;
     } else {
-      out.push_back(s[i]);
-      ++i;
+      *o++ = s[i++];
     }
   }
+  out.resize(static_cast<std::size_t>(o - out.data()));
   return out;
 }
 
 // r'\1 \2 ' and r' \1 \2'.
-void emit_a_space_b_space(std::u32string& out, char32_t a, char32_t b) {
-  out.push_back(a);
-  out.push_back(' ');
-  out.push_back(b);
-  out.push_back(' ');
+char32_t* emit_a_space_b_space(char32_t* o, char32_t a, char32_t b) {
+  o[0] = a;
+  o[1] = ' ';
+  o[2] = b;
+  o[3] = ' ';
+  return o + 4;
 }
-void emit_space_a_space_b(std::u32string& out, char32_t a, char32_t b) {
-  out.push_back(' ');
-  out.push_back(a);
-  out.push_back(' ');
-  out.push_back(b);
+char32_t* emit_space_a_space_b(char32_t* o, char32_t a, char32_t b) {
+  o[0] = ' ';
+  o[1] = a;
+  o[2] = ' ';
+  o[3] = b;
+  return o + 4;
+}
+
+// r' \1 ' for every character matching `pred`.
+template <typename Pred>
+std::u32string space_around(std::u32string_view s, Pred pred) {
+  std::u32string out(s.size() * 3, U'\0');
+  char32_t* o = out.data();
+  for (char32_t c : s) {
+    if (pred(c)) {
+      o[0] = ' ';
+      o[1] = c;
+      o[2] = ' ';
+      o += 3;
+    } else {
+      *o++ = c;
+    }
+  }
+  out.resize(static_cast<std::size_t>(o - out.data()));
+  return out;
 }
 
 // ' '.join(s.split())
@@ -79,17 +100,7 @@ bool is_13a_separated(char32_t c) {
 
 // sacreBLEU's TokenizerRegexp: the language-dependent part of 13a, shared with zh.
 std::u32string tokenize_regexp(std::u32string_view line) {
-  std::u32string step1;
-  step1.reserve(line.size() * 2);
-  for (char32_t c : line) {
-    if (is_13a_separated(c)) {
-      step1.push_back(' ');
-      step1.push_back(c);
-      step1.push_back(' ');
-    } else {
-      step1.push_back(c);
-    }
-  }
+  const std::u32string step1 = space_around(line, is_13a_separated);
   const auto not_digit = [](char32_t c) { return !is_ascii_digit(c); };
   // Period and comma unless preceded by a digit; unless followed by a digit; dash after a digit.
   std::u32string s = substitute_pairs(step1, not_digit, is_dot_or_comma, emit_a_space_b_space);
@@ -121,18 +132,7 @@ std::u32string tokenize_intl(std::u32string_view line) {
   const auto not_number = [](char32_t c) { return !unicode::is_number(c); };
   std::u32string s = substitute_pairs(line, not_number, unicode::is_punctuation, emit_a_space_b_space);
   s = substitute_pairs(s, unicode::is_punctuation, not_number, emit_space_a_space_b);
-  std::u32string out;
-  out.reserve(s.size() + s.size() / 4);
-  for (char32_t c : s) {
-    if (unicode::is_symbol(c)) {
-      out.push_back(' ');
-      out.push_back(c);
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return normalize_spaces(out);
+  return normalize_spaces(space_around(s, unicode::is_symbol));
 }
 
 // sacreBLEU's _UCODE_RANGES as they really behave. Two of its ranges are written
@@ -157,18 +157,7 @@ bool is_zh_char(char32_t c) {
 
 std::u32string tokenize_zh(std::u32string_view input) {
   const std::u32string_view line = unicode::strip(input);
-  std::u32string spaced;
-  spaced.reserve(line.size() * 3);
-  for (char32_t c : line) {
-    if (is_zh_char(c)) {
-      spaced.push_back(' ');
-      spaced.push_back(c);
-      spaced.push_back(' ');
-    } else {
-      spaced.push_back(c);
-    }
-  }
-  return tokenize_regexp(spaced);
+  return tokenize_regexp(space_around(line, is_zh_char));
 }
 
 std::u32string tokenize_char(std::u32string_view line) {

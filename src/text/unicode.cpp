@@ -16,8 +16,7 @@ std::uint32_t category_mask(char32_t c) { return U_MASK(u_charType(static_cast<U
 
 }  // namespace
 
-bool is_space(char32_t c) {
-  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+bool detail::is_space_non_ascii(char32_t c) {
   if (u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR) return true;
   const UCharDirection dir = u_charDirection(static_cast<UChar32>(c));
   return dir == U_WHITE_SPACE_NEUTRAL || dir == U_BLOCK_SEPARATOR || dir == U_SEGMENT_SEPARATOR;

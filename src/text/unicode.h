@@ -11,7 +11,13 @@ namespace dragoman::unicode {
 // Python's str.isspace(): general category Zs, or bidirectional class WS, B or S. This is the set
 // str.split(), str.strip() and str.rstrip() use (\t \n \v \f \r \x1c-\x1f space \x85 \xa0 \u1680
 // \u2000-\u200a \u2028 \u2029 \u202f \u205f \u3000).
-bool is_space(char32_t c);
+namespace detail {
+bool is_space_non_ascii(char32_t c);
+}
+inline bool is_space(char32_t c) {
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+  return detail::is_space_non_ascii(c);
+}
 
 // General categories used by sacreBLEU's intl tokenizer (regex's \p{N}, \p{P}, \p{S}).
 bool is_number(char32_t c);       // Nd, Nl, No

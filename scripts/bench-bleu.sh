@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmark: `dragoman score-bleu` against `python3 -m sacrebleu` on the same synthetic corpus
+# (default 1,000,000 lines of German-like text, deterministic), BLEU (13a and intl) and chrF.
+# Prints a Markdown table of wall time, peak memory and the speed-up, and checks that both
+# print the same score. Needs a built binary (scripts/test.sh) and `pip install sacrebleu`.
+#   scripts/bench-bleu.sh [LINES] [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lines=${1:-1000000}
+build_dir=${2:-build}
+dragoman=$build_dir/src/dragoman
+[[ -x $dragoman ]] || { echo "bench-bleu: $dragoman not found: build first (scripts/test.sh)" >&2; exit 1; }
+python3 -c "import sacrebleu" 2>/dev/null || { echo "bench-bleu: pip install sacrebleu==2.5.1" >&2; exit 1; }
+command -v /usr/bin/time >/dev/null || { echo "bench-bleu: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 scripts/make-synthetic-corpus.py --lines "$lines" --seed 1 --out "$work/corpus"
+
+# run LABEL COMMAND...: prints "seconds peak_MiB" and keeps the command's stdout in $work/LABEL.out
+run() {
+  local label=$1
+  shift
+  /usr/bin/time -f "%e %M" -o "$work/$label.time" "$@" >"$work/$label.out" 2>/dev/null
+  awk '{ printf "%s %.0f", $1, $2 / 1024 }' "$work/$label.time"
+}
+
+echo "| metric | dragoman 1 thread | dragoman 2 threads | sacreBLEU $(python3 -c 'import sacrebleu; print(sacrebleu.__version__)') | speed-up (2 threads) | same score |"
+echo "|---|---|---|---|---|---|"
+for metric in "bleu 13a" "bleu intl" "chrf -"; do
+  read -r name tok <<<"$metric"
+  ours_args=(-m "$name" --score-only -w 6)
+  theirs_args=(-m "$name" -b -w 6)
+  if [[ $name == bleu ]]; then
+    ours_args+=(--tokenize "$tok")
+    theirs_args+=(--tokenize "$tok")
+  fi
+  read -r t1 m1 <<<"$(run ours1 "$dragoman" score-bleu -r "$work/corpus.ref" -i "$work/corpus.hyp" --threads 1 "${ours_args[@]}")"
+  read -r t2 m2 <<<"$(run ours2 "$dragoman" score-bleu -r "$work/corpus.ref" -i "$work/corpus.hyp" --threads 2 "${ours_args[@]}")"
+  read -r tp mp <<<"$(run theirs python3 -m sacrebleu "$work/corpus.ref" -i "$work/corpus.hyp" "${theirs_args[@]}")"
+  same=no
+  if [[ "$(cat "$work/ours2.out")" == "$(cat "$work/theirs.out")" ]]; then same="yes ($(cat "$work/ours2.out"))"; fi
+  speedup=$(awk -v a="$tp" -v b="$t2" 'BEGIN { printf "%.1fx", a / b }')
+  label=$name
+  [[ $name == bleu ]] && label="BLEU $tok"
+  [[ $name == chrf ]] && label="chrF2"
+  echo "| $label | ${t1} s, ${m1} MiB | ${t2} s, ${m2} MiB | ${tp} s, ${mp} MiB | $speedup | $same |"
+done
+echo
+echo "$lines lines, $(wc -c <"$work/corpus.hyp") bytes of hypotheses; machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

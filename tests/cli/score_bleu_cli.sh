@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end checks of `dragoman score-bleu` as a user runs it: exit codes (0 ok, 1 error,
+# 2 usage error), error messages that name files and lines, standard input, output formats.
+# Usage: score_bleu_cli.sh DRAGOMAN_BINARY FIXTURE_DIR (tests/fixtures/bleu)
+set -uo pipefail
+dragoman=$1
+fixtures=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+
+# expect NAME EXPECTED_EXIT_CODE PATTERN_IN_OUTPUT -- COMMAND...
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $code ]]; then
+    echo "FAIL $name: exit code $rc, expected $code; output:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  elif ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output does not match /$pattern/:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+hyp=$fixtures/de.hyp
+ref=$fixtures/de.ref
+ref2=$fixtures/de.ref2
+sig='version:2\.5\.1\+dragoman'
+
+expect help 0 "score-bleu" -- "$dragoman" --help
+expect version 0 "^dragoman [0-9]+\.[0-9]+\.[0-9]+ \(git .*\)" -- "$dragoman" --version
+expect no-subcommand 2 "subcommand is required" -- "$dragoman"
+expect unknown-option 2 "--no-such-option" -- "$dragoman" score-bleu --no-such-option -r "$ref" -i "$hyp"
+expect missing-ref-option 2 "--ref is required" -- "$dragoman" score-bleu -i "$hyp"
+expect bad-tokenizer 2 "moses" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --tokenize moses
+
+expect corpus-bleu 0 "^BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|$sig = [0-9]+\.[0-9]{2} [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ \(BP = [0-9.]+ ratio = [0-9.]+ hyp_len = [0-9]+ ref_len = [0-9]+\)$" \
+  -- "$dragoman" score-bleu -r "$ref" -i "$hyp"
+expect two-refs 0 "^BLEU\|nrefs:2\|" -- "$dragoman" score-bleu -r "$ref" -r "$ref2" -i "$hyp"
+expect two-refs-one-flag 0 "^BLEU\|nrefs:2\|" -- "$dragoman" score-bleu -r "$ref" "$ref2" -i "$hyp"
+expect score-only 0 "^[0-9]+\.[0-9]{4}$" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --score-only
+expect score-only-width 0 "^[0-9]+\.[0-9]{2}$" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -b -w 2
+expect short-signature 0 "^BLEU\|#:1\|c:mixed\|e:no\|tok:13a\|s:exp\|v:2\.5\.1\+dragoman = " \
+  -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --short
+expect json 0 '"name": "BLEU"' -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --json
+expect bleu-and-chrf 0 "chrF2\|nrefs:1\|case:mixed\|eff:yes\|nc:6\|nw:0\|space:no\|$sig = " \
+  -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -m bleu,chrf
+expect chrf-plus-plus 0 "^chrF2\+\+\|" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -m chrf --chrf-word-order 2
+expect smoothing-floor 0 "smooth:floor\[0\.20\]" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --smooth-method floor --smooth-value 0.2
+expect sentence-level 0 "eff:yes" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --sentence-level
+expect sentence-level-two-metrics 2 "exactly one metric" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --sentence-level -m bleu,chrf
+
+# One line per hypothesis in sentence-level mode.
+lines=$("$dragoman" score-bleu -r "$ref" -i "$hyp" --sentence-level | wc -l)
+expected_lines=$(wc -l <"$hyp")
+if [[ $lines -eq $expected_lines ]]; then passes=$((passes + 1)); else
+  echo "FAIL sentence-level-lines: $lines lines for $expected_lines hypotheses"; failures=$((failures + 1)); fi
+
+# Standard input gives the same result as --input.
+from_file=$("$dragoman" score-bleu -r "$ref" -i "$hyp")
+from_stdin=$("$dragoman" score-bleu -r "$ref" <"$hyp")
+if [[ "$from_file" == "$from_stdin" && -n "$from_file" ]]; then passes=$((passes + 1)); else
+  echo "FAIL stdin: '$from_stdin' != '$from_file'"; failures=$((failures + 1)); fi
+
+# Bad input: clear errors naming files and lines, exit code 1, inputs untouched.
+head -n 3 "$ref" >"$tmp/short.ref"
+expect line-count-mismatch 1 "^error: line counts differ: .*de\.hyp has [0-9]+ lines, .*short\.ref has 3 " \
+  -- "$dragoman" score-bleu -r "$tmp/short.ref" -i "$hyp"
+printf 'gut\nnicht \xff gut\n' >"$tmp/bad.hyp"
+printf 'gut\nnicht gut\n' >"$tmp/two.ref"
+before=$(md5sum "$tmp/bad.hyp")
+expect invalid-utf8 1 "^error: .*bad\.hyp:2: invalid UTF-8 at byte 7 of the line" \
+  -- "$dragoman" score-bleu -r "$tmp/two.ref" -i "$tmp/bad.hyp"
+if [[ "$(md5sum "$tmp/bad.hyp")" == "$before" ]]; then passes=$((passes + 1)); else
+  echo "FAIL input-untouched"; failures=$((failures + 1)); fi
+expect missing-file 1 "^error: cannot open $tmp/nope\.txt" -- "$dragoman" score-bleu -r "$ref" -i "$tmp/nope.txt"
+: >"$tmp/empty.hyp"
+expect empty-hypotheses 1 "empty\.hyp has no lines" -- "$dragoman" score-bleu -r "$tmp/empty.hyp" -i "$tmp/empty.hyp"
+
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]
