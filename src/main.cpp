@@ -1,8 +1,8 @@
 // The dragoman binary: registers the subcommands, sets up logging, runs the chosen command and
 // turns errors into messages and exit codes (0 ok, 1 error, 2 usage error).
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>

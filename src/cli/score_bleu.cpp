@@ -99,8 +99,10 @@ void run_score_bleu(const ScoreBleuOptions& o) {
       if (line.size() >= 2 && line.substr(line.size() - 2) == " .") ++tokenized;
     }
     if (tokenized >= 100) {
-      spdlog::warn("{} lines end in a tokenized period (' .'): it looks like the hypotheses are not detokenized, "
-                   "which may hurt the score (--force silences this)", tokenized);
+      spdlog::warn(
+          "{} lines end in a tokenized period (' .'): it looks like the hypotheses are not detokenized, "
+          "which may hurt the score (--force silences this)",
+          tokenized);
     }
   }
 

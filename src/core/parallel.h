@@ -18,7 +18,8 @@ inline int default_thread_count() { return std::max(1u, std::thread::hardware_co
 
 template <typename Fn>
 void parallel_for(std::size_t n, int threads, Fn fn) {
-  const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
+  const std::size_t workers =
+      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
   if (workers <= 1) {
     if (n > 0) fn(std::size_t{0}, n);
     return;

@@ -172,9 +172,8 @@ std::string Bleu::signature(std::size_t nrefs, bool short_form) const {
   const auto field = [&](const char* full, const char* abbr, const std::string& value) {
     return std::string(short_form ? abbr : full) + ":" + value;
   };
-  return field("nrefs", "#", std::to_string(nrefs)) + "|" +
-         field("case", "c", options_.lowercase ? "lc" : "mixed") + "|" +
-         field("eff", "e", options_.effective_order ? "yes" : "no") + "|" +
+  return field("nrefs", "#", std::to_string(nrefs)) + "|" + field("case", "c", options_.lowercase ? "lc" : "mixed") +
+         "|" + field("eff", "e", options_.effective_order ? "yes" : "no") + "|" +
          field("tok", "tok", tokenizer_name(options_.tokenizer)) + "|" + field("smooth", "s", smooth) + "|" +
          field("version", "v", kSignatureVersion);
 }

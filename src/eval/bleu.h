@@ -24,7 +24,7 @@ struct BleuOptions {
   Smoothing smoothing = Smoothing::kExp;
   std::optional<double> smooth_value;  // unset: 0.1 for floor, 1 for add-k
   int max_order = 4;
-  bool effective_order = false;        // sentence-level BLEU turns it on, as sacreBLEU does
+  bool effective_order = false;  // sentence-level BLEU turns it on, as sacreBLEU does
 };
 
 struct BleuScore {
@@ -48,8 +48,7 @@ class Bleu final : public Metric {
   std::string key() const override { return "BLEU"; }
   // [hyp_len, ref_len, correct_1..N, total_1..N]
   std::size_t stats_size() const override { return 2 + 2 * static_cast<std::size_t>(options_.max_order); }
-  void segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs,
-                     std::int64_t* out) const override;
+  void segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs, std::int64_t* out) const override;
   MetricResult result(const std::int64_t* stats, std::size_t nrefs) const override;
 
   BleuScore score(const std::int64_t* stats) const;

@@ -11,8 +11,7 @@ namespace {
 
 // Python's string.punctuation, which sacreBLEU's chrF++ word splitting uses.
 bool is_ascii_punctuation(char32_t c) {
-  return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
-         (c >= 0x7B && c <= 0x7E);
+  return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
 }
 
 // sacreBLEU's CHRF._remove_punctuation: split on whitespace, then split one punctuation
@@ -149,9 +148,8 @@ std::string Chrf::signature(std::size_t nrefs, bool short_form) const {
   const auto field = [&](const char* full, const char* abbr, const std::string& value) {
     return std::string(short_form ? abbr : full) + ":" + value;
   };
-  return field("nrefs", "#", std::to_string(nrefs)) + "|" +
-         field("case", "c", options_.lowercase ? "lc" : "mixed") + "|" +
-         field("eff", "e", options_.eps_smoothing ? "no" : "yes") + "|" +
+  return field("nrefs", "#", std::to_string(nrefs)) + "|" + field("case", "c", options_.lowercase ? "lc" : "mixed") +
+         "|" + field("eff", "e", options_.eps_smoothing ? "no" : "yes") + "|" +
          field("nc", "nc", std::to_string(options_.char_order)) + "|" +
          field("nw", "nw", std::to_string(options_.word_order)) + "|" +
          field("space", "s", options_.whitespace ? "yes" : "no") + "|" + field("version", "v", kSignatureVersion);

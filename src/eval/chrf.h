@@ -25,8 +25,7 @@ class Chrf final : public Metric {
   std::string key() const override { return "CHRF"; }
   // [n_hyp, n_ref, n_match] for each order: character orders first, then word orders.
   std::size_t stats_size() const override { return 3 * static_cast<std::size_t>(order()); }
-  void segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs,
-                     std::int64_t* out) const override;
+  void segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs, std::int64_t* out) const override;
   MetricResult result(const std::int64_t* stats, std::size_t nrefs) const override;
 
   // sacreBLEU's CHRF._compute_f_score, in percent.

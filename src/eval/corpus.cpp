@@ -34,7 +34,8 @@ std::vector<std::int64_t> sum_statistics(const std::vector<std::int64_t>& per_se
 }
 
 MetricResult corpus_score(const Metric& metric, const Corpus& corpus, int threads) {
-  const std::vector<std::int64_t> sum = sum_statistics(segment_statistics(metric, corpus, threads), metric.stats_size());
+  const std::vector<std::int64_t> sum =
+      sum_statistics(segment_statistics(metric, corpus, threads), metric.stats_size());
   return metric.result(sum.data(), corpus.refs.size());
 }
 

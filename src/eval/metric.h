@@ -24,8 +24,8 @@ struct MetricResult {
   double score = 0.0;     // full precision
   std::string signature;  // "nrefs:1|case:mixed|...|version:2.5.1+dragoman"
   std::string signature_short;
-  std::string verbose;                // BLEU's "58.2/33.1/20.5/13.3 (BP = ...)", empty for chrF
-  nlohmann::ordered_json details;     // full-precision statistics for --json
+  std::string verbose;             // BLEU's "58.2/33.1/20.5/13.3 (BP = ...)", empty for chrF
+  nlohmann::ordered_json details;  // full-precision statistics for --json
 };
 
 class Metric {

@@ -94,8 +94,8 @@ bool is_dot_or_comma(char32_t c) { return c == '.' || c == ','; }
 // 13a's first regex: r'([\{-\~\[-\` -\&\(-\+\:-\@\/])' -> r' \1 ', i.e. ASCII punctuation and
 // symbols (and space) except the apostrophe, comma, hyphen and period.
 bool is_13a_separated(char32_t c) {
-  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
-         (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == 0x2F;
+  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
+         (c >= 0x3A && c <= 0x40) || c == 0x2F;
 }
 
 // sacreBLEU's TokenizerRegexp: the language-dependent part of 13a, shared with zh.
@@ -105,7 +105,8 @@ std::u32string tokenize_regexp(std::u32string_view line) {
   // Period and comma unless preceded by a digit; unless followed by a digit; dash after a digit.
   std::u32string s = substitute_pairs(step1, not_digit, is_dot_or_comma, emit_a_space_b_space);
   s = substitute_pairs(s, is_dot_or_comma, not_digit, emit_space_a_space_b);
-  s = substitute_pairs(s, is_ascii_digit, [](char32_t c) { return c == '-'; }, emit_a_space_b_space);
+  s = substitute_pairs(
+      s, is_ascii_digit, [](char32_t c) { return c == '-'; }, emit_a_space_b_space);
   return normalize_spaces(s);
 }
 
@@ -142,11 +143,10 @@ std::u32string tokenize_intl(std::u32string_view line) {
 // supplementary-plane ideographs. sacreBLEU's scores depend on it, so we reproduce it.
 bool is_zh_char(char32_t c) {
   static constexpr char32_t kRanges[][2] = {
-      {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D}, {0xFA30, 0xFA6A},
-      {0xFA70, 0xFAD9}, {0x2001, 0x2A6D}, {0x2F81, 0x2FA1}, {0xFF00, 0xFFEF}, {0x2E80, 0x2EFF},
-      {0x3000, 0x303F}, {0x31C0, 0x31EF}, {0x2F00, 0x2FDF}, {0x2FF0, 0x2FFF}, {0x3100, 0x312F},
-      {0x31A0, 0x31BF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F}, {0x2600, 0x26FF}, {0x2700, 0x27BF},
-      {0x3200, 0x32FF}, {0x3300, 0x33FF},
+      {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D}, {0xFA30, 0xFA6A}, {0xFA70, 0xFAD9},
+      {0x2001, 0x2A6D}, {0x2F81, 0x2FA1}, {0xFF00, 0xFFEF}, {0x2E80, 0x2EFF}, {0x3000, 0x303F}, {0x31C0, 0x31EF},
+      {0x2F00, 0x2FDF}, {0x2FF0, 0x2FFF}, {0x3100, 0x312F}, {0x31A0, 0x31BF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F},
+      {0x2600, 0x26FF}, {0x2700, 0x27BF}, {0x3200, 0x32FF}, {0x3300, 0x33FF},
   };
   if (c < 0x2001) return false;
   for (const auto& range : kRanges) {

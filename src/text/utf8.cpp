@@ -37,8 +37,7 @@ bool decode_one(std::string_view bytes, std::size_t i, char32_t& cp, std::size_t
     if (left < 4 || !is_cont(b(1)) || !is_cont(b(2)) || !is_cont(b(3))) return false;
     if (b0 == 0xF0 && b(1) < 0x90) return false;   // overlong
     if (b0 == 0xF4 && b(1) >= 0x90) return false;  // above U+10FFFF
-    cp = (char32_t(b0 & 0x07) << 18) | (char32_t(b(1) & 0x3F) << 12) | (char32_t(b(2) & 0x3F) << 6) |
-         (b(3) & 0x3F);
+    cp = (char32_t(b0 & 0x07) << 18) | (char32_t(b(1) & 0x3F) << 12) | (char32_t(b(2) & 0x3F) << 6) | (b(3) & 0x3F);
     len = 4;
     return true;
   }

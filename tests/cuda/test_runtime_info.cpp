@@ -18,8 +18,7 @@ TEST_CASE("a failing CUDA call throws dragoman::Error naming the call", "[cuda]"
   void* ptr = nullptr;
   // More memory than any GPU has: cudaMalloc fails with an out-of-memory error.
   const auto allocate_too_much = [&] { DRAGOMAN_CUDA_CHECK(cudaMalloc(&ptr, std::size_t{1} << 60)); };
-  REQUIRE_THROWS_WITH(allocate_too_much(),
-                      Catch::Contains("cudaMalloc") && Catch::Contains("test_runtime_info.cpp"));
+  REQUIRE_THROWS_WITH(allocate_too_much(), Catch::Contains("cudaMalloc") && Catch::Contains("test_runtime_info.cpp"));
   cudaGetLastError();
 }
 

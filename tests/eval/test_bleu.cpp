@@ -25,7 +25,8 @@ struct LoadedCorpus {
 LoadedCorpus load(const nlohmann::json& c) {
   LoadedCorpus l;
   l.hyp = read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
-  for (const auto& r : c.at("refs")) l.refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
+  for (const auto& r : c.at("refs"))
+    l.refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
   l.corpus.hyps = l.hyp.lines;
   for (const auto& r : l.refs) l.corpus.refs.push_back(r.lines);
   return l;
@@ -64,8 +65,7 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
     const Bleu bleu(bleu_options(c.at("options")));
     const auto& expected = c.at("corpus");
 
-    const std::vector<std::int64_t> stats =
-        sum_statistics(segment_statistics(bleu, l.corpus, 2), bleu.stats_size());
+    const std::vector<std::int64_t> stats = sum_statistics(segment_statistics(bleu, l.corpus, 2), bleu.stats_size());
     const BleuScore s = bleu.score(stats.data());
     CHECK(s.sys_len == expected.at("sys_len").get<std::int64_t>());
     CHECK(s.ref_len == expected.at("ref_len").get<std::int64_t>());
@@ -105,7 +105,8 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
     }
     const auto sentence_text = c.at("sentence_text").get<std::vector<std::string>>();
     for (std::size_t i = 0; i < sentence_text.size(); ++i) {
-      const MetricResult sr = sentence_bleu.result(per_segment.data() + i * sentence_bleu.stats_size(), l.corpus.refs.size());
+      const MetricResult sr =
+          sentence_bleu.result(per_segment.data() + i * sentence_bleu.stats_size(), l.corpus.refs.size());
       CHECK(format_text(sr, 2, false, false) == with_our_version(sentence_text[i]));
     }
   }

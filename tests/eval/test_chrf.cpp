@@ -45,7 +45,8 @@ TEST_CASE("chrF matches sacreBLEU on every fixture case", "[chrf]") {
     INFO("case " << c.at("name").get<std::string>());
     const TextLines hyp = read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
     std::vector<TextLines> refs;
-    for (const auto& r : c.at("refs")) refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
+    for (const auto& r : c.at("refs"))
+      refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
     Corpus corpus;
     corpus.hyps = hyp.lines;
     for (const auto& r : refs) corpus.refs.push_back(r.lines);

@@ -20,7 +20,8 @@ std::vector<std::string> split_utf8(const std::string& text) {
 }  // namespace
 
 TEST_CASE("is_space is Python's str.isspace", "[unicode]") {
-  for (char32_t c : std::u32string(U"\t\n\v\f\r\x1c\x1d\x1e\x1f \u0085\u00A0\u1680\u2000\u200A\u2028\u2029\u202F\u205F\u3000")) {
+  for (char32_t c :
+       std::u32string(U"\t\n\v\f\r\x1c\x1d\x1e\x1f \u0085\u00A0\u1680\u2000\u200A\u2028\u2029\u202F\u205F\u3000")) {
     INFO("U+" << std::hex << static_cast<unsigned>(c));
     CHECK(unicode::is_space(c));
   }
@@ -62,9 +63,9 @@ TEST_CASE("split, strip and rstrip follow Python", "[unicode]") {
 
 TEST_CASE("to_lower is Python's str.lower", "[unicode]") {
   CHECK(unicode::to_lower(U"ABC def") == U"abc def");
-  CHECK(unicode::to_lower(U"\u0130") == U"i\u0307");  // İ -> i + combining dot: longer
+  CHECK(unicode::to_lower(U"\u0130") == U"i\u0307");                         // İ -> i + combining dot: longer
   CHECK(unicode::to_lower(U"\u03A3\u0391\u03A3") == U"\u03C3\u03B1\u03C2");  // ΣΑΣ -> σας
-  CHECK(unicode::to_lower(U"\u1E9E") == U"\u00DF");  // ẞ -> ß
+  CHECK(unicode::to_lower(U"\u1E9E") == U"\u00DF");                          // ẞ -> ß
   for (const auto& pair : test::read_json_fixture("bleu/tokenize.json").at("lower")) {
     const std::string input = pair.at(0).get<std::string>();
     INFO("input: " << input);

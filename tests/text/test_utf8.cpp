@@ -23,15 +23,15 @@ TEST_CASE("utf8 encode round-trips every kind of code point", "[utf8]") {
 
 TEST_CASE("utf8 rejects what Python's strict codec rejects", "[utf8]") {
   CHECK(find_invalid("abc") == std::string::npos);
-  CHECK(find_invalid("ab\x80") == 2);               // lone continuation byte
-  CHECK(find_invalid("\xC0\xAF") == 0);             // overlong '/'
-  CHECK(find_invalid("\xC1\xBF") == 0);             // overlong
-  CHECK(find_invalid("\xE0\x80\xAF") == 0);         // overlong 3-byte
-  CHECK(find_invalid("\xED\xA0\x80") == 0);         // surrogate U+D800
-  CHECK(find_invalid("\xF0\x80\x80\xAF") == 0);     // overlong 4-byte
-  CHECK(find_invalid("\xF4\x90\x80\x80") == 0);     // above U+10FFFF
-  CHECK(find_invalid("\xF5\x80\x80\x80") == 0);     // invalid lead byte
-  CHECK(find_invalid("x\xE2\x82") == 1);            // truncated
-  CHECK(find_invalid("\xC3\xA4\xC3") == 2);         // truncated after a valid one
+  CHECK(find_invalid("ab\x80") == 2);            // lone continuation byte
+  CHECK(find_invalid("\xC0\xAF") == 0);          // overlong '/'
+  CHECK(find_invalid("\xC1\xBF") == 0);          // overlong
+  CHECK(find_invalid("\xE0\x80\xAF") == 0);      // overlong 3-byte
+  CHECK(find_invalid("\xED\xA0\x80") == 0);      // surrogate U+D800
+  CHECK(find_invalid("\xF0\x80\x80\xAF") == 0);  // overlong 4-byte
+  CHECK(find_invalid("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
+  CHECK(find_invalid("\xF5\x80\x80\x80") == 0);  // invalid lead byte
+  CHECK(find_invalid("x\xE2\x82") == 1);         // truncated
+  CHECK(find_invalid("\xC3\xA4\xC3") == 2);      // truncated after a valid one
   CHECK_THROWS_AS(decode("\xFF"), dragoman::Error);
 }

@@ -16,26 +16,26 @@ namespace dragoman::cuda {
 
 }  // namespace dragoman::cuda
 
-#define DRAGOMAN_CUDA_CHECK(call)                                                                   \
-  do {                                                                                              \
-    const cudaError_t dragoman_status_ = (call);                                                    \
-    if (dragoman_status_ != cudaSuccess) {                                                          \
+#define DRAGOMAN_CUDA_CHECK(call)                                                                          \
+  do {                                                                                                     \
+    const cudaError_t dragoman_status_ = (call);                                                           \
+    if (dragoman_status_ != cudaSuccess) {                                                                 \
       ::dragoman::cuda::throw_cuda_error(#call, cudaGetErrorString(dragoman_status_), __FILE__, __LINE__); \
-    }                                                                                               \
+    }                                                                                                      \
   } while (0)
 
-#define DRAGOMAN_CUBLAS_CHECK(call)                                                                   \
-  do {                                                                                                \
-    const cublasStatus_t dragoman_status_ = (call);                                                   \
-    if (dragoman_status_ != CUBLAS_STATUS_SUCCESS) {                                                  \
+#define DRAGOMAN_CUBLAS_CHECK(call)                                                                           \
+  do {                                                                                                        \
+    const cublasStatus_t dragoman_status_ = (call);                                                           \
+    if (dragoman_status_ != CUBLAS_STATUS_SUCCESS) {                                                          \
       ::dragoman::cuda::throw_cuda_error(#call, cublasGetStatusString(dragoman_status_), __FILE__, __LINE__); \
-    }                                                                                                 \
+    }                                                                                                         \
   } while (0)
 
-#define DRAGOMAN_NCCL_CHECK(call)                                                                   \
-  do {                                                                                              \
-    const ncclResult_t dragoman_status_ = (call);                                                   \
-    if (dragoman_status_ != ncclSuccess) {                                                          \
+#define DRAGOMAN_NCCL_CHECK(call)                                                                          \
+  do {                                                                                                     \
+    const ncclResult_t dragoman_status_ = (call);                                                          \
+    if (dragoman_status_ != ncclSuccess) {                                                                 \
       ::dragoman::cuda::throw_cuda_error(#call, ncclGetErrorString(dragoman_status_), __FILE__, __LINE__); \
-    }                                                                                               \
+    }                                                                                                      \
   } while (0)
