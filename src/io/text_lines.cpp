@@ -11,22 +11,20 @@
 namespace dragoman {
 namespace {
 
-std::string read_all(std::FILE* file, const std::string& name) {
-  std::string data;
+std::vector<char> read_all(std::FILE* file, const std::string& name) {
+  std::vector<char> data;
   char buffer[1 << 16];
   std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) data.append(buffer, got);
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) data.insert(data.end(), buffer, buffer + got);
   if (std::ferror(file)) throw Error("cannot read " + name + ": " + std::strerror(errno));
   return data;
 }
 
-}  // namespace
-
-TextLines text_lines_from_bytes(std::string name, std::string data) {
+TextLines split_lines(std::string name, std::vector<char> data) {
   TextLines text;
   text.name = std::move(name);
   text.data = std::move(data);
-  const std::string_view all(text.data);
+  const std::string_view all(text.data.data(), text.data.size());
   std::size_t start = 0;
   while (start < all.size()) {
     std::size_t end = all.find('\n', start);
@@ -43,11 +41,17 @@ TextLines text_lines_from_bytes(std::string name, std::string data) {
   return text;
 }
 
+}  // namespace
+
+TextLines text_lines_from_bytes(std::string name, std::string data) {
+  return split_lines(std::move(name), std::vector<char>(data.begin(), data.end()));
+}
+
 TextLines read_text_lines(const std::string& path) {
-  if (path == "-") return text_lines_from_bytes("<stdin>", read_all(stdin, "<stdin>"));
+  if (path == "-") return split_lines("<stdin>", read_all(stdin, "<stdin>"));
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  std::string data;
+  std::vector<char> data;
   try {
     data = read_all(file, path);
   } catch (...) {
@@ -55,7 +59,7 @@ TextLines read_text_lines(const std::string& path) {
     throw;
   }
   std::fclose(file);
-  return text_lines_from_bytes(path, std::move(data));
+  return split_lines(path, std::move(data));
 }
 
 }  // namespace dragoman

@@ -11,8 +11,10 @@
 namespace dragoman {
 
 struct TextLines {
-  std::string name;                     // path, or "<stdin>"
-  std::string data;                     // the file's bytes
+  std::string name;  // path, or "<stdin>"
+  // The file's bytes. A vector, not a std::string: moving a short std::string moves its bytes
+  // (small-string optimisation) and would leave `lines` pointing at the old place.
+  std::vector<char> data;
   std::vector<std::string_view> lines;  // views into data, without the '\n'
 };
 

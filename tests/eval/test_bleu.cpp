@@ -9,28 +9,11 @@
 #include "eval/corpus.h"
 #include "eval/fixtures.h"
 #include "eval/report.h"
-#include "io/text_lines.h"
 
 using namespace dragoman;
 using namespace dragoman::eval;
 
 namespace {
-
-struct LoadedCorpus {
-  TextLines hyp;
-  std::vector<TextLines> refs;
-  Corpus corpus;
-};
-
-LoadedCorpus load(const nlohmann::json& c) {
-  LoadedCorpus l;
-  l.hyp = read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
-  for (const auto& r : c.at("refs"))
-    l.refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
-  l.corpus.hyps = l.hyp.lines;
-  for (const auto& r : l.refs) l.corpus.refs.push_back(r.lines);
-  return l;
-}
 
 BleuOptions bleu_options(const nlohmann::json& o) {
   BleuOptions b;
@@ -40,16 +23,6 @@ BleuOptions bleu_options(const nlohmann::json& o) {
   if (!o.at("smooth_value").is_null()) b.smooth_value = o.at("smooth_value").get<double>();
   return b;
 }
-
-// sacreBLEU prints its own version in the signature; ours says it is Dragoman's implementation.
-std::string with_our_version(std::string text) {
-  const std::string theirs = std::string("version:") + kSacrebleuVersion;
-  const std::size_t at = text.find(theirs);
-  if (at != std::string::npos) text.replace(at, theirs.size(), std::string("version:") + kSignatureVersion);
-  return text;
-}
-
-bool close(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
 
 }  // namespace
 
@@ -61,7 +34,7 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
     ++checked;
     const std::string name = c.at("name").get<std::string>();
     INFO("case " << name);
-    const LoadedCorpus l = load(c);
+    const test::FixtureCorpus l(c);
     const Bleu bleu(bleu_options(c.at("options")));
     const auto& expected = c.at("corpus");
 
@@ -73,14 +46,15 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
     CHECK(s.totals == expected.at("totals").get<std::vector<double>>());
     const auto precisions = expected.at("precisions").get<std::vector<double>>();
     REQUIRE(s.precisions.size() == precisions.size());
-    for (std::size_t n = 0; n < precisions.size(); ++n) CHECK(close(s.precisions[n], precisions[n]));
-    CHECK(close(s.bp, expected.at("bp").get<double>()));
-    CHECK(close(s.score, expected.at("score").get<double>()));
+    for (std::size_t n = 0; n < precisions.size(); ++n) CHECK(test::close_to(s.precisions[n], precisions[n]));
+    CHECK(test::close_to(s.bp, expected.at("bp").get<double>()));
+    CHECK(test::close_to(s.score, expected.at("score").get<double>()));
 
     const MetricResult r = bleu.result(stats.data(), l.corpus.refs.size());
-    CHECK(format_results_text({r}, 2, false, false) == with_our_version(expected.at("text").get<std::string>()) + "\n");
+    CHECK(format_results_text({r}, 2, false, false) ==
+          test::with_our_version(expected.at("text").get<std::string>()) + "\n");
     CHECK(format_results_text({r}, 4, false, false) ==
-          with_our_version(expected.at("text_width4").get<std::string>()) + "\n");
+          test::with_our_version(expected.at("text_width4").get<std::string>()) + "\n");
 
     // --json: sacreBLEU's keys and values, plus our details.
     nlohmann::json ours = nlohmann::json::parse(format_results_json({r}, 2));
@@ -89,7 +63,7 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
       if (key == "version") {
         CHECK(ours.at(key).get<std::string>() == kSignatureVersion);
       } else if (value.is_string()) {
-        CHECK(ours.at(key).get<std::string>() == with_our_version(value.get<std::string>()));
+        CHECK(ours.at(key).get<std::string>() == test::with_our_version(value.get<std::string>()));
       } else {
         CHECK(ours.at(key) == value);
       }
@@ -103,13 +77,14 @@ TEST_CASE("BLEU matches sacreBLEU on every fixture case", "[bleu]") {
     const auto sentence = c.at("sentence").get<std::vector<double>>();
     for (std::size_t i = 0; i < sentence.size(); ++i) {
       INFO("segment " << i + 1);
-      CHECK(close(sentence_bleu.score(per_segment.data() + i * sentence_bleu.stats_size()).score, sentence[i]));
+      CHECK(
+          test::close_to(sentence_bleu.score(per_segment.data() + i * sentence_bleu.stats_size()).score, sentence[i]));
     }
     const auto sentence_text = c.at("sentence_text").get<std::vector<std::string>>();
     for (std::size_t i = 0; i < sentence_text.size(); ++i) {
       const MetricResult sr =
           sentence_bleu.result(per_segment.data() + i * sentence_bleu.stats_size(), l.corpus.refs.size());
-      CHECK(format_text(sr, 2, false, false) == with_our_version(sentence_text[i]));
+      CHECK(format_text(sr, 2, false, false) == test::with_our_version(sentence_text[i]));
     }
   }
   CHECK(checked >= 20);
@@ -119,7 +94,7 @@ TEST_CASE("BLEU statistics do not depend on the thread count", "[bleu]") {
   const nlohmann::json cases = test::read_json_fixture("bleu/expected.json");
   for (const auto& c : cases) {
     if (c.at("metric") != "bleu" || c.at("hyp") != "random.hyp") continue;
-    const LoadedCorpus l = load(c);
+    const test::FixtureCorpus l(c);
     const Bleu bleu(bleu_options(c.at("options")));
     CHECK(segment_statistics(bleu, l.corpus, 1) == segment_statistics(bleu, l.corpus, 3));
     return;

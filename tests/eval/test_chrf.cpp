@@ -7,7 +7,6 @@
 #include "eval/corpus.h"
 #include "eval/fixtures.h"
 #include "eval/report.h"
-#include "io/text_lines.h"
 
 using namespace dragoman;
 using namespace dragoman::eval;
@@ -25,15 +24,6 @@ ChrfOptions chrf_options(const nlohmann::json& o) {
   return c;
 }
 
-std::string with_our_version(std::string text) {
-  const std::string theirs = std::string("version:") + kSacrebleuVersion;
-  const std::size_t at = text.find(theirs);
-  if (at != std::string::npos) text.replace(at, theirs.size(), std::string("version:") + kSignatureVersion);
-  return text;
-}
-
-bool close(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
-
 }  // namespace
 
 TEST_CASE("chrF matches sacreBLEU on every fixture case", "[chrf]") {
@@ -43,25 +33,20 @@ TEST_CASE("chrF matches sacreBLEU on every fixture case", "[chrf]") {
     if (c.at("metric") != "chrf") continue;
     ++checked;
     INFO("case " << c.at("name").get<std::string>());
-    const TextLines hyp = read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
-    std::vector<TextLines> refs;
-    for (const auto& r : c.at("refs"))
-      refs.push_back(read_text_lines(test::fixture_path("bleu/" + r.get<std::string>())));
-    Corpus corpus;
-    corpus.hyps = hyp.lines;
-    for (const auto& r : refs) corpus.refs.push_back(r.lines);
+    const test::FixtureCorpus l(c);
+    const eval::Corpus& corpus = l.corpus;
 
     const Chrf chrf(chrf_options(c.at("options")));
     const MetricResult r = corpus_score(chrf, corpus, 2);
-    CHECK(close(r.score, c.at("corpus").at("score").get<double>()));
+    CHECK(test::close_to(r.score, c.at("corpus").at("score").get<double>()));
     CHECK(format_results_text({r}, 2, false, false) ==
-          with_our_version(c.at("corpus").at("text").get<std::string>()) + "\n");
+          test::with_our_version(c.at("corpus").at("text").get<std::string>()) + "\n");
 
     const std::vector<std::int64_t> per_segment = segment_statistics(chrf, corpus, 1);
     const auto sentence = c.at("sentence").get<std::vector<double>>();
     for (std::size_t i = 0; i < sentence.size(); ++i) {
       INFO("segment " << i + 1);
-      CHECK(close(chrf.f_score(per_segment.data() + i * chrf.stats_size()), sentence[i]));
+      CHECK(test::close_to(chrf.f_score(per_segment.data() + i * chrf.stats_size()), sentence[i]));
     }
   }
   CHECK(checked >= 4);

@@ -20,6 +20,16 @@ TEST_CASE("text lines split on newline only", "[io]") {
   CHECK(text_lines_from_bytes("mem", "").lines.empty());
 }
 
+TEST_CASE("lines stay valid when the TextLines is moved, even for tiny files", "[io]") {
+  std::vector<TextLines> all;
+  for (int i = 0; i < 20; ++i) all.push_back(text_lines_from_bytes("mem", "ab\ncd"));  // reallocations move
+  for (const auto& t : all) {
+    REQUIRE(t.lines.size() == 2);
+    CHECK(t.lines[0] == "ab");
+    CHECK(t.lines[1] == "cd");
+  }
+}
+
 TEST_CASE("invalid UTF-8 is an error naming the file and the line", "[io]") {
   CHECK_THROWS_WITH(text_lines_from_bytes("hyp.txt", "good\nstill good\nbad \xFF here\n"),
                     Catch::StartsWith("hyp.txt:3: invalid UTF-8 at byte 5 of the line"));
