@@ -1,4 +1,5 @@
 // `dragoman score-bleu`: sacreBLEU 2.x BLEU and chrF on files (options -> eval library calls).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -68,7 +69,10 @@ void write_stdout(const std::string& text) {
   }
 }
 
-void run_score_bleu(const ScoreBleuOptions& o) {
+void run_score_bleu(ScoreBleuOptions o) {
+  // Each metric once (sacreBLEU keys its metrics by name): "-m bleu,bleu" is one BLEU.
+  std::sort(o.metrics.begin(), o.metrics.end());
+  o.metrics.erase(std::unique(o.metrics.begin(), o.metrics.end()), o.metrics.end());
   if (o.sentence_level && o.metrics.size() > 1) {
     throw CLI::ValidationError("--sentence-level", "takes exactly one metric, got " + std::to_string(o.metrics.size()));
   }

@@ -53,6 +53,10 @@ expect short-signature 0 "^BLEU\|#:1\|c:mixed\|e:no\|tok:13a\|s:exp\|v:2\.5\.1\+
 expect json 0 '"name": "BLEU"' -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --json
 expect bleu-and-chrf 0 "chrF2\|nrefs:1\|case:mixed\|eff:yes\|nc:6\|nw:0\|space:no\|$sig = " \
   -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -m bleu,chrf
+repeated=$("$dragoman" score-bleu -r "$ref" -i "$hyp" -m bleu,bleu | wc -l)
+if [[ $repeated -eq 1 ]]; then passes=$((passes + 1)); else
+  echo "FAIL repeated-metric: $repeated lines for -m bleu,bleu"; failures=$((failures + 1)); fi
+expect sentence-level-json 0 '^\{"name":"BLEU","score":' -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --sentence-level --json
 expect chrf-plus-plus 0 "^chrF2\+\+\|" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -m chrf --chrf-word-order 2
 expect smoothing-floor 0 "smooth:floor\[0\.20\]" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --smooth-method floor --smooth-value 0.2
 expect sentence-level 0 "eff:yes" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --sentence-level
