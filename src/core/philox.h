@@ -1,0 +1,58 @@
+// Counter-based random numbers: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
+// 1, 2, 3", SC 2011). A random value is a pure function of (seed, stream, index): no state, so a
+// dropout mask is the same whatever the thread count or device, and is regenerated exactly after a
+// resume. Header-only and usable in CUDA kernels (DRAGOMAN_HOST_DEVICE), so the CUDA twin of every
+// random kernel computes the same bits as the CPU spec.
+//
+// Layout: key = seed (low word, high word); counter = (index / 4 low, index / 4 high, stream low,
+// stream high); element `index` is word index % 4 of that block.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DRAGOMAN_HOST_DEVICE __host__ __device__
+#else
+#define DRAGOMAN_HOST_DEVICE
+#endif
+
+namespace dragoman::philox {
+
+struct Block {
+  std::uint32_t v[4];
+};
+
+// The Philox4x32-10 bijection of `counter` under `key`.
+DRAGOMAN_HOST_DEVICE inline Block philox4x32_10(Block counter, std::uint32_t key0, std::uint32_t key1) {
+  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
+  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // key schedule (golden ratio, sqrt(3)-1)
+  std::uint32_t* c = counter.v;
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * c[0];
+    const std::uint64_t p1 = static_cast<std::uint64_t>(kM1) * c[2];
+    const std::uint32_t c1 = c[1], c3 = c[3];
+    c[0] = static_cast<std::uint32_t>(p1 >> 32) ^ c1 ^ key0;
+    c[1] = static_cast<std::uint32_t>(p1);
+    c[2] = static_cast<std::uint32_t>(p0 >> 32) ^ c3 ^ key1;
+    c[3] = static_cast<std::uint32_t>(p0);
+    key0 += kW0;
+    key1 += kW1;
+  }
+  return counter;
+}
+
+// 32 random bits for element `index` of `stream` under `seed`.
+DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  const std::uint64_t block = index >> 2;
+  const Block out = philox4x32_10({{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                                    static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)}},
+                                  static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+  return out.v[index & 3];
+}
+
+// A float uniform in [0, 1) with 24 random bits (every value exactly representable).
+DRAGOMAN_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  return static_cast<float>(bits(seed, stream, index) >> 8) * (1.0f / 16777216.0f);
+}
+
+}  // namespace dragoman::philox
