@@ -2,9 +2,6 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -13,6 +10,7 @@
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 
 namespace dragoman {
 namespace {
@@ -80,7 +78,7 @@ std::string encode_safetensors(const SafeTensorsFile& file) {
   return out;
 }
 
-SafeTensorsFile decode_safetensors(const std::string& name, const std::string& bytes) {
+SafeTensorsFile decode_safetensors(const std::string& name, std::string_view bytes) {
   if (bytes.size() < 8)
     corrupt(name, "only " + std::to_string(bytes.size()) + " bytes, expected an 8-byte header length");
   std::uint64_t header_len = 0;
@@ -181,16 +179,8 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, got);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw Error("cannot read " + path);
-  return decode_safetensors(path, bytes);
+  const std::vector<char> bytes = read_file(path);
+  return decode_safetensors(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 }  // namespace dragoman

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -40,7 +41,7 @@ struct SafeTensorsFile {
 std::string encode_safetensors(const SafeTensorsFile& file);
 
 // Parses and validates bytes; `name` is used in error messages.
-SafeTensorsFile decode_safetensors(const std::string& name, const std::string& bytes);
+SafeTensorsFile decode_safetensors(const std::string& name, std::string_view bytes);
 
 // encode + write_file_atomically.
 void write_safetensors(const std::string& path, const SafeTensorsFile& file);

@@ -1,24 +1,12 @@
 // Reading UTF-8 text files as lines (see text_lines.h).
 #include "io/text_lines.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "core/error.h"
+#include "io/read_file.h"
 #include "text/utf8.h"
 
 namespace dragoman {
 namespace {
-
-std::vector<char> read_all(std::FILE* file, const std::string& name) {
-  std::vector<char> data;
-  char buffer[1 << 16];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) data.insert(data.end(), buffer, buffer + got);
-  if (std::ferror(file)) throw Error("cannot read " + name + ": " + std::strerror(errno));
-  return data;
-}
 
 TextLines split_lines(std::string name, std::vector<char> data) {
   TextLines text;
@@ -48,18 +36,7 @@ TextLines text_lines_from_bytes(std::string name, std::string data) {
 }
 
 TextLines read_text_lines(const std::string& path) {
-  if (path == "-") return split_lines("<stdin>", read_all(stdin, "<stdin>"));
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  std::vector<char> data;
-  try {
-    data = read_all(file, path);
-  } catch (...) {
-    std::fclose(file);
-    throw;
-  }
-  std::fclose(file);
-  return split_lines(path, std::move(data));
+  return split_lines(path == "-" ? "<stdin>" : path, read_file(path));
 }
 
 }  // namespace dragoman
