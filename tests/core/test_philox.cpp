@@ -40,7 +40,7 @@ TEST_CASE("bits is a pure function of seed, stream and index", "[philox]") {
   CHECK(bits(42, 7, 6) != bits(42, 7, 6 + (std::uint64_t{4} << 32)));
 }
 
-TEST_CASE("uniform is in [0, 1) with the right mean and no repeats in a short run", "[philox]") {
+TEST_CASE("uniform lies in the half-open unit interval with the right mean and no repeats in a short run", "[philox]") {
   double sum = 0.0;
   std::set<float> seen;
   const int n = 100000;

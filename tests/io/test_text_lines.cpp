@@ -35,7 +35,7 @@ TEST_CASE("invalid UTF-8 is an error naming the file and the line", "[io]") {
                     Catch::StartsWith("hyp.txt:3: invalid UTF-8 at byte 5 of the line"));
 }
 
-TEST_CASE("a file is read whole; a missing file is a clear error", "[io]") {
+TEST_CASE("a file is read whole, and a missing file is a clear error", "[io]") {
   const std::string path = "test_text_lines.tmp";
   {
     std::ofstream out(path, std::ios::binary);
