@@ -489,19 +489,15 @@ def check_cli(name, score, sig, text, text4, js, sentence_text, sentence_scores,
         assert line == s.format(2, False, ssig), (name, line, s.format(2, False, ssig))
 
 
-def bleu_case(name, hyp, refs, tokenize="13a", lowercase=False, smooth="exp", smooth_value=None):
-    args = ["-m", "bleu", "--tokenize", tokenize, "--smooth-method", smooth]
-    if lowercase:
-        args.append("--lowercase")
-    if smooth_value is not None:
-        args += ["--smooth-value", str(smooth_value)]
+def run_case(name, hyp, refs, args, metric, sentence_metric):
+    """One case: the sacreBLEU CLI (in the pool) and the API on the same files, cross-checked.
+
+    Returns the corpus score, the CLI's text at widths 2 and 4, its JSON, its first sentence-level
+    lines, and the API's sentence scores of the first SENTENCES lines."""
     future = POOL.submit(cli_outputs, refs, hyp, args)
     hyps = read_lines(hyp)
     ref_streams = [read_lines(r) for r in refs]
-    options = dict(tokenize=tokenize, lowercase=lowercase, smooth_method=smooth, smooth_value=smooth_value)
-    metric = BLEU(**options)
     score = metric.corpus_score(hyps, ref_streams)
-    sentence_metric = BLEU(**options, effective_order=True)
     sentence_scores, sentence_sigs = [], []
     for i, h in enumerate(hyps[:SENTENCES]):
         sentence_scores.append(sentence_metric.sentence_score(h, [s[i] for s in ref_streams]))
@@ -509,6 +505,18 @@ def bleu_case(name, hyp, refs, tokenize="13a", lowercase=False, smooth="exp", sm
     text, text4, js, sentence_text = future.result()
     check_cli(name, score, metric.get_signature().format(), text, text4, js, sentence_text,
               sentence_scores, sentence_sigs)
+    return score, text, text4, js, sentence_text, sentence_scores
+
+
+def bleu_case(name, hyp, refs, tokenize="13a", lowercase=False, smooth="exp", smooth_value=None):
+    args = ["-m", "bleu", "--tokenize", tokenize, "--smooth-method", smooth]
+    if lowercase:
+        args.append("--lowercase")
+    if smooth_value is not None:
+        args += ["--smooth-value", str(smooth_value)]
+    options = dict(tokenize=tokenize, lowercase=lowercase, smooth_method=smooth, smooth_value=smooth_value)
+    score, text, text4, js, sentence_text, sentence_scores = run_case(
+        name, hyp, refs, args, BLEU(**options), BLEU(**options, effective_order=True))
     return {
         "name": name, "metric": "bleu", "hyp": hyp, "refs": refs, "args": args,
         "options": dict(DEFAULT_OPTIONS, **options),
@@ -533,21 +541,10 @@ def chrf_case(name, hyp, refs, char_order=6, word_order=0, beta=2, lowercase=Fal
         args.append("--chrf-whitespace")
     if eps_smoothing:
         args.append("--chrf-eps-smoothing")
-    future = POOL.submit(cli_outputs, refs, hyp, args)
-    hyps = read_lines(hyp)
-    ref_streams = [read_lines(r) for r in refs]
     options = dict(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
                    whitespace=whitespace, eps_smoothing=eps_smoothing)
-    metric = CHRF(**options)
-    score = metric.corpus_score(hyps, ref_streams)
-    sentence_metric = CHRF(**options)
-    sentence_scores, sentence_sigs = [], []
-    for i, h in enumerate(hyps[:SENTENCES]):
-        sentence_scores.append(sentence_metric.sentence_score(h, [s[i] for s in ref_streams]))
-        sentence_sigs.append(sentence_metric.get_signature().format())
-    text, text4, js, sentence_text = future.result()
-    check_cli(name, score, metric.get_signature().format(), text, text4, js, sentence_text,
-              sentence_scores, sentence_sigs)
+    score, text, text4, js, sentence_text, sentence_scores = run_case(
+        name, hyp, refs, args, CHRF(**options), CHRF(**options))
     return {
         "name": name, "metric": "chrf", "hyp": hyp, "refs": refs, "args": args,
         "options": dict(DEFAULT_OPTIONS, **options),
