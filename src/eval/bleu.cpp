@@ -4,21 +4,15 @@
 #include "eval/bleu.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/error.h"
 #include "eval/ngrams.h"
+#include "eval/report.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
 
 namespace dragoman::eval {
 namespace {
-
-std::string format_fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
 
 double default_smooth_value(Smoothing smoothing) { return smoothing == Smoothing::kFloor ? 0.1 : 1.0; }
 

@@ -1,18 +1,19 @@
 // sacreBLEU's output formats (see report.h).
 #include "eval/report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace dragoman::eval {
 
-std::string format_score(double score, int width) {
+std::string format_fixed(double value, int decimals) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", width, score);
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
 }
 
 std::string format_text(const MetricResult& result, int width, bool score_only, bool short_signature) {
-  const std::string score = format_score(result.score, width);
+  const std::string score = format_fixed(result.score, width);
   if (score_only) return score;
   std::string line = result.name + "|" + (short_signature ? result.signature_short : result.signature) + " = " + score;
   if (!result.verbose.empty()) line += " " + result.verbose;
@@ -22,7 +23,7 @@ std::string format_text(const MetricResult& result, int width, bool score_only, 
 nlohmann::ordered_json format_json(const MetricResult& result, int width) {
   nlohmann::ordered_json d;
   d["name"] = result.name;
-  d["score"] = std::stod(format_score(result.score, width));  // float(f"{score:.{width}f}")
+  d["score"] = std::stod(format_fixed(result.score, width));  // float(f"{score:.{width}f}")
   d["signature"] = result.signature;
   if (!result.verbose.empty()) d["verbose_score"] = result.verbose;
   std::size_t start = 0;

@@ -10,8 +10,8 @@
 
 namespace dragoman::eval {
 
-// f"{score:.{width}f}"
-std::string format_score(double score, int width);
+// f"{value:.{width}f}": Python's fixed-point formatting (exact decimal rounding, as printf).
+std::string format_fixed(double value, int decimals);
 
 // sacreBLEU's Score.format for text: "BLEU|nrefs:1|...|version:... = 27.31 58.2/... (BP = ...)",
 // or just the score when score_only.
