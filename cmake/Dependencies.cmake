@@ -1,5 +1,6 @@
 # Finds every third-party library (all from Debian packages, see third_party/README.md).
 find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(PkgConfig REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)

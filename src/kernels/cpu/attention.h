@@ -1,0 +1,41 @@
+// Scaled dot-product attention with key-padding and causal masks, the CPU spec.
+//
+// Per batch row b and head h, for queries t < T and keys s < S:
+//   score[t, s] = scale * (q[b, t, h*K : h*K+K] . k[b, s, h*K : h*K+K])
+//   masked when s >= key_lengths[b], or (causal) s > query_offset + t: probability exactly 0
+//   probs[b, h, t, :] = softmax over the unmasked s (all zero if every key is masked)
+//   dropped = dropout(probs) (attention dropout; element index = flat index in [B, H, T, S])
+//   out[b, t, h*Kv : h*Kv+Kv] = sum_s dropped[b, h, t, s] * v[b, s, h*Kv : h*Kv+Kv]
+// q/k/v/out are row-major [B, rows, H * size] blocks addressed by (batch stride, row stride), so a
+// key/value cache of capacity P can be read as its first S rows without a copy.
+// query_offset is the position of query 0 (incremental decoding: S - 1 for one query).
+// (b, h) pairs run in parallel; every output element is computed by one thread in a fixed order.
+#pragma once
+
+#include <cstdint>
+
+namespace dragoman::cpu {
+
+struct AttentionShape {
+  std::int64_t batch = 0, heads = 0, queries = 0, keys = 0, key_size = 0, value_size = 0;  // B H T S K Kv
+  std::int64_t q_batch_stride = 0, q_row_stride = 0;
+  std::int64_t k_batch_stride = 0, k_row_stride = 0;
+  std::int64_t v_batch_stride = 0, v_row_stride = 0;
+  std::int64_t out_batch_stride = 0, out_row_stride = 0;
+  bool causal = false;
+  std::int64_t query_offset = 0;
+};
+
+// probs, dropped: [B, H, T, S] (dropped may equal probs when dropout_p == 0).
+template <typename T>
+void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v,
+                       const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
+                       std::uint64_t stream, T* probs, T* dropped, T* out);
+
+// Gradients of out with respect to q, k and v (assigned). dq has q's strides, dk k's, dv v's.
+template <typename T>
+void attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
+                        const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
+                        std::uint64_t stream, const T* probs, const T* dropped, const T* dout, T* dq, T* dk, T* dv);
+
+}  // namespace dragoman::cpu

@@ -1,0 +1,28 @@
+// log-softmax and the label-smoothed cross-entropy, the CPU spec (docs/MODEL.md, "Loss").
+// For a row with target y != pad, eps = smoothing, V classes:
+//   q(k) = (1 - eps) [k = y] + eps / (V - 1) [k != pad];  loss = -sum_k q(k) log p(k);  nll = -log p(y)
+// Rows whose target is pad are ignored (no loss, zero gradient). Sums are accumulated in double,
+// row by row in order, so they do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace dragoman::cpu {
+
+// x[r, :] = log_softmax(x[r, :]) in place.   x: [rows, V]
+template <typename T>
+void log_softmax(T* x, std::int64_t rows, std::int64_t v);
+
+// Replaces logits by log-probabilities (in place) and adds the loss and nll sums over non-pad rows
+// to *loss_sum and *nll_sum.   logits: [rows, V]; targets: [rows]
+template <typename T>
+void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
+                           std::int32_t pad, double smoothing, double* loss_sum, double* nll_sum);
+
+// Replaces the forward's log-probabilities by d(grad_scale * loss_sum)/d(logits) = grad_scale * (p - q)
+// (in place; 0 for pad rows).
+template <typename T>
+void cross_entropy_backward(T* log_probs, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
+                            std::int32_t pad, double smoothing, double grad_scale);
+
+}  // namespace dragoman::cpu

@@ -1,0 +1,125 @@
+// Model files (see checkpoint.h).
+#include "model/checkpoint.h"
+
+#include <cstring>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dragoman {
+namespace {
+
+const std::set<std::string> kReservedMetadata = {"format", "format_version", "model_config", "step",
+                                                 "dragoman_version"};
+
+}  // namespace
+
+SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info) {
+  SafeTensorsFile file;
+  for (const auto& [key, value] : info.metadata) {
+    if (kReservedMetadata.count(key) != 0) throw Error("model metadata key '" + key + "' is reserved");
+    file.metadata[key] = value;
+  }
+  file.metadata["format"] = kModelFormat;
+  file.metadata["format_version"] = std::to_string(kModelFormatVersion);
+  file.metadata["model_config"] = model.config().to_json().dump();
+  file.metadata["step"] = std::to_string(info.step);
+  file.metadata["dragoman_version"] = DRAGOMAN_VERSION;
+  const ParameterSet& params = model.parameters();
+  const Tensor values = params.values().to(Device::cpu());
+  const std::size_t elem = dtype_size(values.dtype());
+  for (const ParameterEntry& e : params.entries()) {
+    SafeTensor t;
+    t.name = e.spec.name;
+    t.dtype = values.dtype();
+    t.shape = e.spec.shape;
+    t.data.resize(static_cast<std::size_t>(e.numel) * elem);
+    std::memcpy(t.data.data(), static_cast<const char*>(values.raw_data()) + static_cast<std::size_t>(e.offset) * elem,
+                t.data.size());
+    file.tensors.push_back(std::move(t));
+  }
+  if (!info.vocabulary.empty()) {
+    SafeTensor vocab{kVocabularyTensor, DType::kU8, {static_cast<std::int64_t>(info.vocabulary.size())}, {}};
+    vocab.data.assign(info.vocabulary.begin(), info.vocabulary.end());
+    file.tensors.push_back(std::move(vocab));
+  }
+  return file;
+}
+
+Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
+                                   ModelFileInfo* info) {
+  const auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
+  const auto meta = [&](const char* key) -> const std::string& {
+    const auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) fail(std::string("not a Dragoman model file: no '") + key + "' in __metadata__");
+    return it->second;
+  };
+  if (meta("format") != kModelFormat) {
+    fail("not a Dragoman model file: format is '" + meta("format") + "', expected '" + kModelFormat + "'");
+  }
+  if (meta("format_version") != std::to_string(kModelFormatVersion)) {
+    fail("model format version " + meta("format_version") + " is not supported by this build (it reads version " +
+         std::to_string(kModelFormatVersion) + ")");
+  }
+  nlohmann::json config_json;
+  try {
+    config_json = nlohmann::json::parse(meta("model_config"));
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("model_config is not valid JSON: ") + e.what());
+  }
+  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), dtype);
+
+  ModelFileInfo read_info;
+  if (const auto it = file.metadata.find("step"); it != file.metadata.end()) {
+    try {
+      std::size_t used = 0;
+      read_info.step = std::stoll(it->second, &used);
+      if (used != it->second.size() || read_info.step < 0) throw std::invalid_argument("step");
+    } catch (const std::exception&) {
+      fail("metadata 'step' is not a non-negative integer: '" + it->second + "'");
+    }
+  }
+  for (const auto& [key, value] : file.metadata) {
+    if (kReservedMetadata.count(key) == 0) read_info.metadata[key] = value;
+  }
+
+  ParameterSet& params = model.parameters();
+  std::set<std::string> seen;
+  for (const SafeTensor& t : file.tensors) {
+    if (t.name == kVocabularyTensor) {
+      if (t.dtype != DType::kU8 || t.shape.size() != 1) fail(std::string(kVocabularyTensor) + " must be a u8 vector");
+      read_info.vocabulary.assign(t.data.begin(), t.data.end());
+      continue;
+    }
+    if (!params.contains(t.name)) fail("unexpected tensor '" + t.name + "' (not a parameter of this model config)");
+    const ParameterEntry& e = params.entry(t.name);
+    if (t.shape != e.spec.shape) {
+      fail("tensor '" + t.name + "' has shape " + shape_string(t.shape) + ", the config needs " +
+           shape_string(e.spec.shape));
+    }
+    if (t.dtype != DType::kF32 && t.dtype != DType::kF64) {
+      fail("tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", expected F32 or F64");
+    }
+    Tensor host = Tensor::empty(t.shape, t.dtype);
+    std::memcpy(host.raw_data(), t.data.data(), t.data.size());
+    params.value(t.name).copy_from(host.to(dtype).to(params.values().device()));
+    seen.insert(t.name);
+  }
+  for (const ParameterEntry& e : params.entries()) {
+    if (seen.count(e.spec.name) == 0) fail("missing parameter '" + e.spec.name + "'");
+  }
+  if (info != nullptr) *info = std::move(read_info);
+  return model;
+}
+
+void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info) {
+  write_safetensors(path, model_to_safetensors(model, info));
+}
+
+Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info) {
+  return model_from_safetensors(read_safetensors(path), path, dtype, info);
+}
+
+}  // namespace dragoman

@@ -1,0 +1,39 @@
+// Model files: one safetensors file (readable by Python's safetensors and numpy) holding every
+// parameter by its docs/MODEL.md name, plus
+//   __metadata__: format = "dragoman-model", format_version = "1", model_config = the resolved
+//                 ModelConfig as JSON, step = the training step, dragoman_version
+//   vocabulary.sentencepiece: u8 [n], the SentencePiece model (absent when the model has none)
+// A model file alone is enough to translate. Writes are atomic (io/atomic_file.h). Loading checks
+// the format, the version, the config, and that the tensors are exactly the config's parameters
+// with the right shapes; every failure is a dragoman::Error naming the file and the problem.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "io/safetensors.h"
+#include "model/transformer.h"
+
+namespace dragoman {
+
+inline constexpr const char* kModelFormat = "dragoman-model";
+inline constexpr int kModelFormatVersion = 1;
+inline constexpr const char* kVocabularyTensor = "vocabulary.sentencepiece";
+
+struct ModelFileInfo {
+  std::int64_t step = 0;
+  std::string vocabulary;                      // SentencePiece model bytes; empty if none
+  std::map<std::string, std::string> metadata;  // more __metadata__ entries (not the reserved keys)
+};
+
+// The safetensors content of a model: parameters in the model's dtype.
+SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info);
+// The model of a decoded file; `name` is used in messages. Parameters are converted to `dtype`.
+Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
+                                   ModelFileInfo* info = nullptr);
+
+void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info);
+Transformer load_model(const std::string& path, DType dtype = DType::kF32, ModelFileInfo* info = nullptr);
+
+}  // namespace dragoman

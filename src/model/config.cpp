@@ -1,0 +1,145 @@
+// ModelConfig (see config.h).
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dragoman {
+
+ModelConfig ModelConfig::transformer_base() { return ModelConfig(); }
+
+ModelConfig ModelConfig::transformer_big() {
+  ModelConfig c;
+  c.d_model = 1024;
+  c.d_ff = 4096;
+  c.heads = 16;
+  c.dropout = 0.3;
+  return c;
+}
+
+void ModelConfig::validate() const {
+  const auto fail = [](const std::string& what) { throw Error("invalid model config: " + what); };
+  const auto positive = [&](const char* name, std::int64_t value) {
+    if (value < 1) fail(std::string(name) + " must be >= 1, got " + std::to_string(value));
+  };
+  const auto probability = [&](const char* name, double value) {
+    if (!(value >= 0 && value < 1)) fail(std::string(name) + " must be in [0, 1), got " + std::to_string(value));
+  };
+  positive("encoder_layers", encoder_layers);
+  positive("decoder_layers", decoder_layers);
+  positive("d_model", d_model);
+  positive("d_ff", d_ff);
+  positive("heads", heads);
+  positive("max_positions", max_positions);
+  if (d_k < 0 || d_v < 0) fail("d_k and d_v must be >= 0 (0 means d_model / heads)");
+  if ((d_k == 0 || d_v == 0) && d_model % heads != 0) {
+    fail("d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads) +
+         "; set d_k and d_v explicitly");
+  }
+  probability("dropout", dropout);
+  probability("attention_dropout", attention_dropout);
+  probability("relu_dropout", relu_dropout);
+  probability("label_smoothing", label_smoothing);
+  if (positions == PositionKind::kSinusoidal && d_model % 2 != 0) {
+    fail("sinusoidal positions need an even d_model, got " + std::to_string(d_model));
+  }
+  if (!(layer_norm_eps > 0)) fail("layer_norm_eps must be > 0");
+  if (src_vocab_size < 4 || tgt_vocab_size < 4) {
+    fail("src_vocab_size and tgt_vocab_size must be >= 4 (pad, unk, bos, eos), got " +
+         std::to_string(src_vocab_size) + " and " + std::to_string(tgt_vocab_size));
+  }
+  if (share_embeddings && src_vocab_size != tgt_vocab_size) {
+    fail("share_embeddings needs one vocabulary, but src_vocab_size is " + std::to_string(src_vocab_size) +
+         " and tgt_vocab_size is " + std::to_string(tgt_vocab_size));
+  }
+  const std::int64_t smallest = std::min(src_vocab_size, tgt_vocab_size);
+  for (const auto& [name, id] : {std::pair{"pad_id", pad_id}, std::pair{"bos_id", bos_id}, std::pair{"eos_id", eos_id}}) {
+    if (id < 0 || id >= smallest) fail(std::string(name) + " " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (pad_id == bos_id || pad_id == eos_id || bos_id == eos_id) fail("pad_id, bos_id and eos_id must differ");
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  return {{"encoder_layers", encoder_layers},
+          {"decoder_layers", decoder_layers},
+          {"d_model", d_model},
+          {"d_ff", d_ff},
+          {"heads", heads},
+          {"d_k", d_k},
+          {"d_v", d_v},
+          {"dropout", dropout},
+          {"attention_dropout", attention_dropout},
+          {"relu_dropout", relu_dropout},
+          {"label_smoothing", label_smoothing},
+          {"positions", positions == PositionKind::kSinusoidal ? "sinusoidal" : "learned"},
+          {"max_positions", max_positions},
+          {"share_embeddings", share_embeddings},
+          {"tie_output", tie_output},
+          {"norm", norm == NormPlacement::kPost ? "post" : "pre"},
+          {"layer_norm_eps", layer_norm_eps},
+          {"src_vocab_size", src_vocab_size},
+          {"tgt_vocab_size", tgt_vocab_size},
+          {"pad_id", pad_id},
+          {"bos_id", bos_id},
+          {"eos_id", eos_id}};
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string& source) {
+  if (!json.is_object()) throw Error(source + ": model config must be a JSON object");
+  ModelConfig c;
+  for (const auto& [key, value] : json.items()) {
+    const auto wrong = [&, &k = key](const char* expected) {
+      throw Error(source + ": model config key '" + k + "' must be " + expected + ", got " + value.dump());
+    };
+    const auto integer = [&](auto& field) {
+      if (!value.is_number_integer()) wrong("an integer");
+      field = value.get<std::remove_reference_t<decltype(field)>>();
+    };
+    const auto number = [&](double& field) {
+      if (!value.is_number()) wrong("a number");
+      field = value.get<double>();
+    };
+    const auto boolean = [&](bool& field) {
+      if (!value.is_boolean()) wrong("true or false");
+      field = value.get<bool>();
+    };
+    const auto choice = [&](const char* a, const char* b) {
+      if (!value.is_string() || (value != a && value != b)) wrong((std::string("\"") + a + "\" or \"" + b + "\"").c_str());
+      return value == a;
+    };
+    if (key == "encoder_layers") integer(c.encoder_layers);
+    else if (key == "decoder_layers") integer(c.decoder_layers);
+    else if (key == "d_model") integer(c.d_model);
+    else if (key == "d_ff") integer(c.d_ff);
+    else if (key == "heads") integer(c.heads);
+    else if (key == "d_k") integer(c.d_k);
+    else if (key == "d_v") integer(c.d_v);
+    else if (key == "dropout") number(c.dropout);
+    else if (key == "attention_dropout") number(c.attention_dropout);
+    else if (key == "relu_dropout") number(c.relu_dropout);
+    else if (key == "label_smoothing") number(c.label_smoothing);
+    else if (key == "positions") c.positions = choice("sinusoidal", "learned") ? PositionKind::kSinusoidal : PositionKind::kLearned;
+    else if (key == "max_positions") integer(c.max_positions);
+    else if (key == "share_embeddings") boolean(c.share_embeddings);
+    else if (key == "tie_output") boolean(c.tie_output);
+    else if (key == "norm") c.norm = choice("post", "pre") ? NormPlacement::kPost : NormPlacement::kPre;
+    else if (key == "layer_norm_eps") number(c.layer_norm_eps);
+    else if (key == "src_vocab_size") integer(c.src_vocab_size);
+    else if (key == "tgt_vocab_size") integer(c.tgt_vocab_size);
+    else if (key == "pad_id") integer(c.pad_id);
+    else if (key == "bos_id") integer(c.bos_id);
+    else if (key == "eos_id") integer(c.eos_id);
+    else throw Error(source + ": unknown model config key '" + key + "'");
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(source + ": " + e.what());
+  }
+  return c;
+}
+
+bool operator==(const ModelConfig& a, const ModelConfig& b) { return a.to_json() == b.to_json(); }
+
+}  // namespace dragoman

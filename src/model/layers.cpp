@@ -1,0 +1,55 @@
+// Attention and feed-forward blocks (see layers.h).
+#include "model/layers.h"
+
+#include "ops/linear.h"
+
+namespace dragoman::model {
+
+Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
+                         const ops::AttentionOptions& options, AttentionActivations* act) {
+  const Tensor q = ops::linear(xq, p.q.weight, p.q.bias);    // [B, T, H*K]
+  const Tensor k = ops::linear(xkv, p.k.weight, p.k.bias);   // [B, S, H*K]
+  const Tensor v = ops::linear(xkv, p.v.weight, p.v.bias);   // [B, S, H*Kv]
+  ops::AttentionSaved* saved = act != nullptr ? &act->saved : nullptr;
+  const Tensor context = ops::attention(q, k, v, key_lengths, options, saved);  // [B, T, H*Kv]
+  if (act != nullptr) {
+    act->xq = xq;
+    act->xkv = xkv;
+    act->q = q;
+    act->k = k;
+    act->v = v;
+    act->context = context;
+    act->key_lengths = key_lengths;
+    act->options = options;
+  }
+  return ops::linear(context, p.out.weight, p.out.bias);  // [B, T, D]
+}
+
+AttentionInputGrads attention_backward(const AttentionParams& p, const AttentionActivations& act, const Tensor& dout) {
+  const Linear &out = p.out, &q = p.q, &k = p.k, &v = p.v;
+  const Tensor dcontext = ops::linear_backward(act.context, out.weight, dout, out.dweight, out.dbias);
+  const ops::AttentionGrads g =
+      ops::attention_backward(act.q, act.k, act.v, act.key_lengths, act.options, act.saved, dcontext);
+  AttentionInputGrads grads;
+  grads.dxq = ops::linear_backward(act.xq, q.weight, g.dq, q.dweight, q.dbias);
+  grads.dxkv = ops::linear_backward(act.xkv, k.weight, g.dk, k.dweight, k.dbias);
+  ops::add_(grads.dxkv, ops::linear_backward(act.xkv, v.weight, g.dv, v.dweight, v.dbias));
+  return grads;
+}
+
+Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
+                            FeedForwardActivations* act) {
+  const Tensor hidden = ops::relu(ops::linear(x, p.fc1.weight, p.fc1.bias));  // [B, L, F]
+  const Tensor dropped = relu_dropout.apply(hidden);
+  if (act != nullptr) *act = {x, hidden, dropped, relu_dropout};
+  return ops::linear(dropped, p.fc2.weight, p.fc2.bias);  // [B, L, D]
+}
+
+Tensor feed_forward_backward(const FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {
+  const Linear &fc1 = p.fc1, &fc2 = p.fc2;
+  const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);  // [B, L, F]
+  const Tensor dhidden = ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
+  return ops::linear_backward(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias);  // [B, L, D]
+}
+
+}  // namespace dragoman::model

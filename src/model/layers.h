@@ -1,0 +1,135 @@
+// The Transformer's building blocks with explicit forward and backward passes, side by side
+// (as in llm.c). Parameters are views into a ParameterSet (model/parameters.h).
+//
+// Contract of every backward here: activation gradients are returned (assigned), parameter
+// gradients are accumulated (+=) into the d* views, so gradient accumulation over several batches
+// and tied weights (one view used twice) need no extra code.
+//
+// Shapes: B batch, L sequence length (S source, T target), D d_model, F d_ff, H heads, K d_k, Kv d_v.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "model/config.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/layer_norm.h"
+
+namespace dragoman::model {
+
+struct Linear {
+  Tensor weight, bias;    // [out, in], [out] (bias may be undefined)
+  Tensor dweight, dbias;  // gradient views
+};
+
+struct LayerNormParams {
+  Tensor weight, bias, dweight, dbias;  // [D]
+};
+
+struct AttentionParams {
+  Linear q, k, v, out;  // q, k: [H*K, D]; v: [H*Kv, D]; out: [D, H*Kv]
+};
+
+struct FeedForwardParams {
+  Linear fc1, fc2;  // [F, D], [D, F]
+};
+
+// One dropout site: its probability and its place in the counter-based random stream. p == 0 (or
+// evaluation) is the identity. The backward pass applies the same mask to the gradient.
+struct Dropout {
+  double p = 0;
+  std::uint64_t seed = 0, stream = 0;
+  Tensor apply(const Tensor& x) const { return p > 0 ? ops::dropout(x, p, seed, stream) : x; }
+};
+
+// Hands out dropout sites in forward order: site i of training step s uses stream (s << 24) + i, so
+// a step's masks are a function of (seed, step) alone, and the same after a resume.
+class DropoutStreams {
+ public:
+  DropoutStreams() = default;  // evaluation: every site is the identity
+  DropoutStreams(std::uint64_t seed, std::uint64_t step) : training_(true), seed_(seed), base_(step << 24) {}
+  Dropout next(double p) { return training_ ? Dropout{p, seed_, base_ + next_++} : Dropout{}; }
+  bool training() const { return training_; }
+
+ private:
+  bool training_ = false;
+  std::uint64_t seed_ = 0, base_ = 0, next_ = 0;
+};
+
+// ---- Multi-head attention with its projections ----------------------------------------------
+
+struct AttentionActivations {
+  Tensor xq, xkv;   // inputs [B, T, D], [B, S, D]
+  Tensor q, k, v;   // [B, T, H*K], [B, S, H*K], [B, S, H*Kv]
+  Tensor context;   // [B, T, H*Kv] (before the output projection)
+  Tensor key_lengths;
+  ops::AttentionOptions options;
+  ops::AttentionSaved saved;
+};
+
+// out = concat_h(softmax(q_h k_h^T / sqrt(K)) v_h) Wo^T + bo.   -> [B, T, D]
+Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
+                         const ops::AttentionOptions& options, AttentionActivations* act);
+
+struct AttentionInputGrads {
+  Tensor dxq, dxkv;  // [B, T, D], [B, S, D]
+};
+AttentionInputGrads attention_backward(const AttentionParams& p, const AttentionActivations& act, const Tensor& dout);
+
+// ---- Position-wise feed-forward ---------------------------------------------------------------
+
+struct FeedForwardActivations {
+  Tensor x;        // [B, L, D]
+  Tensor hidden;   // relu(fc1(x)) [B, L, F]
+  Tensor dropped;  // relu dropout of hidden
+  Dropout relu_dropout;
+};
+
+// fc2(dropout(relu(fc1(x)))).   -> [B, L, D]
+Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
+                            FeedForwardActivations* act);
+Tensor feed_forward_backward(const FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy);
+
+// ---- Residual connection with layer normalisation -----------------------------------------------
+
+struct ResidualActivations {
+  Tensor x;    // pre-norm: the input (layer norm's input)
+  Tensor sum;  // post-norm: x + dropout(sublayer(x)) (layer norm's input)
+  ops::LayerNormSaved norm;
+  Dropout dropout;
+};
+
+// post: LN(x + dropout(f(x)));  pre: x + dropout(f(LN(x))).   f: [B, L, D] -> [B, L, D]
+template <typename F>
+Tensor residual_forward(NormPlacement placement, const LayerNormParams& norm, double eps, const Tensor& x,
+                        const Dropout& dropout, ResidualActivations* act, F&& f) {
+  ops::LayerNormSaved* saved = act != nullptr ? &act->norm : nullptr;
+  if (act != nullptr) act->dropout = dropout;
+  if (placement == NormPlacement::kPre) {
+    const Tensor normed = ops::layer_norm(x, norm.weight, norm.bias, eps, saved);
+    if (act != nullptr) act->x = x;
+    return ops::add(x, dropout.apply(f(normed)));
+  }
+  const Tensor sum = ops::add(x, dropout.apply(f(x)));
+  if (act != nullptr) act->sum = sum;
+  return ops::layer_norm(sum, norm.weight, norm.bias, eps, saved);
+}
+
+// g: d(sublayer output) -> d(sublayer input), accumulating the sublayer's parameter gradients.
+template <typename G>
+Tensor residual_backward(NormPlacement placement, const LayerNormParams& norm, const ResidualActivations& act,
+                         const Tensor& dy, G&& g) {
+  if (placement == NormPlacement::kPre) {
+    const Tensor dnormed = g(act.dropout.apply(dy));
+    Tensor dx = ops::layer_norm_backward(dnormed, act.x, norm.weight, act.norm, norm.dweight, norm.dbias);
+    ops::add_(dx, dy);
+    return dx;
+  }
+  const Tensor dsum = ops::layer_norm_backward(dy, act.sum, norm.weight, act.norm, norm.dweight, norm.dbias);
+  Tensor dx = g(act.dropout.apply(dsum));
+  ops::add_(dx, dsum);
+  return dx;
+}
+
+}  // namespace dragoman::model

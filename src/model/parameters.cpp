@@ -1,0 +1,77 @@
+// ParameterSet (see parameters.h).
+#include "model/parameters.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/philox.h"
+
+namespace dragoman {
+
+ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, DType dtype, Device device) {
+  std::int64_t offset = 0;
+  for (const ParameterSpec& spec : specs) {
+    if (contains(spec.name)) throw Error("duplicate parameter name '" + spec.name + "'");
+    const std::int64_t n = shape_numel(spec.shape);
+    entries_.push_back({spec, offset, n});
+    offset += n;
+  }
+  values_ = Tensor::zeros({offset}, dtype, device);
+  grads_ = Tensor::zeros({offset}, dtype, device);
+}
+
+bool ParameterSet::contains(const std::string& name) const {
+  for (const ParameterEntry& e : entries_) {
+    if (e.spec.name == name) return true;
+  }
+  return false;
+}
+
+const ParameterEntry& ParameterSet::entry(const std::string& name) const {
+  for (const ParameterEntry& e : entries_) {
+    if (e.spec.name == name) return e;
+  }
+  throw Error("no parameter named '" + name + "'");
+}
+
+Tensor ParameterSet::value(const std::string& name) const {
+  const ParameterEntry& e = entry(name);
+  return values_.narrow(0, e.offset, e.numel).view(e.spec.shape);
+}
+
+Tensor ParameterSet::grad(const std::string& name) const {
+  const ParameterEntry& e = entry(name);
+  return grads_.narrow(0, e.offset, e.numel).view(e.spec.shape);
+}
+
+void ParameterSet::zero_grads() { grads_.fill_zero(); }
+
+void ParameterSet::initialize(std::uint64_t seed) {
+  constexpr double kTwoPi = 6.283185307179586;
+  std::vector<double> host(static_cast<std::size_t>(size()));
+  for (std::size_t p = 0; p < entries_.size(); ++p) {
+    const ParameterEntry& e = entries_[p];
+    double* out = host.data() + e.offset;
+    const auto u = [&](std::int64_t i) {  // uniform in (0, 1]
+      return 1.0 - static_cast<double>(philox::bits(seed, p, static_cast<std::uint64_t>(i))) / 4294967296.0;
+    };
+    switch (e.spec.init) {
+      case ParameterInit::kZeros: std::fill(out, out + e.numel, 0.0); break;
+      case ParameterInit::kOnes: std::fill(out, out + e.numel, 1.0); break;
+      case ParameterInit::kXavierUniform: {
+        const double fan_out = static_cast<double>(e.spec.shape.at(0)), fan_in = static_cast<double>(e.spec.shape.at(1));
+        const double a = std::sqrt(6.0 / (fan_in + fan_out));
+        for (std::int64_t i = 0; i < e.numel; ++i) out[i] = a * (2.0 * u(i) - 1.0);
+        break;
+      }
+      case ParameterInit::kNormal:  // Box-Muller on two uniforms per value
+        for (std::int64_t i = 0; i < e.numel; ++i) {
+          out[i] = e.spec.std * std::sqrt(-2.0 * std::log(u(2 * i))) * std::cos(kTwoPi * u(2 * i + 1));
+        }
+        break;
+    }
+  }
+  values_.copy_from(Tensor::from_vector(host, {size()}).to(values_.dtype()).to(values_.device()));
+}
+
+}  // namespace dragoman

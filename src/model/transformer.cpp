@@ -1,0 +1,486 @@
+// The Transformer (see transformer.h and docs/MODEL.md).
+#include "model/transformer.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "model/layers.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/linear.h"
+
+namespace dragoman {
+
+using model::AttentionActivations;
+using model::AttentionParams;
+using model::Dropout;
+using model::DropoutStreams;
+using model::FeedForwardActivations;
+using model::FeedForwardParams;
+using model::LayerNormParams;
+using model::Linear;
+using model::ResidualActivations;
+
+// ---- Parameters ---------------------------------------------------------------------------------
+
+namespace {
+
+void add_linear(std::vector<ParameterSpec>& specs, const std::string& name, std::int64_t out, std::int64_t in) {
+  specs.push_back({name + ".weight", {out, in}, ParameterInit::kXavierUniform, 0});
+  specs.push_back({name + ".bias", {out}, ParameterInit::kZeros, 0});
+}
+
+void add_norm(std::vector<ParameterSpec>& specs, const std::string& name, std::int64_t d) {
+  specs.push_back({name + ".weight", {d}, ParameterInit::kOnes, 0});
+  specs.push_back({name + ".bias", {d}, ParameterInit::kZeros, 0});
+}
+
+void add_attention(std::vector<ParameterSpec>& specs, const std::string& name, const ModelConfig& c) {
+  const std::int64_t hk = c.heads * c.key_size(), hv = c.heads * c.value_size();
+  add_linear(specs, name + ".q_proj", hk, c.d_model);
+  add_linear(specs, name + ".k_proj", hk, c.d_model);
+  add_linear(specs, name + ".v_proj", hv, c.d_model);
+  add_linear(specs, name + ".out_proj", c.d_model, hv);
+}
+
+void add_ffn(std::vector<ParameterSpec>& specs, const std::string& name, const ModelConfig& c) {
+  add_linear(specs, name + ".fc1", c.d_ff, c.d_model);
+  add_linear(specs, name + ".fc2", c.d_model, c.d_ff);
+}
+
+}  // namespace
+
+std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& c) {
+  std::vector<ParameterSpec> specs;
+  const double embed_std = 1.0 / std::sqrt(static_cast<double>(c.d_model));
+  if (c.share_embeddings) {
+    specs.push_back({"embed.weight", {c.tgt_vocab_size, c.d_model}, ParameterInit::kNormal, embed_std});
+  } else {
+    specs.push_back({"encoder.embed.weight", {c.src_vocab_size, c.d_model}, ParameterInit::kNormal, embed_std});
+    specs.push_back({"decoder.embed.weight", {c.tgt_vocab_size, c.d_model}, ParameterInit::kNormal, embed_std});
+  }
+  if (!c.tie_output) {
+    specs.push_back({"output.weight", {c.tgt_vocab_size, c.d_model}, ParameterInit::kXavierUniform, 0});
+  }
+  if (c.positions == PositionKind::kLearned) {
+    for (const char* side : {"encoder", "decoder"}) {
+      specs.push_back({std::string(side) + ".positions.weight", {c.max_positions, c.d_model}, ParameterInit::kNormal,
+                       embed_std});
+    }
+  }
+  for (std::int64_t i = 0; i < c.encoder_layers; ++i) {
+    const std::string layer = "encoder.layers." + std::to_string(i);
+    add_attention(specs, layer + ".self_attn", c);
+    add_norm(specs, layer + ".self_attn_norm", c.d_model);
+    add_ffn(specs, layer + ".ffn", c);
+    add_norm(specs, layer + ".ffn_norm", c.d_model);
+  }
+  for (std::int64_t i = 0; i < c.decoder_layers; ++i) {
+    const std::string layer = "decoder.layers." + std::to_string(i);
+    add_attention(specs, layer + ".self_attn", c);
+    add_norm(specs, layer + ".self_attn_norm", c.d_model);
+    add_attention(specs, layer + ".cross_attn", c);
+    add_norm(specs, layer + ".cross_attn_norm", c.d_model);
+    add_ffn(specs, layer + ".ffn", c);
+    add_norm(specs, layer + ".ffn_norm", c.d_model);
+  }
+  if (c.norm == NormPlacement::kPre) {
+    add_norm(specs, "encoder.final_norm", c.d_model);
+    add_norm(specs, "decoder.final_norm", c.d_model);
+  }
+  return specs;
+}
+
+// Named views of every parameter and its gradient.
+struct Transformer::Views {
+  struct Matrix {
+    Tensor weight, dweight;
+  };
+  struct EncoderLayer {
+    AttentionParams self_attn;
+    LayerNormParams self_attn_norm;
+    FeedForwardParams ffn;
+    LayerNormParams ffn_norm;
+  };
+  struct DecoderLayer {
+    AttentionParams self_attn, cross_attn;
+    LayerNormParams self_attn_norm, cross_attn_norm;
+    FeedForwardParams ffn;
+    LayerNormParams ffn_norm;
+  };
+  Matrix src_embed, tgt_embed, output;  // [Vs, D], [Vt, D], [Vt, D] (may be the same views)
+  Matrix src_positions, tgt_positions;  // [P, D] learned positions (undefined when sinusoidal)
+  std::vector<EncoderLayer> encoder;
+  std::vector<DecoderLayer> decoder;
+  LayerNormParams encoder_final, decoder_final;  // pre-norm only
+};
+
+namespace {
+
+Linear bind_linear(const ParameterSet& p, const std::string& name) {
+  return {p.value(name + ".weight"), p.value(name + ".bias"), p.grad(name + ".weight"), p.grad(name + ".bias")};
+}
+
+LayerNormParams bind_norm(const ParameterSet& p, const std::string& name) {
+  return {p.value(name + ".weight"), p.value(name + ".bias"), p.grad(name + ".weight"), p.grad(name + ".bias")};
+}
+
+AttentionParams bind_attention(const ParameterSet& p, const std::string& name) {
+  return {bind_linear(p, name + ".q_proj"), bind_linear(p, name + ".k_proj"), bind_linear(p, name + ".v_proj"),
+          bind_linear(p, name + ".out_proj")};
+}
+
+FeedForwardParams bind_ffn(const ParameterSet& p, const std::string& name) {
+  return {bind_linear(p, name + ".fc1"), bind_linear(p, name + ".fc2")};
+}
+
+}  // namespace
+
+// ---- What the backward pass needs -----------------------------------------------------------
+
+struct Transformer::Activations {
+  struct EncoderLayer {
+    ResidualActivations attn_residual, ffn_residual;
+    AttentionActivations attn;
+    FeedForwardActivations ffn;
+  };
+  struct DecoderLayer {
+    ResidualActivations self_residual, cross_residual, ffn_residual;
+    AttentionActivations self_attn, cross_attn;
+    FeedForwardActivations ffn;
+  };
+  Batch batch;
+  double smoothing = 0;
+  Dropout src_embed_dropout, tgt_embed_dropout;
+  std::vector<EncoderLayer> encoder;
+  std::vector<DecoderLayer> decoder;
+  Tensor encoder_last;  // pre-norm: input of the encoder's final norm
+  Tensor decoder_last;  // pre-norm: input of the decoder's final norm
+  ops::LayerNormSaved encoder_final, decoder_final;
+  Tensor encoder_output;  // [B, S, D]
+  Tensor decoder_output;  // [B, T, D] (input of the output projection)
+  Tensor log_probs;       // [B*T, V], replaced by its gradient in backward()
+};
+
+Transformer::Transformer(const ModelConfig& config, DType dtype, Device device) : config_(config) {
+  config_.validate();
+  if (dtype != DType::kF32 && dtype != DType::kF64) throw Error("Transformer: parameters must be f32 or f64");
+  params_ = ParameterSet(transformer_parameter_specs(config_), dtype, device);
+  views_ = std::make_unique<Views>();
+  Views& v = *views_;
+  const ParameterSet& p = params_;
+  const auto matrix = [&](const std::string& name) { return Views::Matrix{p.value(name), p.grad(name)}; };
+  v.src_embed = matrix(config_.share_embeddings ? "embed.weight" : "encoder.embed.weight");
+  v.tgt_embed = matrix(config_.share_embeddings ? "embed.weight" : "decoder.embed.weight");
+  v.output = config_.tie_output ? v.tgt_embed : matrix("output.weight");
+  if (config_.positions == PositionKind::kLearned) {
+    v.src_positions = matrix("encoder.positions.weight");
+    v.tgt_positions = matrix("decoder.positions.weight");
+  } else {
+    sinusoids_ = ops::sinusoidal_positions(config_.max_positions, config_.d_model, dtype).to(device);
+  }
+  for (std::int64_t i = 0; i < config_.encoder_layers; ++i) {
+    const std::string layer = "encoder.layers." + std::to_string(i);
+    v.encoder.push_back({bind_attention(p, layer + ".self_attn"), bind_norm(p, layer + ".self_attn_norm"),
+                         bind_ffn(p, layer + ".ffn"), bind_norm(p, layer + ".ffn_norm")});
+  }
+  for (std::int64_t i = 0; i < config_.decoder_layers; ++i) {
+    const std::string layer = "decoder.layers." + std::to_string(i);
+    v.decoder.push_back({bind_attention(p, layer + ".self_attn"), bind_attention(p, layer + ".cross_attn"),
+                         bind_norm(p, layer + ".self_attn_norm"), bind_norm(p, layer + ".cross_attn_norm"),
+                         bind_ffn(p, layer + ".ffn"), bind_norm(p, layer + ".ffn_norm")});
+  }
+  if (config_.norm == NormPlacement::kPre) {
+    v.encoder_final = bind_norm(p, "encoder.final_norm");
+    v.decoder_final = bind_norm(p, "decoder.final_norm");
+  }
+}
+
+Transformer::~Transformer() = default;
+Transformer::Transformer(Transformer&&) noexcept = default;
+Transformer& Transformer::operator=(Transformer&&) noexcept = default;
+
+void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
+
+// ---- Forward and backward ------------------------------------------------------------------------
+
+LossResult Transformer::forward_loss(const Batch& batch, const ForwardOptions& options) {
+  batch.validate(config_);
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  auto act = std::make_unique<Activations>();
+  act->batch = batch;
+  act->smoothing = c.label_smoothing;
+  DropoutStreams streams = options.training ? DropoutStreams(options.seed, options.step) : DropoutStreams();
+  const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
+  const auto attention_options = [&](bool causal) {
+    ops::AttentionOptions o;
+    o.heads = c.heads;
+    o.causal = causal;
+    const Dropout d = streams.next(c.attention_dropout);
+    o.dropout = d.p;
+    o.seed = d.seed;
+    o.stream = d.stream;
+    return o;
+  };
+
+  // Encoder.
+  const Tensor src_positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
+  act->src_embed_dropout = streams.next(c.dropout);
+  Tensor x = act->src_embed_dropout.apply(ops::embedding(batch.src, v.src_embed.weight, src_positions, 0, embed_scale));
+  act->encoder.resize(v.encoder.size());
+  for (std::size_t i = 0; i < v.encoder.size(); ++i) {
+    const auto& p = v.encoder[i];
+    auto& a = act->encoder[i];
+    x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, streams.next(c.dropout),
+                                &a.attn_residual, [&](const Tensor& in) {
+                                  return model::attention_forward(p.self_attn, in, in, batch.src_lengths,
+                                                                  attention_options(false), &a.attn);
+                                });
+    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, streams.next(c.dropout), &a.ffn_residual,
+                                [&](const Tensor& in) {
+                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout), &a.ffn);
+                                });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    act->encoder_last = x;
+    x = ops::layer_norm(x, v.encoder_final.weight, v.encoder_final.bias, c.layer_norm_eps, &act->encoder_final);
+  }
+  const Tensor memory = x;  // [B, S, D]
+  act->encoder_output = memory;
+
+  // Decoder.
+  const Tensor tgt_positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
+  act->tgt_embed_dropout = streams.next(c.dropout);
+  Tensor y =
+      act->tgt_embed_dropout.apply(ops::embedding(batch.tgt_in, v.tgt_embed.weight, tgt_positions, 0, embed_scale));
+  act->decoder.resize(v.decoder.size());
+  for (std::size_t i = 0; i < v.decoder.size(); ++i) {
+    const auto& p = v.decoder[i];
+    auto& a = act->decoder[i];
+    y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+                                &a.self_residual, [&](const Tensor& in) {
+                                  return model::attention_forward(p.self_attn, in, in, batch.tgt_lengths,
+                                                                  attention_options(true), &a.self_attn);
+                                });
+    y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+                                &a.cross_residual, [&](const Tensor& in) {
+                                  return model::attention_forward(p.cross_attn, in, memory, batch.src_lengths,
+                                                                  attention_options(false), &a.cross_attn);
+                                });
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, streams.next(c.dropout), &a.ffn_residual,
+                                [&](const Tensor& in) {
+                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout), &a.ffn);
+                                });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    act->decoder_last = y;
+    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, &act->decoder_final);
+  }
+  act->decoder_output = y;
+
+  // Output projection and loss.
+  const std::int64_t rows = batch.tgt_out.numel();
+  Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
+  const ops::CrossEntropySums sums =
+      ops::cross_entropy_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing);
+  act->log_probs = logits;
+  act_ = std::move(act);
+  return {sums.loss, sums.nll, batch.target_tokens()};
+}
+
+Tensor Transformer::last_log_probs() const {
+  if (!act_) throw Error("last_log_probs: no forward pass to read");
+  const Shape& s = act_->batch.tgt_out.shape();
+  return act_->log_probs.view({s[0], s[1], config_.tgt_vocab_size});
+}
+
+Tensor Transformer::last_encoder_output() const {
+  if (!act_) throw Error("last_encoder_output: no forward pass to read");
+  return act_->encoder_output;
+}
+
+void Transformer::backward(double grad_scale) {
+  if (!act_) throw Error("backward: call forward_loss first (each forward pass allows one backward pass)");
+  const std::unique_ptr<Activations> act = std::move(act_);
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  const Batch& batch = act->batch;
+  const std::int64_t rows = batch.tgt_out.numel();
+  const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
+
+  // Loss and output projection.
+  Tensor dlogits = act->log_probs;  // [B*T, V]
+  ops::cross_entropy_backward_(dlogits, batch.tgt_out.view({rows}), c.pad_id, act->smoothing, grad_scale);
+  Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight, dlogits.view(
+      {batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}), v.output.dweight, Tensor());  // [B, T, D]
+  if (c.norm == NormPlacement::kPre) {
+    dy = ops::layer_norm_backward(dy, act->decoder_last, v.decoder_final.weight, act->decoder_final,
+                                  v.decoder_final.dweight, v.decoder_final.dbias);
+  }
+
+  // Decoder, last layer first; the encoder output's gradient is summed over the cross-attentions.
+  Tensor dmemory = Tensor::zeros(act->encoder_output.shape(), act->encoder_output.dtype(),
+                                 act->encoder_output.device());  // [B, S, D]
+  for (std::size_t i = v.decoder.size(); i-- > 0;) {
+    const auto& p = v.decoder[i];
+    const auto& a = act->decoder[i];
+    dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy, [&](const Tensor& d) {
+      return model::feed_forward_backward(p.ffn, a.ffn, d);
+    });
+    dy = model::residual_backward(c.norm, p.cross_attn_norm, a.cross_residual, dy, [&](const Tensor& d) {
+      const model::AttentionInputGrads g = model::attention_backward(p.cross_attn, a.cross_attn, d);
+      ops::add_(dmemory, g.dxkv);
+      return g.dxq;
+    });
+    dy = model::residual_backward(c.norm, p.self_attn_norm, a.self_residual, dy, [&](const Tensor& d) {
+      model::AttentionInputGrads g = model::attention_backward(p.self_attn, a.self_attn, d);
+      ops::add_(g.dxq, g.dxkv);
+      return g.dxq;
+    });
+  }
+  const Tensor tgt_dpositions = c.positions == PositionKind::kLearned ? v.tgt_positions.dweight : Tensor();
+  ops::embedding_backward(batch.tgt_in, act->tgt_embed_dropout.apply(dy), v.tgt_embed.dweight, tgt_dpositions, 0,
+                          embed_scale);
+
+  // Encoder.
+  Tensor dx = dmemory;
+  if (c.norm == NormPlacement::kPre) {
+    dx = ops::layer_norm_backward(dx, act->encoder_last, v.encoder_final.weight, act->encoder_final,
+                                  v.encoder_final.dweight, v.encoder_final.dbias);
+  }
+  for (std::size_t i = v.encoder.size(); i-- > 0;) {
+    const auto& p = v.encoder[i];
+    const auto& a = act->encoder[i];
+    dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx, [&](const Tensor& d) {
+      return model::feed_forward_backward(p.ffn, a.ffn, d);
+    });
+    dx = model::residual_backward(c.norm, p.self_attn_norm, a.attn_residual, dx, [&](const Tensor& d) {
+      model::AttentionInputGrads g = model::attention_backward(p.self_attn, a.attn, d);
+      ops::add_(g.dxq, g.dxkv);
+      return g.dxq;
+    });
+  }
+  const Tensor src_dpositions = c.positions == PositionKind::kLearned ? v.src_positions.dweight : Tensor();
+  ops::embedding_backward(batch.src, act->src_embed_dropout.apply(dx), v.src_embed.dweight, src_dpositions, 0,
+                          embed_scale);
+}
+
+// ---- Incremental decoding ------------------------------------------------------------------------
+
+Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  ops::AttentionOptions options;
+  options.heads = c.heads;
+  const Tensor positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
+  Tensor x = ops::embedding(src, v.src_embed.weight, positions, 0, std::sqrt(static_cast<double>(c.d_model)));
+  for (const auto& p : v.encoder) {
+    x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, Dropout{}, nullptr,
+                                [&](const Tensor& in) {
+                                  return model::attention_forward(p.self_attn, in, in, src_lengths, options, nullptr);
+                                });
+    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, Dropout{}, nullptr, [&](const Tensor& in) {
+      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
+    });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    x = ops::layer_norm(x, v.encoder_final.weight, v.encoder_final.bias, c.layer_norm_eps, nullptr);
+  }
+  return x;  // [B, S, D]
+}
+
+DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Tensor& src_lengths,
+                                         std::int64_t capacity) const {
+  const ModelConfig& c = config_;
+  if (capacity < 1 || capacity > c.max_positions) {
+    throw Error("start_decoding: capacity " + std::to_string(capacity) + " must be in [1, max_positions " +
+                std::to_string(c.max_positions) + "]");
+  }
+  DecoderState state;
+  state.src_lengths = src_lengths;
+  state.capacity = capacity;
+  const std::int64_t b = encoder_output.dim(0);
+  for (const auto& p : views_->decoder) {
+    state.cross_k.push_back(ops::linear(encoder_output, p.cross_attn.k.weight, p.cross_attn.k.bias));  // [B, S, H*K]
+    state.cross_v.push_back(ops::linear(encoder_output, p.cross_attn.v.weight, p.cross_attn.v.bias));  // [B, S, H*Kv]
+    state.self_k.push_back(Tensor::zeros({b, capacity, c.heads * c.key_size()}, dtype(), encoder_output.device()));
+    state.self_v.push_back(Tensor::zeros({b, capacity, c.heads * c.value_size()}, dtype(), encoder_output.device()));
+  }
+  return state;
+}
+
+Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  const std::int64_t b = state.batch_size(), t = state.steps;
+  if (t >= state.capacity) throw Error("decode_step: the decoder state is full (" + std::to_string(t) + " tokens)");
+  if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
+  const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
+  Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,
+                            std::sqrt(static_cast<double>(c.d_model)));  // [B, 1, D]
+  const Tensor self_lengths = Tensor::from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(b),
+                                                                            static_cast<std::int32_t>(t + 1)),
+                                                  {b});
+  ops::AttentionOptions options;
+  options.heads = c.heads;
+  for (std::size_t i = 0; i < v.decoder.size(); ++i) {
+    const auto& p = v.decoder[i];
+    y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr,
+                                [&](const Tensor& in) {
+                                  const AttentionParams& a = p.self_attn;
+                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias);  // [B, 1, H*K]
+                                  state.self_k[i].narrow(1, t, 1).copy_from(ops::linear(in, a.k.weight, a.k.bias));
+                                  state.self_v[i].narrow(1, t, 1).copy_from(ops::linear(in, a.v.weight, a.v.bias));
+                                  const Tensor context =
+                                      ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
+                                                     state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
+                                                     nullptr);  // [B, 1, H*Kv]
+                                  return ops::linear(context, a.out.weight, a.out.bias);
+                                });
+    y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr,
+                                [&](const Tensor& in) {
+                                  const AttentionParams& a = p.cross_attn;
+                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias);
+                                  const Tensor context = ops::attention(q, state.cross_k[i], state.cross_v[i],
+                                                                       state.src_lengths, options, nullptr);
+                                  return ops::linear(context, a.out.weight, a.out.bias);
+                                });
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
+    });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
+  }
+  Tensor log_probs = ops::linear(y, v.output.weight, Tensor()).view({b, c.tgt_vocab_size});  // [B, V]
+  ops::log_softmax_(log_probs);
+  state.steps = t + 1;
+  return log_probs;
+}
+
+namespace {
+
+// rows of x along dimension 0, in order.   x: [B, ...] -> [rows.size(), ...]
+Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows) {
+  Shape shape = x.shape();
+  shape[0] = static_cast<std::int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= x.dim(0)) throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
+    out.narrow(0, static_cast<std::int64_t>(i), 1).copy_from(x.narrow(0, rows[i], 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows) const {
+  state.src_lengths = select_batch_rows(state.src_lengths, rows);
+  for (auto* tensors : {&state.cross_k, &state.cross_v, &state.self_k, &state.self_v}) {
+    for (Tensor& t : *tensors) t = select_batch_rows(t, rows);
+  }
+}
+
+}  // namespace dragoman

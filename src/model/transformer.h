@@ -1,0 +1,97 @@
+// The Transformer (Vaswani et al., 2017) as docs/MODEL.md specifies it: encoder, decoder, output
+// projection and label-smoothed loss, with an explicit backward pass, and incremental decoding with
+// cached keys and values for beam search.
+//
+// Usage for training:  zero_grads(); forward_loss(batch, {training, seed, step}); backward(scale);
+// then one optimizer call over parameters().values() / grads(). Gradients accumulate across
+// forward_loss/backward pairs until zeroed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/parameters.h"
+
+namespace dragoman {
+
+// The parameters of `config`, in the flat buffers' order, with their initialisation.
+std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& config);
+
+struct LossResult {
+  double loss_sum = 0;  // label-smoothed loss summed over target tokens
+  double nll_sum = 0;   // -log p(reference) summed over target tokens
+  std::int64_t tokens = 0;
+};
+
+struct ForwardOptions {
+  bool training = false;  // dropout on
+  std::uint64_t seed = 0;  // dropout masks are a function of (seed, step)
+  std::uint64_t step = 0;
+};
+
+// The decoder's incremental state: per layer, cached self-attention keys/values of the tokens fed so
+// far, and the cross-attention keys/values of the encoder output (computed once).
+struct DecoderState {
+  Tensor src_lengths;                   // i32 [B]
+  std::vector<Tensor> cross_k, cross_v;  // per layer [B, S, H*K], [B, S, H*Kv]
+  std::vector<Tensor> self_k, self_v;    // per layer [B, capacity, H*K], [B, capacity, H*Kv]
+  std::int64_t steps = 0;                // tokens fed so far
+  std::int64_t capacity = 0;             // the most tokens that can be fed
+
+  std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) : 0; }
+};
+
+class Transformer {
+ public:
+  // Parameters in `dtype` (f32; f64 for gradient checks) on `device`, zero until initialize() or a
+  // checkpoint fills them. The config is validated.
+  Transformer(const ModelConfig& config, DType dtype = DType::kF32, Device device = Device::cpu());
+  ~Transformer();
+  Transformer(Transformer&&) noexcept;
+  Transformer& operator=(Transformer&&) noexcept;
+
+  const ModelConfig& config() const { return config_; }
+  ParameterSet& parameters() { return params_; }
+  const ParameterSet& parameters() const { return params_; }
+  DType dtype() const { return params_.values().dtype(); }
+
+  // docs/MODEL.md's initialisation, a function of the seed alone.
+  void initialize(std::uint64_t seed);
+
+  // Forward pass over a batch; keeps what backward() needs. Returns loss and nll sums and the
+  // number of target tokens.
+  LossResult forward_loss(const Batch& batch, const ForwardOptions& options = {});
+  // Accumulates d(grad_scale * loss_sum)/d(parameters) into parameters().grads() for the last
+  // forward_loss (which it consumes).
+  void backward(double grad_scale = 1.0);
+
+  // After forward_loss and before backward: the log-probabilities [B, T, V] and the encoder output
+  // [B, S, D] (values at padding positions are unspecified).
+  Tensor last_log_probs() const;
+  Tensor last_encoder_output() const;
+
+  // Evaluation-mode encoder.   src: i32 [B, S], src_lengths: i32 [B] -> [B, S, D]
+  Tensor encode(const Tensor& src, const Tensor& src_lengths) const;
+  // A decoder state for up to `capacity` tokens (<= max_positions) over an encoder output.
+  DecoderState start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity) const;
+  // Feeds one token per row (BOS first) and returns the next token's log-probabilities [B, V].
+  Tensor decode_step(DecoderState& state, const Tensor& tokens) const;
+  // Keeps rows `rows` of the state, in that order (beam search's reordering; rows may repeat).
+  void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows) const;
+
+ private:
+  struct Views;
+  struct Activations;
+
+  ModelConfig config_;
+  ParameterSet params_;
+  std::unique_ptr<Views> views_;
+  Tensor sinusoids_;  // [P, D] when positions are sinusoidal
+  std::unique_ptr<Activations> act_;
+};
+
+}  // namespace dragoman

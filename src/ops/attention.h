@@ -1,0 +1,36 @@
+// Multi-head scaled dot-product attention on tensors (kernels/cpu/attention.h).
+// q: [B, T, H*K]; k: [B, S, H*K]; v: [B, S, H*Kv]. k and v may be strided views whose rows are
+// contiguous (a key/value cache narrowed to its first S rows). key_lengths: i32 [B] on the CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace dragoman::ops {
+
+struct AttentionOptions {
+  std::int64_t heads = 1;
+  bool causal = false;
+  std::int64_t query_offset = 0;  // position of query 0 for the causal mask
+  double dropout = 0;             // attention dropout on the probabilities
+  std::uint64_t seed = 0, stream = 0;
+};
+
+struct AttentionSaved {
+  Tensor probs;    // [B, H, T, S]
+  Tensor dropped;  // [B, H, T, S] after dropout (= probs when dropout is 0)
+};
+
+// -> [B, T, H*Kv]. Fills *saved when given.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                 const AttentionOptions& options, AttentionSaved* saved);
+
+struct AttentionGrads {
+  Tensor dq, dk, dv;  // shapes of q, k, v (contiguous)
+};
+
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                                  const AttentionOptions& options, const AttentionSaved& saved, const Tensor& dout);
+
+}  // namespace dragoman::ops

@@ -1,0 +1,50 @@
+// Shared checks of the ops: each op checks shapes, dtypes and devices, then switches on the device
+// by hand (one switch per op, see DESIGN.md) and, on the CPU, calls the float or double kernel.
+#pragma once
+
+#include <string>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace dragoman::ops::detail {
+
+// Throws "OP: MESSAGE" unless `ok`.
+inline void require(bool ok, const char* op, const std::string& message) {
+  if (!ok) throw Error(std::string(op) + ": " + message);
+}
+
+// The error of an op's CUDA case: CUDA kernels for the model are not in this version yet.
+[[noreturn]] inline void no_cuda_kernel(const char* op) {
+#if defined(DRAGOMAN_WITH_CUDA)
+  throw Error(std::string(op) + ": no CUDA kernel in this version; run on cpu");
+#else
+  throw Error(std::string(op) + ": this build has no CUDA");
+#endif
+}
+
+// Calls fn(T()) with T = float or double, the element type of a floating-point tensor.
+template <typename Fn>
+void dispatch_float(const char* op, const Tensor& t, Fn fn) {
+  switch (t.dtype()) {
+    case DType::kF32: fn(float()); return;
+    case DType::kF64: fn(double()); return;
+    default: throw Error(std::string(op) + ": expected an f32 or f64 tensor, got " + t.describe());
+  }
+}
+
+// Same dtype and device as `ref`, and contiguous.
+inline void require_like(const char* op, const char* what, const Tensor& t, const Tensor& ref) {
+  require(t.defined(), op, std::string(what) + " is undefined");
+  require(t.dtype() == ref.dtype() && t.device() == ref.device(), op,
+          std::string(what) + " is " + t.describe() + ", expected " + dtype_name(ref.dtype()) + " on " +
+              ref.device().str());
+  require(t.is_contiguous(), op, std::string(what) + " must be contiguous");
+}
+
+inline void require_shape(const char* op, const char* what, const Tensor& t, const Shape& shape) {
+  require(t.shape() == shape, op, std::string(what) + " has shape " + shape_string(t.shape()) + ", expected " +
+                                      shape_string(shape));
+}
+
+}  // namespace dragoman::ops::detail

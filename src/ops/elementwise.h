@@ -1,0 +1,29 @@
+// Element-wise ops on tensors: residual add, accumulation, scaling, ReLU, dropout, norms.
+// Operands must have the same dtype, device and element count and be contiguous.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace dragoman::ops {
+
+// a + b (a new tensor of a's shape).
+Tensor add(const Tensor& a, const Tensor& b);
+// y += x.
+void add_(Tensor& y, const Tensor& x);
+// y *= s.
+void scale_(Tensor& y, double s);
+
+Tensor relu(const Tensor& x);
+// dx = dy * (y > 0) from the forward output y.
+Tensor relu_backward(const Tensor& y, const Tensor& dy);
+
+// Inverted dropout with counter-based randomness (kernels/cpu/elementwise.h). p == 0 returns x
+// itself. The backward pass is the same call on the gradient with the same seed and stream.
+Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t stream);
+
+// Sum of squares, accumulated in double.
+double sum_squares(const Tensor& x);
+
+}  // namespace dragoman::ops

@@ -1,0 +1,57 @@
+// Layer normalisation (see layer_norm.h).
+#include "ops/layer_norm.h"
+
+#include "kernels/cpu/layer_norm.h"
+#include "ops/dispatch.h"
+
+namespace dragoman::ops {
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, LayerNormSaved* saved) {
+  constexpr const char* kOp = "layer_norm";
+  detail::require_like(kOp, "x", x, x);
+  const std::int64_t d = x.dim(-1), rows = x.numel() / d;
+  detail::require_like(kOp, "weight", weight, x);
+  detail::require_like(kOp, "bias", bias, x);
+  detail::require_shape(kOp, "weight", weight, {d});
+  detail::require_shape(kOp, "bias", bias, {d});
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_float(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<T>(),
+                                   rstd.data<T>(), rows, d, eps);
+      });
+      break;
+    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+  }
+  if (saved != nullptr) *saved = {mean, rstd};
+  return y;
+}
+
+Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
+                           const Tensor& dweight, const Tensor& dbias) {
+  constexpr const char* kOp = "layer_norm_backward";
+  detail::require_like(kOp, "dy", dy, x);
+  detail::require_shape(kOp, "dy", dy, x.shape());
+  const std::int64_t d = x.dim(-1), rows = x.numel() / d;
+  detail::require_shape(kOp, "dweight", dweight, {d});
+  detail::require_shape(kOp, "dbias", dbias, {d});
+  detail::require_shape(kOp, "saved mean", saved.mean, {rows});
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_float(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<T>(),
+                                    saved.rstd.data<T>(), dx.data<T>(), dweight.data<T>(), dbias.data<T>(), rows, d);
+      });
+      break;
+    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+  }
+  return dx;
+}
+
+}  // namespace dragoman::ops

@@ -1,0 +1,94 @@
+// Linear layers (see linear.h).
+#include "ops/linear.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+#include "ops/dispatch.h"
+
+namespace dragoman::ops {
+
+using detail::require;
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  constexpr const char* kOp = "matmul";
+  require(a.rank() == 2 && b.rank() == 2, kOp, "expected 2-D operands, got " + a.describe() + " and " + b.describe());
+  detail::require_like(kOp, "b", b, a);
+  detail::require_like(kOp, "a", a, a);
+  const std::int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+  const std::int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
+  require(k == kb, kOp, "inner dimensions differ: " + a.describe() + " and " + b.describe());
+  Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());  // [M, N]
+  switch (a.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_float(kOp, a, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::gemm<T>(trans_a, trans_b, m, n, k, T(1), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), T(0), c.data<T>(),
+                     n);
+      });
+      break;
+    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+  }
+  return c;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  constexpr const char* kOp = "linear";
+  detail::require_like(kOp, "x", x, x);
+  detail::require_like(kOp, "weight", weight, x);
+  require(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1), kOp,
+          "x " + x.describe() + " does not match weight " + weight.describe());
+  const std::int64_t in = weight.dim(1), out = weight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
+  if (bias.defined()) {
+    detail::require_like(kOp, "bias", bias, x);
+    detail::require_shape(kOp, "bias", bias, {out});
+  }
+  Shape shape = x.shape();
+  shape.back() = out;
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device());  // [..., out]
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_float(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::gemm<T>(false, true, rows, out, in, T(1), x.data<T>(), in, weight.data<T>(), in, T(0), y.data<T>(), out);
+        if (bias.defined()) cpu::bias_add<T>(y.data<T>(), bias.data<T>(), rows, out);
+      });
+      break;
+    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+  }
+  return y;
+}
+
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight, const Tensor& dbias,
+                       bool need_dx) {
+  constexpr const char* kOp = "linear_backward";
+  const std::int64_t in = weight.dim(1), out = weight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
+  detail::require_like(kOp, "dy", dy, x);
+  detail::require_like(kOp, "dweight", dweight, x);
+  require(dy.numel() == rows * out, kOp, "dy " + dy.describe() + " does not match x " + x.describe());
+  detail::require_shape(kOp, "dweight", dweight, weight.shape());
+  if (dbias.defined()) detail::require_shape(kOp, "dbias", dbias, {out});
+  Tensor dx;
+  if (need_dx) dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_float(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        // dW[out, in] += dy^T [out, rows] x [rows, in]
+        cpu::gemm<T>(true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), dweight.data<T>(),
+                     in);
+        if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<T>(), rows, out);
+        // dx[rows, in] = dy [rows, out] W [out, in]
+        if (need_dx) {
+          cpu::gemm<T>(false, false, rows, in, out, T(1), dy.data<T>(), out, weight.data<T>(), in, T(0), dx.data<T>(),
+                       in);
+        }
+      });
+      break;
+    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+  }
+  return dx;
+}
+
+}  // namespace dragoman::ops
