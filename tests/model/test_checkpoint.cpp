@@ -1,0 +1,144 @@
+// Model files: save -> load is bit-exact (parameters, config, vocabulary, step, metadata), writes
+// are atomic, and every way a file can be wrong (not a model, another format version, a config
+// that does not match the tensors, truncated or corrupted bytes) is a clear error naming the file.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/model_testing.h"
+
+namespace dragoman {
+namespace {
+
+std::filesystem::path temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / ("dragoman_checkpoint_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+TEST_CASE("A saved model loads back bit for bit", "[model]") {
+  const auto dir = temp_dir();
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      Transformer model(test::fixture_config(name), DType::kF32);
+      model.initialize(17);
+      ModelFileInfo info;
+      info.step = 12345;
+      info.vocabulary = std::string("\x00\x01 sentencepiece bytes \xff", 24);
+      info.metadata["note"] = "hello";
+      const auto path = dir / (name + ".safetensors");
+      save_model(path.string(), model, info);
+      ModelFileInfo loaded_info;
+      const Transformer loaded = load_model(path.string(), DType::kF32, &loaded_info);
+      CHECK(loaded.config() == model.config());
+      CHECK(loaded.parameters().values().to_vector<float>() == model.parameters().values().to_vector<float>());
+      CHECK(loaded_info.step == 12345);
+      CHECK(loaded_info.vocabulary == info.vocabulary);
+      CHECK(loaded_info.metadata == info.metadata);
+      // No temporary file is left beside it.
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        CHECK(entry.path().extension() == ".safetensors");
+      }
+      // numpy/safetensors readers see our names: every parameter is a tensor of the file.
+      const SafeTensorsFile file = read_safetensors(path.string());
+      CHECK(file.find("decoder.layers.0.cross_attn.q_proj.weight") != nullptr);
+      CHECK(file.metadata.at("format") == "dragoman-model");
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Model files that do not match are refused with the reason", "[model]") {
+  const ModelConfig config = test::fixture_config("post_shared_tied");
+  Transformer model(config, DType::kF32);
+  model.initialize(1);
+  const SafeTensorsFile good = model_to_safetensors(model, {});
+  const auto load = [](const SafeTensorsFile& file) { return model_from_safetensors(file, "m.safetensors", DType::kF32); };
+  CHECK_NOTHROW(load(good));
+
+  SafeTensorsFile f = good;
+  f.metadata["format"] = "something-else";
+  CHECK_THROWS_WITH(load(f), Catch::Contains("m.safetensors: not a Dragoman model file"));
+  f = good;
+  f.metadata.erase("model_config");
+  CHECK_THROWS_WITH(load(f), Catch::Contains("no 'model_config'"));
+  f = good;
+  f.metadata["format_version"] = "2";
+  CHECK_THROWS_WITH(load(f), Catch::Contains("model format version 2 is not supported"));
+  f = good;
+  f.metadata["model_config"] = "{\"d_model\": ";
+  CHECK_THROWS_WITH(load(f), Catch::Contains("model_config is not valid JSON"));
+  f = good;
+  f.metadata["step"] = "-3";
+  CHECK_THROWS_WITH(load(f), Catch::Contains("'step' is not a non-negative integer"));
+  f = good;
+  f.tensors.pop_back();
+  CHECK_THROWS_WITH(load(f), Catch::Contains("missing parameter"));
+  f = good;
+  f.tensors[0].shape = {f.tensors[0].shape[1], f.tensors[0].shape[0]};
+  CHECK_THROWS_WITH(load(f), Catch::Contains("has shape [16, 23], the config needs [23, 16]"));
+  f = good;
+  f.tensors.push_back({"output.weight", DType::kF32, {23, 16}, std::vector<unsigned char>(23 * 16 * 4)});
+  CHECK_THROWS_WITH(load(f), Catch::Contains("unexpected tensor 'output.weight'"));
+  f = good;
+  f.tensors[0].dtype = DType::kI32;
+  CHECK_THROWS_WITH(load(f), Catch::Contains("expected F32 or F64"));
+}
+
+TEST_CASE("Truncated or corrupted model files are errors, never crashes", "[model]") {
+  const auto dir = temp_dir();
+  Transformer model(test::fixture_config("post_tied_only"), DType::kF32);
+  model.initialize(1);
+  const auto path = dir / "model.safetensors";
+  save_model(path.string(), model, {});
+  const std::string bytes = read_bytes(path);
+  const auto bad = dir / "bad.safetensors";
+  for (const std::size_t keep : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{100}, bytes.size() / 2,
+                                 bytes.size() - 1}) {
+    INFO("truncated to " << keep << " bytes");
+    write_bytes(bad, bytes.substr(0, keep));
+    CHECK_THROWS_WITH(load_model(bad.string()), Catch::Contains(bad.string()));
+  }
+  std::string corrupted = bytes;
+  corrupted[20] = '\x7f';  // inside the JSON header
+  write_bytes(bad, corrupted);
+  CHECK_THROWS_WITH(load_model(bad.string()), Catch::Contains(bad.string()));
+  CHECK_THROWS_WITH(load_model((dir / "missing.safetensors").string()), Catch::Contains("missing.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A float64 model saves float64 tensors and loads into float32 by conversion", "[model]") {
+  const auto dir = temp_dir();
+  Transformer model(test::fixture_config("post_tied_only"), DType::kF64);
+  model.initialize(4);
+  const auto path = dir / "f64.safetensors";
+  save_model(path.string(), model, {});
+  CHECK(read_safetensors(path.string()).tensors[0].dtype == DType::kF64);
+  const Transformer as_f64 = load_model(path.string(), DType::kF64);
+  CHECK(as_f64.parameters().values().to_vector<double>() == model.parameters().values().to_vector<double>());
+  const Transformer as_f32 = load_model(path.string(), DType::kF32);
+  CHECK(as_f32.parameters().values().to_vector<float>() ==
+        model.parameters().values().to(DType::kF32).to_vector<float>());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace dragoman

@@ -1,0 +1,217 @@
+// The Transformer's behaviour beyond single gradients: incremental decoding equals the full
+// forward pass, padding does not change real positions, evaluation is deterministic and dropout is
+// a function of (seed, step), a small batch can be overfitted, and ModelConfig refuses invalid models.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/model_testing.h"
+#include "model/transformer.h"
+#include "ops/adam.h"
+#include "ops/elementwise.h"
+
+namespace dragoman {
+namespace {
+
+// Log-probability [V] of batch row b, target position t, from a [B, T, V] tensor.
+std::vector<double> row_of(const Tensor& log_probs, std::int64_t b, std::int64_t t) {
+  return log_probs.narrow(0, b, 1).narrow(1, t, 1).to(DType::kF64).to_vector<double>();
+}
+
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+Transformer random_model(const std::string& name, DType dtype = DType::kF64) {
+  Transformer model(test::fixture_config(name), dtype);
+  model.initialize(11);
+  ops::add_(model.parameters().values(), test::random_tensor({model.parameters().size()}, dtype, 5, 0.05));
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("Incremental decode_step gives the full forward pass's log-probabilities", "[model]") {
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      Transformer model = random_model(name);
+      const ModelConfig& c = model.config();
+      const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9}, {10, 11, 12}}, {{4, 5, 6, 7, 8}, {9, 10}, {}}, c);
+      model.forward_loss(batch);
+      const Tensor full = model.last_log_probs();  // [B, T, V]
+      const Tensor memory = model.encode(batch.src, batch.src_lengths);
+      CHECK(max_abs_difference(memory.to_vector<double>(), model.last_encoder_output().to_vector<double>()) == 0);
+      DecoderState state = model.start_decoding(memory, batch.src_lengths, batch.tgt_in.dim(1));
+      const std::int64_t b = batch.size(), t_max = batch.tgt_in.dim(1);
+      for (std::int64_t t = 0; t < t_max; ++t) {
+        const Tensor tokens = batch.tgt_in.narrow(1, t, 1).contiguous().view({b});
+        const Tensor step = model.decode_step(state, tokens);  // [B, V]
+        for (std::int64_t i = 0; i < b; ++i) {
+          if (t >= batch.tgt_lengths.data<std::int32_t>()[i]) continue;  // padding: unspecified
+          INFO("row " << i << " step " << t);
+          CHECK(max_abs_difference(step.narrow(0, i, 1).to_vector<double>(), row_of(full, i, t)) < 1e-12);
+        }
+      }
+      CHECK_THROWS_WITH(model.decode_step(state, batch.tgt_in.narrow(1, 0, 1).contiguous().view({b})),
+                        Catch::Contains("full"));
+    }
+  }
+}
+
+TEST_CASE("select_rows reorders and duplicates the decoder state like beam search needs", "[model]") {
+  Transformer model = random_model("pre_untied_learned");
+  const ModelConfig& c = model.config();
+  const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6}, {7, 8, 9}}, c);
+  model.forward_loss(batch);
+  const Tensor full = model.last_log_probs();
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 4);
+  model.decode_step(state, batch.tgt_in.narrow(1, 0, 1).contiguous().view({2}));
+  model.select_rows(state, {1, 0, 1});  // rows now: sentence 1, sentence 0, sentence 1
+  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();  // [2, T]
+  const std::int64_t t = batch.tgt_in.dim(1);
+  const Tensor next = Tensor::from_vector(std::vector<std::int32_t>{in[t + 1], in[1], in[t + 1]}, {3});
+  const Tensor step = model.decode_step(state, next);
+  CHECK(max_abs_difference(step.narrow(0, 0, 1).to_vector<double>(), row_of(full, 1, 1)) < 1e-12);
+  CHECK(max_abs_difference(step.narrow(0, 1, 1).to_vector<double>(), row_of(full, 0, 1)) < 1e-12);
+  CHECK(max_abs_difference(step.narrow(0, 2, 1).to_vector<double>(), row_of(full, 1, 1)) < 1e-12);
+  CHECK_THROWS_WITH(model.select_rows(state, {3}), Catch::Contains("out of range"));
+}
+
+TEST_CASE("Padding does not change the outputs of real positions", "[model]") {
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      Transformer model = random_model(name);
+      const ModelConfig& c = model.config();
+      const Batch alone = Batch::from_sentences({{5, 6, 7}}, {{8, 9}}, c);
+      const LossResult r1 = model.forward_loss(alone);
+      const Tensor lp1 = model.last_log_probs();
+      // The same pair next to longer sentences: its source and target are now padded.
+      const Batch padded = Batch::from_sentences({{10, 11, 12, 4, 5, 6}, {5, 6, 7}}, {{4, 5, 6, 7, 8}, {8, 9}}, c);
+      model.forward_loss(padded);
+      const Tensor lp2 = model.last_log_probs();
+      for (std::int64_t t = 0; t < 3; ++t) CHECK(max_abs_difference(row_of(lp1, 0, t), row_of(lp2, 1, t)) < 1e-12);
+      // And the loss of a batch is the sum of its sentences' losses.
+      const LossResult r_long = model.forward_loss(Batch::from_sentences({{10, 11, 12, 4, 5, 6}}, {{4, 5, 6, 7, 8}}, c));
+      const LossResult r_both = model.forward_loss(padded);
+      CHECK(r_both.loss_sum == Approx(r1.loss_sum + r_long.loss_sum).epsilon(1e-12));
+      CHECK(r_both.tokens == r1.tokens + r_long.tokens);
+    }
+  }
+}
+
+TEST_CASE("Evaluation is deterministic and dropout depends only on seed and step", "[model]") {
+  ModelConfig c = test::fixture_config("post_shared_tied");
+  c.dropout = c.attention_dropout = c.relu_dropout = 0.2;
+  Transformer model(c, DType::kF32);
+  model.initialize(1);
+  const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 10}}, {{11, 12}, {13, 14, 15}}, c);
+  const double eval1 = model.forward_loss(batch).loss_sum;
+  const double eval2 = model.forward_loss(batch).loss_sum;
+  CHECK(eval1 == eval2);
+  const double train_a = model.forward_loss(batch, {true, 42, 1}).loss_sum;
+  const double train_b = model.forward_loss(batch, {true, 42, 1}).loss_sum;
+  const double train_next_step = model.forward_loss(batch, {true, 42, 2}).loss_sum;
+  const double train_other_seed = model.forward_loss(batch, {true, 43, 1}).loss_sum;
+  CHECK(train_a == train_b);
+  CHECK(train_a != eval1);
+  CHECK(train_next_step != train_a);
+  CHECK(train_other_seed != train_a);
+}
+
+TEST_CASE("A tiny Transformer overfits one small batch", "[model]") {
+  ModelConfig c = test::fixture_config("post_shared_tied");
+  c.d_model = 32;
+  c.d_ff = 64;
+  c.heads = 4;
+  c.label_smoothing = 0;
+  c.dropout = 0;
+  Transformer model(c, DType::kF32);
+  model.initialize(2);
+  // Copy and reverse tasks mixed, lengths 2 to 6.
+  const Batch batch = Batch::from_sentences({{4, 5, 6, 7}, {8, 9}, {10, 11, 12, 13, 14, 15}, {16, 17, 18}},
+                                            {{7, 6, 5, 4}, {8, 9}, {15, 14, 13, 12, 11, 10}, {16, 17, 18}}, c);
+  ParameterSet& params = model.parameters();
+  Tensor m = Tensor::zeros({params.size()}, DType::kF32), v = Tensor::zeros({params.size()}, DType::kF32);
+  double first = 0, last = 0;
+  for (int step = 1; step <= 150; ++step) {
+    params.zero_grads();
+    const LossResult r = model.forward_loss(batch, {true, 0, static_cast<std::uint64_t>(step)});
+    model.backward(1.0 / static_cast<double>(r.tokens));
+    cpu::AdamHyper hyper;
+    hyper.lr = 3e-3;
+    hyper.step = step;
+    ops::adam_step(params.values(), params.grads(), m, v, hyper);
+    (step == 1 ? first : last) = r.loss_sum / static_cast<double>(r.tokens);
+  }
+  INFO("loss per token: first " << first << ", last " << last);
+  CHECK(first > 2.5);
+  CHECK(last < 0.05);
+}
+
+TEST_CASE("ModelConfig refuses invalid models with a clear message", "[model]") {
+  const auto base = [] {
+    ModelConfig c = ModelConfig::transformer_base();
+    c.src_vocab_size = c.tgt_vocab_size = 1000;
+    return c;
+  };
+  CHECK_NOTHROW(base().validate());
+  ModelConfig c = base();
+  c.heads = 7;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("not divisible by heads 7"));
+  c.d_k = 64;
+  c.d_v = 64;
+  CHECK_NOTHROW(c.validate());  // explicit head sizes make any head count valid
+  c = base();
+  c.tgt_vocab_size = 999;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("share_embeddings needs one vocabulary"));
+  c.share_embeddings = false;
+  CHECK_NOTHROW(c.validate());
+  c = base();
+  c.d_model = 510;
+  c.heads = 10;
+  c.d_model = 511;
+  c.d_k = c.d_v = 51;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("even d_model"));
+  c = base();
+  c.dropout = 1.0;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("dropout must be in [0, 1)"));
+  c = base();
+  c.eos_id = c.pad_id;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("must differ"));
+  c = base();
+  c.encoder_layers = 0;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("encoder_layers must be >= 1"));
+
+  nlohmann::json json = base().to_json();
+  CHECK(ModelConfig::from_json(json, "x.json") == base());
+  json["heads"] = "8";
+  CHECK_THROWS_WITH(ModelConfig::from_json(json, "x.json"), Catch::Contains("x.json: model config key 'heads' must be an integer"));
+  json = base().to_json();
+  json["n_heads"] = 8;
+  CHECK_THROWS_WITH(ModelConfig::from_json(json, "x.json"), Catch::Contains("unknown model config key 'n_heads'"));
+  json = base().to_json();
+  json["norm"] = "middle";
+  CHECK_THROWS_WITH(ModelConfig::from_json(json, "x.json"), Catch::Contains("\"post\" or \"pre\""));
+}
+
+TEST_CASE("The paper's models have the paper's parameter counts", "[model]") {
+  // Table 3 lists 65M (base) and 213M (big) parameters for EN-DE with a shared ~37k vocabulary.
+  ModelConfig base = ModelConfig::transformer_base();
+  base.src_vocab_size = base.tgt_vocab_size = 37000;
+  ModelConfig big = ModelConfig::transformer_big();
+  big.src_vocab_size = big.tgt_vocab_size = 37000;
+  std::int64_t n_base = 0, n_big = 0;
+  for (const ParameterSpec& s : transformer_parameter_specs(base)) n_base += shape_numel(s.shape);
+  for (const ParameterSpec& s : transformer_parameter_specs(big)) n_big += shape_numel(s.shape);
+  // Ours: 63.1M and 214.2M (the paper's exact vocabulary size and rounding are not given): within 5%.
+  CHECK(static_cast<double>(n_base) == Approx(65e6).epsilon(0.05));
+  CHECK(static_cast<double>(n_big) == Approx(213e6).epsilon(0.05));
+  CHECK(n_base == 63082496);  // 37000 * 512 + 6 * 3152384 + 6 * 4204032 (one embedding matrix, tied)
+}
+
+}  // namespace dragoman
