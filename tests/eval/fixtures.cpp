@@ -2,6 +2,7 @@
 #include "eval/fixtures.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "core/error.h"
@@ -9,7 +10,12 @@
 
 namespace dragoman::test {
 
-std::string fixture_path(const std::string& relative) { return std::string(DRAGOMAN_TEST_FIXTURES) + "/" + relative; }
+// The environment variable DRAGOMAN_TEST_FIXTURES overrides the source tree's path compiled in
+// (for test binaries copied to another machine, e.g. by scripts/gpu-bundle.sh).
+std::string fixture_path(const std::string& relative) {
+  const char* root = std::getenv("DRAGOMAN_TEST_FIXTURES");
+  return std::string(root != nullptr && *root != 0 ? root : DRAGOMAN_TEST_FIXTURES) + "/" + relative;
+}
 
 nlohmann::json read_json_fixture(const std::string& relative) {
   const std::string path = fixture_path(relative);
