@@ -15,6 +15,7 @@ struct Subcommand {
   std::function<void()> run;
 };
 
+Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_score_bleu(CLI::App& app);
 
 }  // namespace dragoman::cli

@@ -1,0 +1,53 @@
+// `dragoman build-vocab`: trains a SentencePiece vocabulary (options -> text/vocabulary.h).
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "core/parallel.h"
+#include "text/vocabulary.h"
+
+namespace dragoman::cli {
+
+Subcommand add_build_vocab(CLI::App& app) {
+  auto o = std::make_shared<VocabularyOptions>();
+  auto output = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand(
+      "build-vocab",
+      "Train a SentencePiece vocabulary (BPE or unigram) shared by all input files; writes PREFIX.model and "
+      "PREFIX.vocab. Special ids: <pad> 0, <unk> 1, <s> 2, </s> 3");
+  sub->add_option("--input,-i", o->inputs, "Text files, one sentence per line (source and target for a shared "
+                                           "vocabulary)")
+      ->required()
+      ->expected(1, -1)
+      ->check(CLI::ExistingFile);
+  sub->add_option("--output,-o", *output, "Output prefix: writes PREFIX.model and PREFIX.vocab")->required();
+  sub->add_option("--model-type", o->model_type, "bpe (the paper's EN-DE) or unigram (word-piece-like, EN-FR)")
+      ->check(CLI::IsMember({"bpe", "unigram"}))
+      ->capture_default_str();
+  sub->add_option("--vocab-size", o->vocab_size, "Number of pieces, special ones included")
+      ->check(CLI::Range(std::int64_t{5}, std::int64_t{1} << 24))
+      ->capture_default_str();
+  sub->add_option("--character-coverage", o->character_coverage,
+                  "Share of characters to cover (1.0 for small alphabets, 0.9995 for CJK)")
+      ->check(CLI::Range(0.5, 1.0))
+      ->capture_default_str();
+  sub->add_option("--input-sentence-size", o->input_sentence_size,
+                  "Train on a random sample of this many sentences (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--user-defined-symbols", o->user_defined_symbols,
+                  "Pieces always kept whole (comma-separated or repeated), e.g. tags")
+      ->delimiter(',');
+  sub->add_option("--seed", o->seed, "Random seed for sampling and training")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Training threads (default: all cores)");
+  return {sub, [o, output] {
+            if (o->threads < 1) o->threads = default_thread_count();
+            o->verbose = spdlog::get_level() <= spdlog::level::debug;
+            spdlog::info("build-vocab: training a {} vocabulary of {} pieces on {} file(s)", o->model_type,
+                         o->vocab_size, o->inputs.size());
+            const Vocabulary vocab = Vocabulary::train(*o);
+            vocab.save(*output);
+            spdlog::info("build-vocab: wrote {}.model and {}.vocab ({} pieces)", *output, *output, vocab.size());
+          }};
+}
+
+}  // namespace dragoman::cli

@@ -1,0 +1,68 @@
+// Vocabularies: SentencePiece models (BPE or unigram) trained with the SentencePiece library and
+// used to turn text into token ids and back. Dragoman fixes the special ids of every vocabulary it
+// trains, so models and data agree without configuration:
+//   pad 0 (<pad>), unk 1 (<unk>), bos 2 (<s>), eos 3 (</s>)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace dragoman {
+
+inline constexpr std::int32_t kPadId = 0;
+inline constexpr std::int32_t kUnkId = 1;
+inline constexpr std::int32_t kBosId = 2;
+inline constexpr std::int32_t kEosId = 3;
+
+struct VocabularyOptions {
+  std::vector<std::string> inputs;  // text files, one sentence per line (UTF-8); empty lines skipped
+  std::string model_type = "bpe";   // "bpe" or "unigram"
+  std::int64_t vocab_size = 8000;
+  double character_coverage = 1.0;      // share of characters covered; the rest map to <unk>
+  std::int64_t input_sentence_size = 0;  // sample this many sentences (0: all)
+  std::vector<std::string> user_defined_symbols;  // always kept as one piece each
+  std::uint32_t seed = 1;                // sampling and training randomness
+  int threads = 1;
+  bool verbose = false;  // SentencePiece's own progress log on stderr
+};
+
+class Vocabulary {
+ public:
+  // Trains a SentencePiece model on the inputs. Invalid UTF-8 is an error naming the file and line.
+  static Vocabulary train(const VocabularyOptions& options);
+  // A model from its serialized bytes (a .model file's content); `name` is used in messages.
+  static Vocabulary from_bytes(const std::string& bytes, const std::string& name);
+  static Vocabulary load(const std::string& path);
+
+  Vocabulary(Vocabulary&&) noexcept;
+  Vocabulary& operator=(Vocabulary&&) noexcept;
+  ~Vocabulary();
+
+  std::int64_t size() const;
+  const std::string& bytes() const { return bytes_; }  // the serialized model
+  std::string piece(std::int32_t id) const;
+  float score(std::int32_t id) const;
+
+  // Token ids of a sentence (no BOS/EOS added).
+  std::vector<std::int32_t> encode(std::string_view text) const;
+  // The text of token ids (special ids are dropped).
+  std::string decode(const std::vector<std::int32_t>& ids) const;
+
+  // Writes PREFIX.model (the bytes) and PREFIX.vocab (piece TAB score per line), atomically.
+  void save(const std::string& prefix) const;
+
+ private:
+  Vocabulary() = default;
+  std::string name_;
+  std::string bytes_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+};
+
+}  // namespace dragoman
