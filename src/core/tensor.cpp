@@ -106,7 +106,11 @@ Tensor Tensor::view(const Shape& shape) const {
       known *= resolved[i];
     }
   }
-  if (inferred >= 0 && known > 0) resolved[static_cast<std::size_t>(inferred)] = numel() / known;
+  if (inferred >= 0) {
+    // With a zero among the known sizes any size fits: refuse rather than keep -1 in the shape.
+    if (known == 0) throw Error("cannot infer the -1 of view " + shape_string(shape) + " of " + describe());
+    resolved[static_cast<std::size_t>(inferred)] = numel() / known;
+  }
   if (shape_numel(resolved) != numel()) {
     throw Error("cannot view " + describe() + " as " + shape_string(shape) + ": element counts differ");
   }

@@ -80,8 +80,15 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   constexpr const char* kOp = "attention_backward";
   const Tensor kc = k.contiguous(), vc = v.contiguous();
   const cpu::AttentionShape a = describe(kOp, q, kc, vc, key_lengths, o);
-  require(dout.is_contiguous() && dout.shape() == Shape{a.batch, a.queries, a.heads * a.value_size}, kOp,
-          "dout " + dout.describe() + " does not match the output");
+  require(dout.is_contiguous() && dout.dtype() == q.dtype() && dout.device() == q.device() &&
+              dout.shape() == Shape{a.batch, a.queries, a.heads * a.value_size},
+          kOp, "dout " + dout.describe() + " does not match the output");
+  // The kernel reads probs and dropped as [B, H, T, S] blocks: saved tensors of another call would
+  // be read out of bounds.
+  for (const Tensor* t : {&saved.probs, &saved.dropped}) {
+    detail::require_like(kOp, "saved probs", *t, q);
+    detail::require_shape(kOp, "saved probs", *t, {a.batch, a.heads, a.queries, a.keys});
+  }
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(kc.shape(), q.dtype(), q.device()),
                    Tensor::empty(vc.shape(), q.dtype(), q.device())};

@@ -34,12 +34,20 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
                            const Tensor& dweight, const Tensor& dbias) {
   constexpr const char* kOp = "layer_norm_backward";
+  detail::require_like(kOp, "x", x, x);
   detail::require_like(kOp, "dy", dy, x);
   detail::require_shape(kOp, "dy", dy, x.shape());
   const std::int64_t d = x.dim(-1), rows = x.numel() / d;
-  detail::require_shape(kOp, "dweight", dweight, {d});
-  detail::require_shape(kOp, "dbias", dbias, {d});
-  detail::require_shape(kOp, "saved mean", saved.mean, {rows});
+  // Every operand is read or written through a raw pointer of x's element type.
+  const auto require_operand = [&](const char* what, const Tensor& t, const Shape& shape) {
+    detail::require_like(kOp, what, t, x);
+    detail::require_shape(kOp, what, t, shape);
+  };
+  require_operand("weight", weight, {d});
+  require_operand("dweight", dweight, {d});
+  require_operand("dbias", dbias, {d});
+  require_operand("saved mean", saved.mean, {rows});
+  require_operand("saved rstd", saved.rstd, {rows});
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
   switch (x.device().type) {
     case DeviceType::kCpu:

@@ -63,12 +63,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight, const Tensor& dbias,
                        bool need_dx) {
   constexpr const char* kOp = "linear_backward";
+  // The same operand checks as the forward pass: the kernels below read x and weight as dense
+  // row-major blocks, so a strided view would silently give wrong gradients.
+  detail::require_like(kOp, "x", x, x);
+  detail::require_like(kOp, "weight", weight, x);
+  require(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1), kOp,
+          "x " + x.describe() + " does not match weight " + weight.describe());
   const std::int64_t in = weight.dim(1), out = weight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
   detail::require_like(kOp, "dy", dy, x);
   detail::require_like(kOp, "dweight", dweight, x);
   require(dy.numel() == rows * out, kOp, "dy " + dy.describe() + " does not match x " + x.describe());
   detail::require_shape(kOp, "dweight", dweight, weight.shape());
-  if (dbias.defined()) detail::require_shape(kOp, "dbias", dbias, {out});
+  if (dbias.defined()) {
+    detail::require_like(kOp, "dbias", dbias, x);
+    detail::require_shape(kOp, "dbias", dbias, {out});
+  }
   Tensor dx;
   if (need_dx) dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
   switch (x.device().type) {
