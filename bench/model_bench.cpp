@@ -1,0 +1,172 @@
+// Benchmark: one training step (forward + backward + Adam) of the paper's base and big models on
+// CPU, for a batch of about --tokens source and --tokens target tokens, at each thread count.
+// Prints a Markdown table: milliseconds per phase, target tokens per second, the CPU allocator's
+// peak and the process's peak resident memory.
+//
+//   model_bench [--models base,big] [--tokens 4000] [--length 25] [--vocab 37000]
+//               [--threads 1,2] [--steps 2]
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/philox.h"
+#include "core/threads.h"
+#include "model/transformer.h"
+#include "ops/adam.h"
+
+namespace {
+
+using dragoman::Batch;
+using dragoman::ModelConfig;
+using dragoman::Tensor;
+
+struct Options {
+  std::vector<std::string> models{"base", "big"};
+  std::int64_t tokens = 4000;
+  std::int64_t length = 25;  // source and target length (the target counts its EOS)
+  std::int64_t vocab = 37000;
+  std::vector<int> threads{1, 2};
+  int steps = 2;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: model_bench [--models base,big] [--tokens N] [--length L] [--vocab V] [--threads 1,2] "
+               "[--steps S]\n");
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage();
+    const std::string value = argv[++i];
+    if (flag == "--models") {
+      o.models = split(value);
+    } else if (flag == "--tokens") {
+      o.tokens = std::stoll(value);
+    } else if (flag == "--length") {
+      o.length = std::stoll(value);
+    } else if (flag == "--vocab") {
+      o.vocab = std::stoll(value);
+    } else if (flag == "--threads") {
+      o.threads.clear();
+      for (const std::string& t : split(value)) o.threads.push_back(std::stoi(t));
+    } else if (flag == "--steps") {
+      o.steps = std::stoi(value);
+    } else {
+      usage();
+    }
+  }
+  if (o.tokens < o.length || o.length < 2 || o.vocab < 8 || o.steps < 1 || o.threads.empty()) usage();
+  return o;
+}
+
+// B sentences of `length` random ids on both sides (the target's last position is its EOS).
+Batch random_batch(const ModelConfig& config, std::int64_t sentences, std::int64_t length) {
+  std::vector<std::vector<std::int32_t>> src(sentences), tgt(sentences);
+  for (std::int64_t b = 0; b < sentences; ++b) {
+    for (std::int64_t t = 0; t < length; ++t) {
+      const auto draw = [&](std::uint64_t stream) {
+        return static_cast<std::int32_t>(4 + dragoman::philox::bits(7, stream, b * length + t) % (config.src_vocab_size - 4));
+      };
+      src[b].push_back(draw(0));
+      if (t + 1 < length) tgt[b].push_back(draw(1));
+    }
+  }
+  return Batch::from_sentences(src, tgt, config);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::int64_t sentences = o.tokens / o.length;
+  std::printf("Training step on CPU: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
+              "f32, dropout on; median of %d steps after one warm-up step\n\n",
+              static_cast<long long>(sentences), static_cast<long long>(o.length),
+              static_cast<long long>(sentences * o.length), static_cast<long long>(sentences * o.length),
+              static_cast<long long>(o.vocab), o.steps);
+  std::printf("| model | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
+              "allocator peak MiB | peak RSS MiB |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string& name : o.models) {
+    ModelConfig config;
+    if (name == "base") {
+      config = ModelConfig::transformer_base();
+    } else if (name == "big") {
+      config = ModelConfig::transformer_big();
+    } else {
+      usage();
+    }
+    config.src_vocab_size = config.tgt_vocab_size = o.vocab;
+    dragoman::Transformer model(config);
+    model.initialize(1);
+    const std::int64_t n = model.parameters().size();
+    Tensor m = Tensor::zeros({n}, dragoman::DType::kF32), v = Tensor::zeros({n}, dragoman::DType::kF32);
+    const Batch batch = random_batch(config, sentences, o.length);
+    for (const int threads : o.threads) {
+      dragoman::set_compute_threads(threads);
+      dragoman::allocator_for(dragoman::Device::cpu()).reset_peak();
+      std::vector<double> fwd, bwd, adam;
+      for (int step = 0; step <= o.steps; ++step) {
+        model.parameters().zero_grads();
+        auto t0 = std::chrono::steady_clock::now();
+        model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)});
+        const double f = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        model.backward(1.0 / static_cast<double>(batch.target_tokens()));
+        const double b = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        dragoman::cpu::AdamHyper hyper;
+        hyper.step = step + 1;
+        hyper.lr = 1e-4;
+        dragoman::ops::adam_step(model.parameters().values(), model.parameters().grads(), m, v, hyper);
+        const double a = seconds_since(t0);
+        if (step == 0) continue;  // warm-up: first touches of the allocator's blocks
+        fwd.push_back(f);
+        bwd.push_back(b);
+        adam.push_back(a);
+      }
+      const auto median = [](std::vector<double> x) {
+        std::sort(x.begin(), x.end());
+        return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+      };
+      const double f = median(fwd), b = median(bwd), a = median(adam), total = f + b + a;
+      const double peak = static_cast<double>(dragoman::allocator_for(dragoman::Device::cpu()).stats().peak_in_use);
+      std::printf("| %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(),
+                  static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a, 1e3 * total,
+                  static_cast<double>(batch.target_tokens()) / total, peak / (1 << 20), peak_rss_mib());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
