@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job on the embedded demo data. Installs the dependencies, builds Dragoman, then runs
-# what exists today: `dragoman score-bleu` on the bundled example (data/example), corpus BLEU and
-# chrF, sentence-level BLEU and JSON. Training and translation of the demo corpus join here once
-# those subcommands exist (see README.md, Status).
+# The main job on the demo data: installs the dependencies, builds Dragoman, builds the demo corpus
+# from the Debian package trans-de-en (scripts/prepare-demo-data.sh -> data/demo/), trains
+# configs/tiny.yaml on it (English -> German, a few minutes on two CPU cores), and prints the end of
+# the training and dev loss curves. Running it again resumes the run (runs/demo) where it stopped;
+# DEMO_FRESH=1 starts afresh. Translation of the demo test set joins here once `translate` exists.
+#   BUILD_DIR=build  JOBS=2  DEMO_STEPS=(from configs/tiny.yaml)  DEMO_RUN=runs/demo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,15 +13,24 @@ build_dir=${BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build_dir" -j "${JOBS:-2}" --target dragoman
 dragoman=$build_dir/src/dragoman
+run=${DEMO_RUN:-runs/demo}
 
 echo
 "$dragoman" --version
 echo
-echo "== corpus BLEU and chrF of data/example/hyp.de against data/example/ref.de"
-"$dragoman" score-bleu -r data/example/ref.de -i data/example/hyp.de -m bleu,chrf
+bash scripts/prepare-demo-data.sh data/demo
+
+train_args=(--config configs/tiny.yaml --run "$run")
+[[ -n ${DEMO_STEPS:-} ]] && train_args+=(--set "training.max_steps=$DEMO_STEPS")
+[[ ${DEMO_FRESH:-0} == 1 ]] && train_args+=(--overwrite)
 echo
-echo "== sentence-level BLEU (first 5 lines)"
-"$dragoman" score-bleu -r data/example/ref.de -i data/example/hyp.de --sentence-level | head -n 5
+echo "== dragoman train ${train_args[*]}"
+"$dragoman" train "${train_args[@]}"
+
 echo
-echo "== JSON"
-"$dragoman" score-bleu -r data/example/ref.de -i data/example/hyp.de --json
+echo "== the end of the loss curves ($run/metrics.jsonl; scripts/plot-metrics.py $run draws them)"
+grep -v valid_nll "$run/metrics.jsonl" | tail -n 3
+grep valid_nll "$run/metrics.jsonl" | tail -n 3
+echo
+echo "== model files in $run/checkpoints"
+ls -l "$run/checkpoints" | grep -v 'state\.safetensors' | tail -n +2

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   const std::vector<dragoman::cli::Subcommand> commands = {
       dragoman::cli::add_build_vocab(app),
       dragoman::cli::add_score_bleu(app),
+      dragoman::cli::add_train(app),
   };
 
   try {
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
 
   try {
     for (const auto& command : commands) {
-      if (command.app->parsed()) command.run();
+      if (command.app->parsed()) return command.run();
     }
   } catch (const CLI::ParseError& e) {  // usage errors found once the options are combined
     std::fprintf(stderr, "error: %s\n", e.what());

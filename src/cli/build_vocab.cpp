@@ -47,6 +47,7 @@ Subcommand add_build_vocab(CLI::App& app) {
             const Vocabulary vocab = Vocabulary::train(*o);
             vocab.save(*output);
             spdlog::info("build-vocab: wrote {}.model and {}.vocab ({} pieces)", *output, *output, vocab.size());
+            return 0;
           }};
 }
 

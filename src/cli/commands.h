@@ -9,13 +9,15 @@
 
 namespace dragoman::cli {
 
-// A registered subcommand and the function that runs it.
+// A registered subcommand and the function that runs it; it returns the process's exit code
+// (errors are thrown as dragoman::Error and reported by main with code 1).
 struct Subcommand {
   CLI::App* app;
-  std::function<void()> run;
+  std::function<int()> run;
 };
 
 Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_score_bleu(CLI::App& app);
+Subcommand add_train(CLI::App& app);
 
 }  // namespace dragoman::cli

@@ -201,7 +201,10 @@ Subcommand add_score_bleu(CLI::App& app) {
   sub->add_flag("--short", o->short_signature, "Short signature (sacreBLEU's --short)")->group("Output");
   sub->add_flag("--force", o->force, "Do not warn about hypotheses that look tokenized")->group("Output");
   sub->add_option("--threads", o->threads, "Threads (default: all cores)")->check(CLI::Range(0, 1024));
-  return {sub, [o] { run_score_bleu(*o); }};
+  return {sub, [o] {
+            run_score_bleu(*o);
+            return 0;
+          }};
 }
 
 }  // namespace dragoman::cli

@@ -49,8 +49,9 @@ struct ModelConfig {
 
   nlohmann::json to_json() const;
   // Every key is optional (defaults above); an unknown key or a wrong type is an error naming the key
-  // and `source` (a file name). The result is validated.
-  static ModelConfig from_json(const nlohmann::json& json, const std::string& source);
+  // and `source` (a file name). The result is validated unless `validate` is false (a training config
+  // whose vocabulary sizes come from the vocabulary later).
+  static ModelConfig from_json(const nlohmann::json& json, const std::string& source, bool validate = true);
 
   friend bool operator==(const ModelConfig& a, const ModelConfig& b);
   friend bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a == b); }

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# WMT14 EN-FR, the paper's pipeline: scripts/wmt14.sh en-fr [base|big] [RUN_DIR] (see that script and docs/WMT14.md).
+exec "$(dirname "$0")/wmt14.sh" en-fr "$@"

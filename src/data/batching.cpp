@@ -1,0 +1,80 @@
+#include "data/batching.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/philox.h"
+
+namespace dragoman::data {
+namespace {
+
+// Random streams of the batcher, apart from the dropout streams that share the seed.
+constexpr std::uint64_t kSortStream = 0xBA7C'0000'0000'0000ull;
+constexpr std::uint64_t kShuffleStream = 0xBA7C'0001'0000'0000ull;
+
+std::uint64_t random64(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  return (static_cast<std::uint64_t>(philox::bits(seed, stream, 2 * index)) << 32) |
+         philox::bits(seed, stream, 2 * index + 1);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& corpus, std::int64_t max_tokens,
+                                                          std::uint64_t seed, std::int64_t epoch) {
+  if (max_tokens < 1) throw Error("batching: max_tokens must be >= 1");
+  const std::int64_t n = corpus.size();
+  const std::uint64_t e = static_cast<std::uint64_t>(epoch);
+  std::vector<std::uint64_t> tie(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) tie[i] = random64(seed, kSortStream + e, static_cast<std::uint64_t>(i));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    const std::int64_t ta = corpus.tgt_length(a), tb = corpus.tgt_length(b);
+    if (ta != tb) return ta < tb;
+    const std::int64_t sa = corpus.src_length(a), sb = corpus.src_length(b);
+    if (sa != sb) return sa < sb;
+    if (tie[a] != tie[b]) return tie[a] < tie[b];
+    return a < b;
+  });
+
+  std::vector<std::vector<std::int64_t>> batches;
+  std::vector<std::int64_t> current;
+  std::int64_t max_src = 0, max_tgt = 0;  // the target with its EOS
+  for (const std::int64_t i : order) {
+    const std::int64_t s = std::max(max_src, corpus.src_length(i));
+    const std::int64_t t = std::max(max_tgt, corpus.tgt_length(i) + 1);
+    const std::int64_t size = static_cast<std::int64_t>(current.size()) + 1;
+    if (!current.empty() && (size * s > max_tokens || size * t > max_tokens)) {
+      batches.push_back(std::move(current));
+      current.clear();
+      max_src = max_tgt = 0;
+    }
+    current.push_back(i);
+    max_src = std::max(max_src, corpus.src_length(i));
+    max_tgt = std::max(max_tgt, corpus.tgt_length(i) + 1);
+  }
+  if (!current.empty()) batches.push_back(std::move(current));
+
+  // Fisher-Yates over the batches.
+  for (std::size_t j = batches.size(); j > 1; --j) {
+    const std::size_t k = static_cast<std::size_t>(random64(seed, kShuffleStream + e, j) % j);
+    std::swap(batches[j - 1], batches[k]);
+  }
+  return batches;
+}
+
+Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs, const ModelConfig& config) {
+  if (pairs.empty()) throw Error("batching: an empty batch");
+  std::vector<std::vector<std::int32_t>> src, tgt;
+  src.reserve(pairs.size());
+  tgt.reserve(pairs.size());
+  for (const std::int64_t i : pairs) {
+    if (i < 0 || i >= corpus.size()) throw Error("batching: pair index " + std::to_string(i) + " out of range");
+    src.push_back(corpus.src(i));
+    tgt.push_back(corpus.tgt(i));
+  }
+  return Batch::from_sentences(src, tgt, config);
+}
+
+}  // namespace dragoman::data

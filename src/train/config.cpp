@@ -1,0 +1,324 @@
+// Training configuration (see config.h).
+#include "train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+
+namespace dragoman {
+namespace {
+
+// A YAML node as JSON: plain scalars become booleans, integers or numbers when they read as one;
+// quoted scalars stay strings.
+nlohmann::json yaml_to_json(const YAML::Node& node, const std::string& source) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      nlohmann::json array = nlohmann::json::array();
+      for (const YAML::Node& item : node) array.push_back(yaml_to_json(item, source));
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json object = nlohmann::json::object();
+      for (const auto& item : node) object[item.first.as<std::string>()] = yaml_to_json(item.second, source);
+      return object;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text == "true" || text == "True" || text == "yes") return true;
+  if (text == "false" || text == "False" || text == "no") return false;
+  if (text == "null" || text == "~") return nullptr;
+  try {
+    std::size_t used = 0;
+    const long long integer = std::stoll(text, &used);
+    if (used == text.size()) return integer;
+  } catch (const std::exception&) {
+  }
+  try {
+    std::size_t used = 0;
+    const double number = std::stod(text, &used);
+    if (used == text.size()) return number;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+// Recursively merges `top` over `base` (objects key by key; anything else replaces).
+void merge(nlohmann::json& base, const nlohmann::json& top) {
+  if (!base.is_object() || !top.is_object()) {
+    base = top;
+    return;
+  }
+  for (const auto& [key, value] : top.items()) {
+    if (base.contains(key)) {
+      merge(base[key], value);
+    } else {
+      base[key] = value;
+    }
+  }
+}
+
+// The merged JSON of a YAML file and the `base:` files it names (paths relative to the file).
+// Each file is checked on its own first, so an error names the file that has the bad key.
+nlohmann::json load_yaml_chain(const std::string& path, int depth) {
+  if (depth > 8) throw Error(path + ": more than 8 nested `base:` files (a cycle?)");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot read config file " + path);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+  nlohmann::json json = yaml_to_json(root, path);
+  if (json.is_null()) json = nlohmann::json::object();
+  if (!json.is_object()) throw Error(path + ": expected a mapping with sections model, data, training, checkpoint");
+  nlohmann::json merged = nlohmann::json::object();
+  if (json.contains("base")) {
+    if (!json["base"].is_string()) throw Error(path + ": 'base' must be a file name");
+    const std::filesystem::path base = std::filesystem::path(path).parent_path() / json["base"].get<std::string>();
+    merged = load_yaml_chain(base.string(), depth + 1);
+    json.erase("base");
+  }
+  TrainConfig::from_json(json, path);  // checks names and types of this file alone
+  merge(merged, json);
+  return merged;
+}
+
+// Strict typed reading of one section's keys into fields.
+class SectionReader {
+ public:
+  SectionReader(const nlohmann::json& section, std::string source, std::string name)
+      : section_(section), source_(std::move(source)), name_(std::move(name)) {
+    if (!section_.is_object()) throw Error(source_ + ": section '" + name_ + "' must be a mapping");
+  }
+
+  void integer(const char* key, std::int64_t& field) {
+    read(key, [&](const nlohmann::json& v) {
+      if (!v.is_number_integer()) wrong(key, "an integer", v);
+      field = v.get<std::int64_t>();
+    });
+  }
+  void unsigned_integer(const char* key, std::uint64_t& field) {
+    read(key, [&](const nlohmann::json& v) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) wrong(key, "a non-negative integer", v);
+      field = v.get<std::uint64_t>();
+    });
+  }
+  void number(const char* key, double& field) {
+    read(key, [&](const nlohmann::json& v) {
+      if (!v.is_number()) wrong(key, "a number", v);
+      field = v.get<double>();
+    });
+  }
+  void string(const char* key, std::string& field) {
+    read(key, [&](const nlohmann::json& v) {
+      if (!v.is_string()) wrong(key, "a string", v);
+      field = v.get<std::string>();
+    });
+  }
+  // Every key of the section must have been read.
+  void finish() const {
+    for (const auto& [key, value] : section_.items()) {
+      if (known_.count(key) == 0) throw Error(source_ + ": unknown config key '" + name_ + "." + key + "'");
+    }
+  }
+
+ private:
+  void read(const char* key, const std::function<void(const nlohmann::json&)>& apply) {
+    known_[key] = true;
+    if (section_.contains(key)) apply(section_.at(key));
+  }
+  [[noreturn]] void wrong(const char* key, const char* expected, const nlohmann::json& v) const {
+    throw Error(source_ + ": config key '" + name_ + "." + key + "' must be " + expected + ", got " + v.dump());
+  }
+
+  const nlohmann::json& section_;
+  std::string source_, name_;
+  std::map<std::string, bool> known_;
+};
+
+}  // namespace
+
+nlohmann::json TrainConfig::to_json() const {
+  nlohmann::json model_json = model.to_json();
+  return {{"model", model_json},
+          {"data",
+           {{"train_source", data.train_source},
+            {"train_target", data.train_target},
+            {"train_tsv", data.train_tsv},
+            {"valid_source", data.valid_source},
+            {"valid_target", data.valid_target},
+            {"valid_tsv", data.valid_tsv},
+            {"vocabulary", data.vocabulary},
+            {"vocab_type", data.vocab_type},
+            {"vocab_size", data.vocab_size},
+            {"character_coverage", data.character_coverage},
+            {"vocab_sample", data.vocab_sample},
+            {"max_length", data.max_length},
+            {"max_ratio", data.max_ratio}}},
+          {"training",
+           {{"seed", training.seed},
+            {"max_tokens", training.max_tokens},
+            {"update_freq", training.update_freq},
+            {"max_steps", training.max_steps},
+            {"max_epochs", training.max_epochs},
+            {"lr_factor", training.lr_factor},
+            {"warmup_steps", training.warmup_steps},
+            {"adam_beta1", training.adam_beta1},
+            {"adam_beta2", training.adam_beta2},
+            {"adam_eps", training.adam_eps},
+            {"weight_decay", training.weight_decay},
+            {"clip_norm", training.clip_norm},
+            {"log_every", training.log_every},
+            {"valid_every", training.valid_every},
+            {"patience", training.patience},
+            {"threads", training.threads}}},
+          {"checkpoint",
+           {{"every_steps", checkpoint.every_steps},
+            {"every_minutes", checkpoint.every_minutes},
+            {"keep_last", checkpoint.keep_last}}}};
+}
+
+TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string& source) {
+  if (!json.is_object()) throw Error(source + ": expected a mapping with sections model, data, training, checkpoint");
+  TrainConfig c;
+  for (const auto& [name, section] : json.items()) {
+    if (name == "model") {
+      // Over this config's current model (defaults: the paper's base model), key by key.
+      nlohmann::json merged = c.model.to_json();
+      if (!section.is_object()) throw Error(source + ": section 'model' must be a mapping");
+      for (const auto& [key, value] : section.items()) merged[key] = value;
+      for (const auto& [key, value] : section.items()) {
+        if (!c.model.to_json().contains(key)) throw Error(source + ": unknown config key 'model." + key + "'");
+      }
+      c.model = ModelConfig::from_json(merged, source, false);
+    } else if (name == "data") {
+      SectionReader r(section, source, name);
+      r.string("train_source", c.data.train_source);
+      r.string("train_target", c.data.train_target);
+      r.string("train_tsv", c.data.train_tsv);
+      r.string("valid_source", c.data.valid_source);
+      r.string("valid_target", c.data.valid_target);
+      r.string("valid_tsv", c.data.valid_tsv);
+      r.string("vocabulary", c.data.vocabulary);
+      r.string("vocab_type", c.data.vocab_type);
+      r.integer("vocab_size", c.data.vocab_size);
+      r.number("character_coverage", c.data.character_coverage);
+      r.integer("vocab_sample", c.data.vocab_sample);
+      r.integer("max_length", c.data.max_length);
+      r.number("max_ratio", c.data.max_ratio);
+      r.finish();
+    } else if (name == "training") {
+      SectionReader r(section, source, name);
+      r.unsigned_integer("seed", c.training.seed);
+      r.integer("max_tokens", c.training.max_tokens);
+      r.integer("update_freq", c.training.update_freq);
+      r.integer("max_steps", c.training.max_steps);
+      r.integer("max_epochs", c.training.max_epochs);
+      r.number("lr_factor", c.training.lr_factor);
+      r.integer("warmup_steps", c.training.warmup_steps);
+      r.number("adam_beta1", c.training.adam_beta1);
+      r.number("adam_beta2", c.training.adam_beta2);
+      r.number("adam_eps", c.training.adam_eps);
+      r.number("weight_decay", c.training.weight_decay);
+      r.number("clip_norm", c.training.clip_norm);
+      r.integer("log_every", c.training.log_every);
+      r.integer("valid_every", c.training.valid_every);
+      r.integer("patience", c.training.patience);
+      r.integer("threads", c.training.threads);
+      r.finish();
+    } else if (name == "checkpoint") {
+      SectionReader r(section, source, name);
+      r.integer("every_steps", c.checkpoint.every_steps);
+      r.number("every_minutes", c.checkpoint.every_minutes);
+      r.integer("keep_last", c.checkpoint.keep_last);
+      r.finish();
+    } else {
+      throw Error(source + ": unknown config section '" + name + "' (expected model, data, training, checkpoint)");
+    }
+  }
+  return c;
+}
+
+TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides) {
+  nlohmann::json merged = path.empty() ? nlohmann::json::object() : load_yaml_chain(path, 0);
+  for (const std::string& override_text : overrides) {
+    const std::size_t eq = override_text.find('=');
+    const std::size_t dot = override_text.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 || dot + 1 == eq) {
+      throw Error("--set " + override_text + ": expected section.key=value");
+    }
+    const std::string section = override_text.substr(0, dot), key = override_text.substr(dot + 1, eq - dot - 1);
+    nlohmann::json value;
+    try {
+      value = yaml_to_json(YAML::Load(override_text.substr(eq + 1)), "--set");
+    } catch (const YAML::Exception& e) {
+      throw Error("--set " + override_text + ": invalid value: " + e.msg);
+    }
+    const nlohmann::json one = {{section, {{key, value}}}};
+    TrainConfig::from_json(one, "--set " + override_text);  // names and type
+    merge(merged, one);
+  }
+  return from_json(merged, path.empty() ? "command line" : path);
+}
+
+void TrainConfig::validate() const {
+  const auto fail = [](const std::string& what) { throw Error("invalid training config: " + what); };
+  const bool files = !data.train_source.empty() || !data.train_target.empty();
+  if (files == !data.train_tsv.empty()) fail("give either data.train_source and data.train_target, or data.train_tsv");
+  if (files && (data.train_source.empty() || data.train_target.empty())) {
+    fail("data.train_source and data.train_target go together");
+  }
+  if (!data.valid_tsv.empty() && (!data.valid_source.empty() || !data.valid_target.empty())) {
+    fail("give either data.valid_source and data.valid_target, or data.valid_tsv");
+  }
+  if (data.valid_source.empty() != data.valid_target.empty()) fail("data.valid_source and data.valid_target go together");
+  if (data.vocab_type != "bpe" && data.vocab_type != "unigram") fail("data.vocab_type must be bpe or unigram");
+  if (data.max_length < 1) fail("data.max_length must be >= 1");
+  if (training.max_tokens < 1) fail("training.max_tokens must be >= 1");
+  if (training.update_freq < 1) fail("training.update_freq must be >= 1");
+  if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");
+  if (training.max_steps == 0 && training.max_epochs == 0) fail("set training.max_steps or training.max_epochs");
+  if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
+  if (!(training.lr_factor > 0)) fail("training.lr_factor must be > 0");
+  if (training.log_every < 1) fail("training.log_every must be >= 1");
+  if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
+  if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
+  if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
+}
+
+std::string to_yaml(const nlohmann::json& json) {
+  YAML::Emitter out;
+  const std::function<void(const nlohmann::json&)> emit = [&](const nlohmann::json& v) {
+    if (v.is_object()) {
+      out << YAML::BeginMap;
+      for (const auto& [key, value] : v.items()) {
+        out << YAML::Key << key << YAML::Value;
+        emit(value);
+      }
+      out << YAML::EndMap;
+    } else if (v.is_array()) {
+      out << YAML::BeginSeq;
+      for (const auto& item : v) emit(item);
+      out << YAML::EndSeq;
+    } else if (v.is_string()) {
+      out << YAML::DoubleQuoted << v.get<std::string>();
+    } else {
+      out << v.dump();  // numbers and booleans as JSON writes them (round-trips exactly)
+    }
+  };
+  emit(json);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace dragoman

@@ -1,0 +1,71 @@
+// The training configuration: YAML with sections model / data / training / checkpoint, precedence
+// defaults < YAML (a file may name a `base:` file it extends) < --set section.key=value. An unknown
+// section or key, or a value of the wrong type, is an error naming the key and where it came from
+// (file or --set). The resolved config is what the trainer logs and saves in the run directory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+
+namespace dragoman {
+
+struct DataConfig {
+  std::string train_source, train_target;  // line-aligned text files ...
+  std::string train_tsv;                   // ... or one "source<TAB>target" file
+  std::string valid_source, valid_target, valid_tsv;  // optional dev set
+  std::string vocabulary;  // a SentencePiece .model; empty: built into the run directory
+  std::string vocab_type = "bpe";
+  std::int64_t vocab_size = 8000;
+  double character_coverage = 1.0;
+  std::int64_t vocab_sample = 2000000;  // sentences sampled to build the vocabulary (0: all)
+  std::int64_t max_length = 250;       // tokens per side; longer training pairs are dropped
+  double max_ratio = 3.0;               // length ratio filter (0: off)
+};
+
+struct TrainingConfig {
+  std::uint64_t seed = 1;
+  std::int64_t max_tokens = 4096;  // per batch, source and target each, padding counted
+  std::int64_t update_freq = 1;    // batches accumulated per update
+  std::int64_t max_steps = 100000;  // updates (0: no limit)
+  std::int64_t max_epochs = 0;      // 0: no limit
+  double lr_factor = 1.0;           // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+  std::int64_t warmup_steps = 4000;
+  double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
+  double clip_norm = 0.0;  // 0: no clipping
+  std::int64_t log_every = 100;
+  std::int64_t valid_every = 1000;  // 0: no validation
+  std::int64_t patience = 0;        // stop after this many validations without improvement (0: never)
+  std::int64_t threads = 0;         // 0: all cores
+};
+
+struct CheckpointConfig {
+  std::int64_t every_steps = 0;  // 0: off
+  double every_minutes = 10.0;   // 0: off
+  std::int64_t keep_last = 5;
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  CheckpointConfig checkpoint;
+
+  nlohmann::json to_json() const;
+  // Parses a {model, data, training, checkpoint} object over the defaults; unknown keys and wrong
+  // types are errors naming `source`. Data paths are used as given (relative to the working directory).
+  static TrainConfig from_json(const nlohmann::json& json, const std::string& source);
+  // defaults < the YAML file (and the `base:` files it names) < overrides "section.key=value".
+  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides);
+  // Throws unless the config can train: data given, budgets positive, ...
+  void validate() const;
+};
+
+// The YAML text of a JSON value (the resolved config written into the run directory).
+std::string to_yaml(const nlohmann::json& json);
+
+}  // namespace dragoman

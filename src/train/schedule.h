@@ -1,0 +1,19 @@
+// The paper's learning-rate schedule (Vaswani et al. 2017, section 5.3, "Noam"): linear warmup for
+// `warmup` steps, then decay with the inverse square root of the step:
+//   lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5),   step >= 1
+// The peak is at step = warmup: factor * (d_model * warmup)^-0.5 (7.0e-4 for the base model).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace dragoman {
+
+inline double noam_learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double factor) {
+  const double s = static_cast<double>(std::max<std::int64_t>(step, 1));
+  return factor / std::sqrt(static_cast<double>(d_model)) *
+         std::min(1.0 / std::sqrt(s), s * std::pow(static_cast<double>(warmup), -1.5));
+}
+
+}  // namespace dragoman

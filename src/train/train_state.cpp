@@ -1,0 +1,91 @@
+// Training state files (see train_state.h).
+#include "train/train_state.h"
+
+#include <cstring>
+#include <map>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+
+namespace dragoman {
+namespace {
+
+constexpr const char* kFormat = "dragoman-train-state";
+
+SafeTensor to_safetensor(const std::string& name, const Tensor& t) {
+  const Tensor host = t.to(Device::cpu());
+  SafeTensor s{name, host.dtype(), host.shape(), std::vector<unsigned char>(host.nbytes())};
+  std::memcpy(s.data.data(), host.raw_data(), host.nbytes());
+  return s;
+}
+
+Tensor from_safetensor(const SafeTensor& s) {
+  Tensor t = Tensor::empty(s.shape, s.dtype);
+  std::memcpy(t.raw_data(), s.data.data(), s.data.size());
+  return t;
+}
+
+}  // namespace
+
+void save_train_state(const std::string& path, const TrainState& state) {
+  SafeTensorsFile file;
+  file.metadata = {{"format", kFormat},
+                   {"format_version", "1"},
+                   {"step", std::to_string(state.step)},
+                   {"epoch", std::to_string(state.epoch)},
+                   {"batch_index", std::to_string(state.batch_index)},
+                   {"tokens_seen", std::to_string(state.tokens_seen)},
+                   {"elapsed_seconds", std::to_string(state.elapsed_seconds)},
+                   {"best_valid_loss", std::to_string(state.best_valid_loss)},
+                   {"validations", std::to_string(state.validations)},
+                   {"bad_validations", std::to_string(state.bad_validations)},
+                   {"best_step", std::to_string(state.best_step)}};
+  // best_valid_loss must round-trip exactly (it decides "best"): store its bits too.
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &state.best_valid_loss, sizeof bits);
+  file.metadata["best_valid_loss_bits"] = std::to_string(bits);
+  file.tensors.push_back(to_safetensor("adam_m", state.adam_m));
+  file.tensors.push_back(to_safetensor("adam_v", state.adam_v));
+  write_safetensors(path, file);
+}
+
+TrainState load_train_state(const std::string& path) {
+  const SafeTensorsFile file = read_safetensors(path);
+  const auto meta = [&](const char* key) -> const std::string& {
+    const auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) throw Error(path + ": not a Dragoman training state: no '" + key + "'");
+    return it->second;
+  };
+  if (meta("format") != kFormat) throw Error(path + ": not a Dragoman training state (format '" + meta("format") + "')");
+  if (meta("format_version") != "1") throw Error(path + ": training state version " + meta("format_version") + " is not supported");
+  const auto integer = [&](const char* key) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(meta(key), &used);
+      if (used == meta(key).size() && v >= 0) return static_cast<std::int64_t>(v);
+    } catch (const std::exception&) {
+    }
+    throw Error(path + ": training state '" + key + "' is not a non-negative integer");
+  };
+  TrainState s;
+  s.step = integer("step");
+  s.epoch = integer("epoch");
+  s.batch_index = integer("batch_index");
+  s.tokens_seen = integer("tokens_seen");
+  s.elapsed_seconds = std::stod(meta("elapsed_seconds"));
+  s.validations = integer("validations");
+  s.bad_validations = integer("bad_validations");
+  s.best_step = integer("best_step");
+  const std::uint64_t bits = std::stoull(meta("best_valid_loss_bits"));
+  std::memcpy(&s.best_valid_loss, &bits, sizeof bits);
+  const SafeTensor* m = file.find("adam_m");
+  const SafeTensor* v = file.find("adam_v");
+  if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {
+    throw Error(path + ": training state lacks matching adam_m and adam_v tensors");
+  }
+  s.adam_m = from_safetensor(*m);
+  s.adam_v = from_safetensor(*v);
+  return s;
+}
+
+}  // namespace dragoman

@@ -1,0 +1,31 @@
+// What resuming a training run needs besides the model: the optimizer's moments and where the run
+// stands (step, position in the data, validation history). Saved beside each model file as
+// checkpoint-STEP.state.safetensors (format "dragoman-train-state"): tensors adam_m and adam_v
+// (flat, the parameter buffer's layout) and the rest in __metadata__. Written atomically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace dragoman {
+
+struct TrainState {
+  std::int64_t step = 0;         // updates done
+  std::int64_t epoch = 0;        // current epoch (0-based)
+  std::int64_t batch_index = 0;  // next batch of the epoch's plan
+  std::int64_t tokens_seen = 0;  // target tokens trained on
+  double elapsed_seconds = 0;    // training time before this process
+  double best_valid_loss = 0;    // per target token (nll); valid only when validations > 0
+  std::int64_t validations = 0;
+  std::int64_t bad_validations = 0;  // since the best
+  std::int64_t best_step = 0;
+  Tensor adam_m, adam_v;  // [parameters]
+};
+
+void save_train_state(const std::string& path, const TrainState& state);
+// Throws dragoman::Error naming the file when it is not a state file or is damaged.
+TrainState load_train_state(const std::string& path);
+
+}  // namespace dragoman

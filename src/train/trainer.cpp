@@ -1,0 +1,456 @@
+// The training loop (see trainer.h).
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/threads.h"
+#include "data/batching.h"
+#include "data/corpus.h"
+#include "io/atomic_file.h"
+#include "io/read_file.h"
+#include "io/text_lines.h"
+#include "model/checkpoint.h"
+#include "model/transformer.h"
+#include "ops/adam.h"
+#include "ops/elementwise.h"
+#include "text/vocabulary.h"
+#include "train/schedule.h"
+#include "train/train_state.h"
+#include "train/update.h"
+
+namespace dragoman {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
+  return (fs::path(run_dir) / "checkpoints" / name).string();
+}
+
+std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "checkpoint-%08lld.state.safetensors", static_cast<long long>(step));
+  return (fs::path(run_dir) / "checkpoints" / name).string();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string hms(double seconds) {
+  const auto s = static_cast<long long>(seconds);
+  char text[32];
+  std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return text;
+}
+
+// The keys that define a run: changing any of them in an existing run directory needs --overwrite.
+// (Run length, logging, validation and checkpoint intervals may change between restarts.)
+nlohmann::json run_identity(const nlohmann::json& config) {
+  nlohmann::json id = {{"model", config["model"]}, {"data", config["data"]}};
+  for (const char* key : {"seed", "max_tokens", "update_freq", "lr_factor", "warmup_steps", "adam_beta1", "adam_beta2",
+                          "adam_eps", "weight_decay", "clip_norm"}) {
+    id["training"][key] = config["training"][key];
+  }
+  return id;
+}
+
+// First differing key of two JSON objects, as "section.key: old -> new".
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "") {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : b.items()) {
+      const std::string name = prefix.empty() ? key : prefix + "." + key;
+      if (!a.contains(key)) return name + ": (absent) -> " + value.dump();
+      const std::string d = first_difference(a[key], value, name);
+      if (!d.empty()) return d;
+    }
+    for (const auto& [key, value] : a.items()) {
+      if (!b.contains(key)) return (prefix.empty() ? key : prefix + "." + key) + ": " + value.dump() + " -> (absent)";
+    }
+    return "";
+  }
+  return a == b ? "" : prefix + ": " + a.dump() + " -> " + b.dump();
+}
+
+// Checks the run directory against the config (or clears it with overwrite) and writes config.yaml.
+void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
+  const fs::path run(options.run_dir);
+  const fs::path saved = run / "config.yaml";
+  if (fs::exists(saved)) {
+    if (options.overwrite) {
+      spdlog::warn("train: --overwrite: removing the previous run in {}", options.run_dir);
+      for (const char* name : {"checkpoints", "metrics.jsonl", "train.cache", "valid.cache", "vocab.model",
+                               "vocab.vocab", "config.yaml"}) {
+        fs::remove_all(run / name);
+      }
+    } else {
+      const nlohmann::json before = run_identity(TrainConfig::load(saved.string(), {}).to_json());
+      const nlohmann::json now = run_identity(config.to_json());
+      const std::string difference = first_difference(before, now);
+      if (!difference.empty()) {
+        throw Error("run directory " + options.run_dir + " holds a run with another config (" + difference +
+                    "); use another --run, or --overwrite to start afresh");
+      }
+    }
+  }
+  fs::create_directories(run / "checkpoints");
+  write_file_atomically(saved.string(), to_yaml(config.to_json()));
+}
+
+// Splits a TSV file's columns into two files (for vocabulary training).
+void split_tsv(const std::string& tsv, const std::string& source, const std::string& target) {
+  const TextLines lines = read_text_lines(tsv);
+  std::string src, tgt;
+  for (std::size_t i = 0; i < lines.lines.size(); ++i) {
+    const std::string_view line = lines.lines[i];
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) throw_input_error(tsv, i + 1, "expected \"source<TAB>target\"");
+    src.append(line.substr(0, tab)).push_back('\n');
+    tgt.append(line.substr(tab + 1)).push_back('\n');
+  }
+  write_file_atomically(source, src);
+  write_file_atomically(target, tgt);
+}
+
+Vocabulary obtain_vocabulary(const TrainConfig& config, const std::string& run_dir) {
+  if (!config.data.vocabulary.empty()) return Vocabulary::load(config.data.vocabulary);
+  const fs::path built = fs::path(run_dir) / "vocab.model";
+  if (fs::exists(built)) return Vocabulary::load(built.string());
+  VocabularyOptions v;
+  v.model_type = config.data.vocab_type;
+  v.vocab_size = config.data.vocab_size;
+  v.character_coverage = config.data.character_coverage;
+  v.input_sentence_size = config.data.vocab_sample;
+  v.seed = static_cast<std::uint32_t>(config.training.seed);
+  v.threads = static_cast<int>(config.training.threads > 0 ? config.training.threads : default_thread_count());
+  std::vector<std::string> temporary;
+  if (!config.data.train_tsv.empty()) {
+    temporary = {(fs::path(run_dir) / "vocab-input.src").string(), (fs::path(run_dir) / "vocab-input.tgt").string()};
+    split_tsv(config.data.train_tsv, temporary[0], temporary[1]);
+    v.inputs = temporary;
+  } else {
+    v.inputs = {config.data.train_source, config.data.train_target};
+  }
+  spdlog::info("train: building a shared {} vocabulary of {} pieces (dragoman build-vocab)", v.model_type,
+               v.vocab_size);
+  const Vocabulary vocab = Vocabulary::train(v);
+  for (const std::string& path : temporary) fs::remove(path);
+  vocab.save((fs::path(run_dir) / "vocab").string());
+  return Vocabulary::load(built.string());
+}
+
+data::EncodedCorpus load_corpus(const std::string& source, const std::string& target, const std::string& tsv,
+                                const TrainConfig& config, const Vocabulary& vocab, const std::string& cache,
+                                const char* what, bool filter) {
+  data::CorpusOptions o;
+  o.source = source;
+  o.target = target;
+  o.tsv = tsv;
+  o.max_length = filter ? config.data.max_length : std::min<std::int64_t>(config.model.max_positions - 1, 1 << 20);
+  o.max_ratio = filter ? config.data.max_ratio : 0.0;
+  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads());
+  const data::FilterCounts& n = corpus.counts;
+  spdlog::info("train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
+               "over {}",
+               what, n.total, n.kept, n.empty, n.too_long, o.max_length, n.bad_ratio, o.max_ratio);
+  if (corpus.size() == 0) throw Error(std::string("train: no ") + what + " pairs left after filtering");
+  return corpus;
+}
+
+// The newest checkpoint step whose model and state files both exist (0: none).
+std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir) {
+  std::vector<std::int64_t> steps;
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  if (!fs::exists(dir)) return steps;
+  const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) {
+      const std::int64_t step = std::stoll(m[1].str());
+      if (fs::exists(checkpoint_state_path(run_dir, step))) steps.push_back(step);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// Points `link` at `target` atomically (a hard link under a temporary name, renamed over).
+void link_atomically(const std::string& target, const std::string& link) {
+  const std::string temporary = link + ".tmp-link";
+  fs::remove(temporary);
+  fs::create_hard_link(target, temporary);
+  fs::rename(temporary, link);
+}
+
+// Keeps metrics.jsonl lines up to `step` (a resumed run rewrites what came after its checkpoint).
+void truncate_metrics(const std::string& path, std::int64_t step) {
+  if (!fs::exists(path)) return;
+  const std::vector<char> bytes = read_file(path);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      if (nlohmann::json::parse(line).value("step", std::int64_t{0}) > step) continue;
+    } catch (const nlohmann::json::exception&) {
+      continue;  // a torn last line
+    }
+    kept += line + "\n";
+  }
+  write_file_atomically(path, kept);
+}
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const TrainOptions& options) : config_(config), options_(options) {}
+  TrainResult run();
+
+ private:
+  void save_checkpoint();
+  void validate(TrainResult& result);
+  void append_metrics(const nlohmann::json& line);
+
+  TrainConfig config_;
+  TrainOptions options_;
+  std::unique_ptr<Vocabulary> vocab_;
+  std::unique_ptr<Transformer> model_;
+  TrainState state_;
+  data::EncodedCorpus train_, valid_;
+  bool has_valid_ = false;
+  std::int64_t saved_step_ = -1;
+  Clock::time_point last_save_ = Clock::now();
+};
+
+void Trainer::append_metrics(const nlohmann::json& line) {
+  std::ofstream out(fs::path(options_.run_dir) / "metrics.jsonl", std::ios::app);
+  out << line.dump() << "\n";
+  if (!out) throw Error("cannot append to " + (fs::path(options_.run_dir) / "metrics.jsonl").string());
+}
+
+void Trainer::save_checkpoint() {
+  const std::string& run = options_.run_dir;
+  const std::string model_path = checkpoint_model_path(run, state_.step);
+  const std::string state_path = checkpoint_state_path(run, state_.step);
+  ModelFileInfo info;
+  info.step = state_.step;
+  info.vocabulary = vocab_->bytes();
+  save_model(model_path, *model_, info);
+  save_train_state(state_path, state_);
+  const fs::path dir = fs::path(run) / "checkpoints";
+  link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
+  link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
+  const std::vector<std::int64_t> steps = checkpoint_steps(run);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(config_.checkpoint.keep_last) < steps.size(); ++i) {
+    fs::remove(checkpoint_model_path(run, steps[i]));
+    fs::remove(checkpoint_state_path(run, steps[i]));
+  }
+  saved_step_ = state_.step;
+  last_save_ = Clock::now();
+  spdlog::info("train: saved checkpoint at step {} ({})", state_.step, model_path);
+}
+
+void Trainer::validate(TrainResult& result) {
+  double loss = 0, nll = 0;
+  std::int64_t tokens = 0;
+  for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
+    const LossResult r = model_->forward_loss(data::make_batch(valid_, pairs, model_->config()));
+    loss += r.loss_sum;
+    nll += r.nll_sum;
+    tokens += r.tokens;
+  }
+  const double valid_nll = nll / static_cast<double>(tokens);
+  const bool improved = state_.validations == 0 || valid_nll < state_.best_valid_loss;
+  ++state_.validations;
+  if (improved) {
+    state_.best_valid_loss = valid_nll;
+    state_.best_step = state_.step;
+    state_.bad_validations = 0;
+    ModelFileInfo info;
+    info.step = state_.step;
+    info.vocabulary = vocab_->bytes();
+    save_model((fs::path(options_.run_dir) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
+  } else {
+    ++state_.bad_validations;
+  }
+  result.best_valid_nll = state_.best_valid_loss;
+  spdlog::info("valid step {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | best {:.4f} at step {}{}", state_.step,
+               loss / static_cast<double>(tokens), valid_nll, std::exp(valid_nll), state_.best_valid_loss,
+               state_.best_step, improved ? " (new best)" : "");
+  append_metrics({{"step", state_.step},
+                  {"valid_loss", loss / static_cast<double>(tokens)},
+                  {"valid_nll", valid_nll},
+                  {"valid_ppl", std::exp(valid_nll)},
+                  {"valid_tokens", tokens}});
+}
+
+TrainResult Trainer::run() {
+  const TrainingConfig& t = config_.training;
+  set_compute_threads(static_cast<int>(t.threads));
+  prepare_run_dir(config_, options_);
+  spdlog::info("train: config ({}/config.yaml):\n{}", options_.run_dir, to_yaml(config_.to_json()));
+  const std::string run = options_.run_dir;
+
+  vocab_ = std::make_unique<Vocabulary>(obtain_vocabulary(config_, run));
+  ModelConfig& mc = config_.model;
+  mc.src_vocab_size = mc.tgt_vocab_size = vocab_->size();
+  mc.pad_id = kPadId;
+  mc.bos_id = kBosId;
+  mc.eos_id = kEosId;
+  mc.validate();
+  if (config_.data.max_length + 1 > mc.max_positions) {
+    throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
+                std::to_string(mc.max_positions));
+  }
+
+  train_ = load_corpus(config_.data.train_source, config_.data.train_target, config_.data.train_tsv, config_,
+                       *vocab_, (fs::path(run) / "train.cache").string(), "training", true);
+  has_valid_ = !config_.data.valid_source.empty() || !config_.data.valid_tsv.empty();
+  if (has_valid_) {
+    valid_ = load_corpus(config_.data.valid_source, config_.data.valid_target, config_.data.valid_tsv, config_,
+                         *vocab_, (fs::path(run) / "valid.cache").string(), "validation", false);
+  }
+
+  // A fresh model, or the newest complete checkpoint.
+  model_ = std::make_unique<Transformer>(mc, DType::kF32);
+  const std::vector<std::int64_t> steps = checkpoint_steps(run);
+  if (steps.empty()) {
+    model_->initialize(t.seed);
+    state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32);
+    state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32);
+    truncate_metrics((fs::path(run) / "metrics.jsonl").string(), 0);
+  } else {
+    const std::int64_t step = steps.back();
+    Transformer loaded = load_model(checkpoint_model_path(run, step), DType::kF32);
+    if (loaded.config() != mc) throw Error("checkpoint " + checkpoint_model_path(run, step) + " has another model config");
+    model_ = std::make_unique<Transformer>(std::move(loaded));
+    state_ = load_train_state(checkpoint_state_path(run, step));
+    if (state_.step != step || state_.adam_m.numel() != model_->parameters().size()) {
+      throw Error("checkpoint state " + checkpoint_state_path(run, step) + " does not match its model file");
+    }
+    saved_step_ = step;
+    truncate_metrics((fs::path(run) / "metrics.jsonl").string(), step);
+    spdlog::info("train: resuming from step {} (epoch {}, batch {})", step, state_.epoch + 1, state_.batch_index);
+  }
+  spdlog::info("train: {} parameters, {} training pairs, batches of at most {} tokens x {} per update",
+               model_->parameters().size(), train_.size(), t.max_tokens, t.update_freq);
+
+  ParameterSet& params = model_->parameters();
+  std::vector<std::vector<std::int64_t>> plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
+  TrainResult result;
+  const Clock::time_point start = Clock::now();
+  const std::int64_t start_step = state_.step;
+  const double start_elapsed = state_.elapsed_seconds;
+  Clock::time_point window_start = Clock::now();
+  double window_loss = 0, window_nll = 0;
+  std::int64_t window_tokens = 0;
+  double grad_norm = 0;
+
+  while (true) {
+    if (t.max_steps > 0 && state_.step >= t.max_steps) break;
+    if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
+    if (options_.stop_signal != nullptr && options_.stop_signal->load() != 0) {
+      result.interrupted = true;
+      break;
+    }
+    // The update's batches (crossing into the next epoch when this one ends).
+    std::vector<Batch> batches;
+    while (static_cast<std::int64_t>(batches.size()) < t.update_freq) {
+      if (state_.batch_index >= static_cast<std::int64_t>(plan.size())) {
+        ++state_.epoch;
+        state_.batch_index = 0;
+        if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
+        plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
+        spdlog::info("train: epoch {}", state_.epoch + 1);
+      }
+      batches.push_back(data::make_batch(train_, plan[static_cast<std::size_t>(state_.batch_index++)], mc));
+    }
+    if (batches.empty()) break;
+
+    // Dropout streams per batch: a function of (seed, step, k) only.
+    const UpdateLoss update = accumulate_gradients(*model_, batches, true, t.seed,
+                                                   static_cast<std::uint64_t>(state_.step * t.update_freq));
+    window_loss += update.loss_sum;
+    window_nll += update.nll_sum;
+    grad_norm = std::sqrt(ops::sum_squares(params.grads()));
+    if (t.clip_norm > 0 && grad_norm > t.clip_norm) ops::scale_(params.grads(), t.clip_norm / grad_norm);
+    cpu::AdamHyper hyper;
+    hyper.step = state_.step + 1;
+    hyper.lr = noam_learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr_factor);
+    hyper.beta1 = t.adam_beta1;
+    hyper.beta2 = t.adam_beta2;
+    hyper.eps = t.adam_eps;
+    hyper.weight_decay = t.weight_decay;
+    ops::adam_step(params.values(), params.grads(), state_.adam_m, state_.adam_v, hyper);
+    ++state_.step;
+    state_.tokens_seen += update.tokens;
+    window_tokens += update.tokens;
+    state_.elapsed_seconds = start_elapsed + seconds_since(start);
+
+    if (state_.step % t.log_every == 0) {
+      const double window_seconds = seconds_since(window_start);
+      const double loss = window_loss / static_cast<double>(window_tokens);
+      const double ppl = std::exp(window_nll / static_cast<double>(window_tokens));
+      const double per_step = seconds_since(start) / static_cast<double>(state_.step - start_step);
+      const std::string eta =
+          t.max_steps > 0 ? hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
+      const double tokens_per_second = static_cast<double>(window_tokens) / window_seconds;
+      spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s | "
+                   "elapsed {} | ETA {}",
+                   state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
+                   hms(state_.elapsed_seconds), eta);
+      append_metrics({{"step", state_.step},
+                      {"epoch", state_.epoch + 1},
+                      {"loss", loss},
+                      {"ppl", ppl},
+                      {"lr", hyper.lr},
+                      {"gnorm", grad_norm},
+                      {"tgt_tokens_per_s", tokens_per_second},
+                      {"elapsed_s", state_.elapsed_seconds}});
+      result.last_train_loss = loss;
+      window_loss = window_nll = 0;
+      window_tokens = 0;
+      window_start = Clock::now();
+    }
+    if (has_valid_ && t.valid_every > 0 && state_.step % t.valid_every == 0) {
+      validate(result);
+      if (t.patience > 0 && state_.bad_validations >= t.patience) {
+        spdlog::info("train: no improvement in {} validations: stopping early", state_.bad_validations);
+        result.early_stopped = true;
+      }
+    }
+    const CheckpointConfig& c = config_.checkpoint;
+    if ((c.every_steps > 0 && state_.step % c.every_steps == 0) ||
+        (c.every_minutes > 0 && seconds_since(last_save_) >= c.every_minutes * 60)) {
+      save_checkpoint();
+    }
+    if (result.early_stopped) break;
+  }
+  if (state_.step != saved_step_) save_checkpoint();
+  result.step = state_.step;
+  return result;
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& config, const TrainOptions& options) {
+  config.validate();
+  if (options.run_dir.empty()) throw Error("train: no run directory");
+  Trainer trainer(config, options);
+  return trainer.run();
+}
+
+}  // namespace dragoman

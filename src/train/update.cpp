@@ -1,0 +1,22 @@
+#include "train/update.h"
+
+#include "core/error.h"
+
+namespace dragoman {
+
+UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
+                                std::uint64_t seed, std::uint64_t first_stream) {
+  UpdateLoss total;
+  for (const Batch& batch : batches) total.tokens += batch.target_tokens();
+  if (total.tokens == 0) throw Error("train: an update without target tokens");
+  model.parameters().zero_grads();
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const LossResult r = model.forward_loss(batches[k], {training, seed, first_stream + k});
+    model.backward(1.0 / static_cast<double>(total.tokens));
+    total.loss_sum += r.loss_sum;
+    total.nll_sum += r.nll_sum;
+  }
+  return total;
+}
+
+}  // namespace dragoman

@@ -1,0 +1,25 @@
+// One update's gradients: forward/backward over the update's batches (update_freq of them),
+// accumulated and normalised by the target tokens of the whole update, so that k batches give the
+// gradient of one batch k times larger (fairseq's --update-freq, how one GPU reproduces 8).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/transformer.h"
+
+namespace dragoman {
+
+struct UpdateLoss {
+  double loss_sum = 0;  // label-smoothed, summed over the update's target tokens
+  double nll_sum = 0;
+  std::int64_t tokens = 0;
+};
+
+// Zeroes the model's gradients, then leaves in them d(loss_sum / tokens)/d(parameters) over all
+// `batches`. With `training`, dropout masks come from (seed, first_stream + k) for batch k.
+UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
+                                std::uint64_t seed, std::uint64_t first_stream);
+
+}  // namespace dragoman

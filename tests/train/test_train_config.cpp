@@ -1,0 +1,147 @@
+// Training configs: defaults < YAML (with `base:` files) < --set; unknown keys, wrong types and
+// impossible values are errors naming the key and where it came from; the shipped configs load and
+// say what the paper says.
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "train/config.h"
+#include "train/schedule.h"
+#include "train/train_testing.h"
+
+#ifndef DRAGOMAN_SOURCE_DIR
+#error "DRAGOMAN_SOURCE_DIR must point at the repository (for configs/)"
+#endif
+
+namespace dragoman {
+namespace {
+
+using Catch::Matchers::Contains;
+
+std::string write_config(const std::string& dir, const std::string& name, const std::string& yaml) {
+  const std::string path = dir + "/" + name;
+  test::write_text(path, yaml);
+  return path;
+}
+
+const char* kMinimal =
+    "data:\n  train_source: a.en\n  train_target: a.de\n"
+    "model:\n  d_model: 64\n  heads: 4\n"
+    "training:\n  max_steps: 10\n";
+
+}  // namespace
+
+TEST_CASE("train config: defaults < YAML < --set", "[train]") {
+  const std::string dir = test::scratch_dir("config");
+  const std::string path = write_config(dir, "c.yaml", kMinimal);
+  const TrainConfig c = TrainConfig::load(path, {"training.max_steps=20", "model.dropout=0.3", "data.max_ratio=0"});
+  CHECK(c.model.d_model == 64);         // YAML
+  CHECK(c.model.heads == 4);
+  CHECK(c.model.d_ff == 2048);          // default
+  CHECK(c.model.dropout == 0.3);        // --set over the default
+  CHECK(c.training.max_steps == 20);    // --set over YAML
+  CHECK(c.data.max_ratio == 0.0);
+  CHECK(c.training.adam_beta2 == 0.98);  // the paper's defaults
+  CHECK(c.training.adam_eps == 1e-9);
+  CHECK(c.training.warmup_steps == 4000);
+  CHECK(c.data.train_source == "a.en");
+  c.validate();
+  // The resolved config round-trips through the YAML written into the run directory.
+  const std::string saved = write_config(dir, "saved.yaml", to_yaml(c.to_json()));
+  CHECK(TrainConfig::load(saved, {}).to_json() == c.to_json());
+}
+
+TEST_CASE("train config: a `base:` file is extended, relative to the including file", "[train]") {
+  const std::string dir = test::scratch_dir("config_base");
+  write_config(dir, "parent.yaml", "model:\n  d_model: 128\n  heads: 8\ntraining:\n  warmup_steps: 16\n");
+  const std::string child =
+      write_config(dir, "child.yaml", std::string("base: parent.yaml\n") + "model:\n  heads: 2\n" +
+                                          "data:\n  train_tsv: x.tsv\ntraining:\n  max_steps: 5\n");
+  const TrainConfig c = TrainConfig::load(child, {});
+  CHECK(c.model.d_model == 128);
+  CHECK(c.model.heads == 2);
+  CHECK(c.training.warmup_steps == 16);
+  write_config(dir, "loop.yaml", "base: loop.yaml\n");
+  CHECK_THROWS_WITH(TrainConfig::load(dir + "/loop.yaml", {}), Contains("cycle"));
+}
+
+TEST_CASE("train config: errors name the key and the file", "[train]") {
+  const std::string dir = test::scratch_dir("config_errors");
+  const auto load = [&](const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+    return TrainConfig::load(write_config(dir, "bad.yaml", yaml), overrides);
+  };
+  CHECK_THROWS_WITH(load("training:\n  max_step: 10\n"), Contains("bad.yaml") && Contains("training.max_step"));
+  CHECK_THROWS_WITH(load("model:\n  d_modell: 10\n"), Contains("bad.yaml") && Contains("model.d_modell"));
+  CHECK_THROWS_WITH(load("optimizer:\n  lr: 1\n"), Contains("bad.yaml") && Contains("optimizer"));
+  CHECK_THROWS_WITH(load("training:\n  max_tokens: lots\n"), Contains("bad.yaml") && Contains("max_tokens"));
+  CHECK_THROWS_WITH(load("training:\n  seed: -1\n"), Contains("seed"));
+  CHECK_THROWS_WITH(load("model:\n  positions: rotary\n"), Contains("bad.yaml") && Contains("positions"));
+  CHECK_THROWS_WITH(load("data: [1, 2\n"), Contains("bad.yaml") && Contains("invalid YAML"));
+  CHECK_THROWS_WITH(load(kMinimal, {"training.warmup=5"}), Contains("--set training.warmup=5"));
+  CHECK_THROWS_WITH(load(kMinimal, {"max_steps=5"}), Contains("section.key=value"));
+  CHECK_THROWS_WITH(load(kMinimal, {"training.max_steps=many"}), Contains("--set") && Contains("max_steps"));
+  CHECK_THROWS_WITH(TrainConfig::load(dir + "/missing.yaml", {}), Contains("missing.yaml"));
+}
+
+TEST_CASE("train config: validate() refuses configs that cannot train", "[train]") {
+  const std::string dir = test::scratch_dir("config_validate");
+  const std::string path = write_config(dir, "c.yaml", kMinimal);
+  const auto invalid = [&](const std::string& set) { return TrainConfig::load(path, {set}); };
+  CHECK_THROWS_WITH(invalid("data.train_tsv=x.tsv").validate(), Contains("either"));
+  CHECK_THROWS_WITH(invalid("data.train_target=\"\"").validate(), Contains("go together"));
+  CHECK_THROWS_WITH(invalid("data.train_target="), Contains("must be a string"));
+  CHECK_THROWS_WITH(invalid("data.vocab_type=wordpiece").validate(), Contains("vocab_type"));
+  CHECK_THROWS_WITH(invalid("training.update_freq=0").validate(), Contains("update_freq"));
+  CHECK_THROWS_WITH(invalid("training.max_tokens=0").validate(), Contains("max_tokens"));
+  CHECK_THROWS_WITH(invalid("checkpoint.keep_last=0").validate(), Contains("keep_last"));
+  TrainConfig no_end = TrainConfig::load(path, {"training.max_steps=0"});
+  CHECK_THROWS_WITH(no_end.validate(), Contains("max_steps"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"model.heads=3"}).model.validate(), Contains("heads"));
+}
+
+TEST_CASE("train config: the shipped configs load and follow the paper", "[train]") {
+  const std::string configs = std::string(DRAGOMAN_SOURCE_DIR) + "/configs/";
+  const TrainConfig base = TrainConfig::load(configs + "transformer-base.yaml", {});
+  CHECK(base.model.d_model == 512);
+  CHECK(base.model.d_ff == 2048);
+  CHECK(base.model.heads == 8);
+  CHECK(base.model.encoder_layers == 6);
+  CHECK(base.model.dropout == 0.1);
+  CHECK(base.model.label_smoothing == 0.1);
+  CHECK(base.training.max_tokens * base.training.update_freq == 25000);
+  CHECK(base.training.max_steps == 100000);
+  CHECK(base.training.warmup_steps == 4000);
+  CHECK(base.checkpoint.every_minutes == 10);
+  const TrainConfig big = TrainConfig::load(configs + "transformer-big.yaml", {});
+  CHECK(big.model.d_model == 1024);
+  CHECK(big.model.d_ff == 4096);
+  CHECK(big.model.heads == 16);
+  CHECK(big.model.dropout == 0.3);
+  CHECK(big.training.max_steps == 300000);
+  for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml"}) {
+    const TrainConfig c = TrainConfig::load(configs + recipe, {});
+    c.validate();
+  }
+  const TrainConfig ende = TrainConfig::load(configs + "wmt14-en-de.yaml", {});
+  CHECK(ende.data.vocab_size == 37000);
+  CHECK(ende.model.d_model == 512);
+  const TrainConfig enfr = TrainConfig::load(configs + "wmt14-en-fr.yaml", {});
+  CHECK(enfr.data.vocab_type == "unigram");
+  CHECK(enfr.data.vocab_size == 32000);
+}
+
+TEST_CASE("noam schedule: the paper's formula", "[train]") {
+  // lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+  const double d = 512, w = 4000;
+  for (const std::int64_t step : {1, 10, 100, 3999, 4000, 4001, 10000, 100000}) {
+    const double s = static_cast<double>(step);
+    const double expected = std::pow(d, -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
+    CHECK(noam_learning_rate(step, 512, 4000, 1.0) == Approx(expected).epsilon(1e-14));
+    CHECK(noam_learning_rate(step, 512, 4000, 2.0) == Approx(2 * expected).epsilon(1e-14));
+  }
+  // Peak at the end of warmup: (d_model * warmup)^-0.5 = 6.99e-4 for the base model; linear before.
+  CHECK(noam_learning_rate(4000, 512, 4000, 1.0) == Approx(1.0 / std::sqrt(512.0 * 4000.0)));
+  CHECK(noam_learning_rate(2000, 512, 4000, 1.0) == Approx(0.5 * noam_learning_rate(4000, 512, 4000, 1.0)));
+  CHECK(noam_learning_rate(16000, 512, 4000, 1.0) == Approx(0.5 * noam_learning_rate(4000, 512, 4000, 1.0)));
+}
+
+}  // namespace dragoman

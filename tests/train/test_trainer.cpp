@@ -1,0 +1,250 @@
+// The training loop end to end on a synthetic task (reverse a sequence of letters): a tiny model
+// learns it, a resumed (or interrupted and resumed) run is bit-identical to an uninterrupted one,
+// run directories are guarded, and k accumulated batches give the gradient of one k times larger.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "data/batching.h"
+#include "model/checkpoint.h"
+#include "train/schedule.h"
+#include "train/train_state.h"
+#include "train/train_testing.h"
+#include "train/trainer.h"
+#include "train/update.h"
+
+namespace dragoman {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+struct Task {
+  std::string dir;
+  test::ReversalFiles train, valid;
+  std::string vocab;
+  explicit Task(const std::string& name, int lines = 2000)
+      : dir(test::scratch_dir(name)),
+        train(test::write_reversal_corpus(dir, "train", lines, 1)),
+        valid(test::write_reversal_corpus(dir, "valid", 100, 2)),
+        vocab(test::write_letters_vocabulary(dir)) {}
+  TrainConfig config() const { return test::tiny_reversal_config(train, valid, vocab); }
+  TrainOptions options(const std::string& run) const {
+    TrainOptions o;
+    o.run_dir = dir + "/" + run;
+    return o;
+  }
+};
+
+std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+std::vector<float> weights(const std::string& path) {
+  return load_model(path).parameters().values().to_vector<float>();
+}
+
+// A config where resuming has the most to get wrong: dropout, label smoothing, accumulation over
+// 2 batches, clipping, epochs crossed (200 pairs) and a few checkpoints.
+TrainConfig resume_config(const Task& task) {
+  TrainConfig c = task.config();
+  c.model.dropout = 0.1;
+  c.model.attention_dropout = 0.1;
+  c.model.label_smoothing = 0.1;
+  c.training.update_freq = 2;
+  c.training.clip_norm = 1.0;
+  c.training.max_steps = 24;
+  c.training.log_every = 4;
+  c.training.valid_every = 8;
+  c.checkpoint.every_steps = 8;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("train: a tiny model learns to reverse sequences", "[train]") {
+  const Task task("learn");
+  const TrainConfig config = task.config();
+  const TrainOptions options = task.options("run");
+  const TrainResult result = train(config, options);
+  CHECK(result.step == config.training.max_steps);
+  CHECK(!result.interrupted);
+  // Near-zero loss: the dev set's per-token negative log-likelihood (label smoothing off here).
+  CHECK(result.best_valid_nll < 0.05);
+  CHECK(result.last_train_loss < 0.1);
+
+  // The run directory: config, metrics, checkpoints (the last 5 kept, plus last and best).
+  const std::string run = options.run_dir;
+  CHECK(fs::exists(run + "/config.yaml"));
+  CHECK(fs::exists(run + "/train.cache"));
+  CHECK(fs::exists(checkpoint_model_path(run, 500)));
+  CHECK(fs::exists(checkpoint_state_path(run, 500)));
+  CHECK(fs::exists(run + "/checkpoints/checkpoint-last.safetensors"));
+  CHECK(fs::exists(run + "/checkpoints/checkpoint-best.safetensors"));
+  CHECK(weights(run + "/checkpoints/checkpoint-last.safetensors") == weights(checkpoint_model_path(run, 500)));
+  // A model file is all translate needs: weights, config and vocabulary.
+  ModelFileInfo info;
+  const Transformer model = load_model(checkpoint_model_path(run, 500), DType::kF32, &info);
+  CHECK(info.step == 500);
+  CHECK(info.vocabulary == test::read_text(task.vocab));
+  CHECK(model.config().src_vocab_size == 25);
+
+  // metrics.jsonl: one line per log_every steps with the schedule's learning rate, and one per validation.
+  int train_lines = 0, valid_lines = 0;
+  for (const nlohmann::json& line : read_metrics(run)) {
+    if (line.contains("valid_nll")) {
+      ++valid_lines;
+      continue;
+    }
+    ++train_lines;
+    const std::int64_t step = line["step"];
+    CHECK(step % 20 == 0);
+    CHECK(line["lr"].get<double>() == noam_learning_rate(step, 32, 100, 0.3));
+    CHECK(line["tgt_tokens_per_s"].get<double>() > 0);
+    CHECK(std::isfinite(line["gnorm"].get<double>()));
+  }
+  CHECK(train_lines == 25);
+  CHECK(valid_lines == 5);
+}
+
+TEST_CASE("train: a resumed run is bit-identical to an uninterrupted one", "[train]") {
+  const Task task("resume", 200);
+  TrainConfig config = resume_config(task);
+  config.training.threads = 2;  // same thread count in both runs (OpenBLAS may round differently on others)
+  const TrainOptions straight = task.options("straight");
+  train(config, straight);
+
+  // Stopped at step 12 (a checkpoint is written at the end), then resumed to 24.
+  const TrainOptions resumed = task.options("resumed");
+  TrainConfig first = config;
+  first.training.max_steps = 12;
+  CHECK(train(first, resumed).step == 12);
+  CHECK(train(config, resumed).step == 24);
+
+  CHECK(weights(checkpoint_model_path(resumed.run_dir, 24)) == weights(checkpoint_model_path(straight.run_dir, 24)));
+  const TrainState a = load_train_state(checkpoint_state_path(straight.run_dir, 24));
+  const TrainState b = load_train_state(checkpoint_state_path(resumed.run_dir, 24));
+  CHECK(a.adam_m.to_vector<float>() == b.adam_m.to_vector<float>());
+  CHECK(a.adam_v.to_vector<float>() == b.adam_v.to_vector<float>());
+  CHECK(a.epoch == b.epoch);
+  CHECK(a.epoch > 0);  // the run crossed epochs
+  CHECK(a.batch_index == b.batch_index);
+  CHECK(a.tokens_seen == b.tokens_seen);
+  CHECK(a.best_valid_loss == b.best_valid_loss);
+  // The resumed run's metrics are those of the uninterrupted run, step for step.
+  const auto strip_speed = [](std::vector<nlohmann::json> lines) {
+    for (auto& line : lines) {
+      line.erase("tgt_tokens_per_s");
+      line.erase("elapsed_s");
+    }
+    return lines;
+  };
+  CHECK(strip_speed(read_metrics(resumed.run_dir)) == strip_speed(read_metrics(straight.run_dir)));
+}
+
+TEST_CASE("train: a run stopped by a signal saves its state and resumes bit-identically", "[train]") {
+  const Task task("signal", 200);
+  const TrainConfig config = resume_config(task);
+  const TrainOptions straight = task.options("straight");
+  train(config, straight);
+
+  TrainOptions interrupted = task.options("interrupted");
+  std::atomic<int> stop{0};
+  interrupted.stop_signal = &stop;
+  // Raise the "signal" as soon as the run has logged its first line (somewhere in steps 4..23).
+  std::thread raiser([&] {
+    const std::string metrics = interrupted.run_dir + "/metrics.jsonl";
+    while (!fs::exists(metrics) || fs::file_size(metrics) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stop.store(15);
+  });
+  const TrainResult stopped = train(config, interrupted);
+  raiser.join();
+  if (stopped.interrupted) {
+    CHECK(stopped.step < 24);
+    CHECK(fs::exists(checkpoint_model_path(interrupted.run_dir, stopped.step)));
+  }
+  interrupted.stop_signal = nullptr;
+  CHECK(train(config, interrupted).step == 24);
+  CHECK(weights(checkpoint_model_path(interrupted.run_dir, 24)) ==
+        weights(checkpoint_model_path(straight.run_dir, 24)));
+}
+
+TEST_CASE("train: a run directory holding another config is refused unless overwritten", "[train]") {
+  const Task task("rundir", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 2;
+  TrainOptions options = task.options("run");
+  train(config, options);
+  TrainConfig other = config;
+  other.model.d_ff = 48;
+  CHECK_THROWS_WITH(train(other, options), Contains("another config") && Contains("model.d_ff: 64 -> 48"));
+  // Run length and logging may change between restarts.
+  TrainConfig longer = config;
+  longer.training.max_steps = 4;
+  longer.training.log_every = 1;
+  CHECK(train(longer, options).step == 4);
+  options.overwrite = true;
+  CHECK(train(other, options).step == 2);  // started afresh
+  CHECK(!fs::exists(checkpoint_model_path(options.run_dir, 4)));
+}
+
+TEST_CASE("train: bad data is an error naming the file", "[train]") {
+  const Task task("baddata", 50);
+  TrainConfig config = task.config();
+  test::write_text(task.dir + "/short.tgt", "a\nb\n");
+  config.data.train_target = task.dir + "/short.tgt";
+  CHECK_THROWS_WITH(train(config, task.options("run")), Contains("train.src has 50 lines") && Contains("short.tgt"));
+  config.data.train_target = task.dir + "/missing.tgt";
+  CHECK_THROWS_WITH(train(config, task.options("run2")), Contains("missing.tgt"));
+  config = task.config();
+  config.data.max_length = 40;  // + EOS over max_positions 16
+  CHECK_THROWS_WITH(train(config, task.options("run3")), Contains("max_positions"));
+}
+
+TEST_CASE("train: k accumulated batches give the gradient of one batch k times larger", "[train]") {
+  const Task task("accumulate", 64);
+  const Vocabulary vocab = Vocabulary::load(task.vocab);
+  data::CorpusOptions o;
+  o.source = task.train.source;
+  o.target = task.train.target;
+  const data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, "", 1);
+  ModelConfig mc = task.config().model;
+  mc.src_vocab_size = mc.tgt_vocab_size = vocab.size();
+  mc.label_smoothing = 0.1;
+  Transformer model(mc, DType::kF64);
+  model.initialize(3);
+
+  const std::vector<std::int64_t> a = {0, 1, 2, 3, 4}, b = {5, 6, 7}, c = {8, 9, 10, 11, 12, 13};
+  std::vector<std::int64_t> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), c.begin(), c.end());
+  const UpdateLoss split = accumulate_gradients(
+      model, {data::make_batch(corpus, a, mc), data::make_batch(corpus, b, mc), data::make_batch(corpus, c, mc)}, false,
+      0, 0);
+  const std::vector<double> split_grads = model.parameters().grads().to_vector<double>();
+  const UpdateLoss whole = accumulate_gradients(model, {data::make_batch(corpus, all, mc)}, false, 0, 0);
+  const std::vector<double> whole_grads = model.parameters().grads().to_vector<double>();
+
+  CHECK(split.tokens == whole.tokens);
+  CHECK(split.loss_sum == Approx(whole.loss_sum).epsilon(1e-12));
+  CHECK(split.nll_sum == Approx(whole.nll_sum).epsilon(1e-12));
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < whole_grads.size(); ++i) {
+    worst = std::max(worst, std::abs(split_grads[i] - whole_grads[i]));
+    largest = std::max(largest, std::abs(whole_grads[i]));
+  }
+  CHECK(largest > 1e-3);
+  CHECK(worst <= 1e-12 * largest);
+}
+
+}  // namespace dragoman
