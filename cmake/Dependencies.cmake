@@ -9,6 +9,18 @@ find_package(yaml-cpp CONFIG REQUIRED)
 find_package(ICU REQUIRED COMPONENTS uc)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# Debian ships OpenBLAS built with pthreads and with OpenMP; libopenblas.so.0 is whichever the
+# alternatives system picks (pthread by default). Our kernels use OpenMP, and the pthread build's
+# threads spin against OpenMP's on the same cores (1.5x slower training on 2 cores), so link the
+# OpenMP build by path when it is installed: its directory goes into the binaries' RPATH.
+find_library(DRAGOMAN_OPENBLAS_OPENMP openblas
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)
+if(DRAGOMAN_OPENBLAS_OPENMP)
+  set_property(TARGET PkgConfig::OPENBLAS PROPERTY INTERFACE_LINK_LIBRARIES "${DRAGOMAN_OPENBLAS_OPENMP}")
+  message(STATUS "OpenBLAS: the OpenMP build (${DRAGOMAN_OPENBLAS_OPENMP})")
+else()
+  message(STATUS "OpenBLAS: libopenblas.so.0 as installed (apt-get install libopenblas-openmp-dev for the OpenMP build)")
+endif()
 find_package(MPI COMPONENTS CXX)
 if(DRAGOMAN_BUILD_TESTS)
   find_package(Catch2 2 CONFIG REQUIRED)

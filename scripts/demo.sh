@@ -29,8 +29,15 @@ echo "== dragoman train ${train_args[*]}"
 
 echo
 echo "== the end of the loss curves ($run/metrics.jsonl; scripts/plot-metrics.py $run draws them)"
-grep -v valid_nll "$run/metrics.jsonl" | tail -n 3
-grep valid_nll "$run/metrics.jsonl" | tail -n 3
+# metrics.jsonl lines are flat JSON objects of numbers: print a few fields of the last ones.
+summary() {
+  awk '{ gsub(/[{}"]/, ""); n = split($0, kv, ","); delete v
+         for (i = 1; i <= n; i++) { split(kv[i], p, ":"); v[p[1]] = p[2] }
+         if ("valid_nll" in v) printf "  step %5d  dev      nll %.3f  ppl %8.1f\n", v["step"], v["valid_nll"], v["valid_ppl"]
+         else printf "  step %5d  training loss %.3f  ppl %8.1f  %5.0f target tokens/s\n", v["step"], v["loss"], v["ppl"], v["tgt_tokens_per_s"] }'
+}
+grep -v valid_nll "$run/metrics.jsonl" | tail -n 3 | summary
+grep valid_nll "$run/metrics.jsonl" | tail -n 3 | summary
 echo
 echo "== model files in $run/checkpoints"
 ls -l "$run/checkpoints" | grep -v 'state\.safetensors' | tail -n +2

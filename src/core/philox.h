@@ -41,18 +41,27 @@ DRAGOMAN_HOST_DEVICE inline Block philox4x32_10(Block counter, std::uint32_t key
   return counter;
 }
 
+// The random bits of elements 4 * block .. 4 * block + 3 of `stream` under `seed` (one Philox call
+// for four elements: loops over many elements should take them four at a time).
+DRAGOMAN_HOST_DEVICE inline Block block_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t block) {
+  return philox4x32_10({{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                         static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)}},
+                       static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+}
+
 // 32 random bits for element `index` of `stream` under `seed`.
 DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  const std::uint64_t block = index >> 2;
-  const Block out = philox4x32_10({{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                                    static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)}},
-                                  static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-  return out.v[index & 3];
+  return block_bits(seed, stream, index >> 2).v[index & 3];
+}
+
+// The float uniform in [0, 1) of 32 random bits (24 of them used: every value exactly representable).
+DRAGOMAN_HOST_DEVICE inline float to_uniform(std::uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
 }
 
 // A float uniform in [0, 1) with 24 random bits (every value exactly representable).
 DRAGOMAN_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return static_cast<float>(bits(seed, stream, index) >> 8) * (1.0f / 16777216.0f);
+  return to_uniform(bits(seed, stream, index));
 }
 
 }  // namespace dragoman::philox

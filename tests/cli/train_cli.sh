@@ -7,33 +7,8 @@ set -uo pipefail
 dragoman=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-passes=0
-
-# expect NAME EXPECTED_EXIT_CODE PATTERN_IN_OUTPUT -- COMMAND...
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit code $rc, expected $code; output:"
-    echo "$out" | tail -20
-    failures=$((failures + 1))
-  elif ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output does not match /$pattern/:"
-    echo "$out" | tail -20
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
+# shellcheck source=expect.sh
+source "$(dirname "$0")/expect.sh"
 
 # A reversal task: 300 lines of letters; the target is the source reversed.
 letters=(a b c d e f g h i j)
