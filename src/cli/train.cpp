@@ -1,5 +1,6 @@
 // `dragoman train`: trains a Transformer from a YAML config (options -> train/trainer.h). SIGINT and
-// SIGTERM stop after the current update with a checkpoint; the exit code is then 128 + signal.
+// SIGTERM stop after the current update with a checkpoint; the exit code is then 128 + signal. A
+// second signal ends the process at once (the last checkpoint stays).
 #include <atomic>
 #include <csignal>
 
@@ -15,7 +16,13 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 
-extern "C" void on_stop_signal(int signal) { g_stop_signal.store(signal); }
+// The first SIGINT/SIGTERM asks the loop to save and stop; a second one ends the process at once.
+extern "C" void on_stop_signal(int signal) {
+  if (g_stop_signal.exchange(signal) != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
 
 struct TrainCliOptions {
   std::string config;

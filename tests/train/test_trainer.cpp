@@ -198,6 +198,27 @@ TEST_CASE("train: a run directory holding another config is refused unless overw
   CHECK(!fs::exists(checkpoint_model_path(options.run_dir, 4)));
 }
 
+TEST_CASE("train: validation without improvement for `patience` rounds stops the run", "[train]") {
+  const Task task("patience", 200);
+  TrainConfig config = task.config();
+  // A learning rate so small that no f32 weight the loss can feel moves: the dev loss stays exactly
+  // the same, which is not an improvement.
+  config.training.lr_factor = 1e-30;
+  config.training.max_steps = 100;
+  config.training.valid_every = 2;
+  config.training.patience = 2;
+  const TrainOptions options = task.options("run");
+  const TrainResult result = train(config, options);
+  CHECK(result.early_stopped);
+  CHECK(result.step == 6);  // validations at 2 (best), 4 and 6 (no improvement: stop)
+  CHECK(fs::exists(checkpoint_model_path(options.run_dir, 6)));
+  const TrainState state = load_train_state(checkpoint_state_path(options.run_dir, 6));
+  CHECK(state.best_step == 2);
+  CHECK(state.validations == 3);
+  CHECK(state.bad_validations == 2);
+  CHECK(fs::exists(options.run_dir + "/checkpoints/checkpoint-best.safetensors"));
+}
+
 TEST_CASE("train: bad data is an error naming the file", "[train]") {
   const Task task("baddata", 50);
   TrainConfig config = task.config();
