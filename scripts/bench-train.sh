@@ -14,6 +14,7 @@ data=${4:-../shared/data/bench-en-de}
 dragoman=$build_dir/src/dragoman
 [[ -x $dragoman ]] || { echo "bench-train: $dragoman not found: build first (scripts/test.sh)" >&2; exit 1; }
 [[ -f $data/train.en.xz ]] || { echo "bench-train: $data/train.en.xz not found" >&2; exit 1; }
+command -v /usr/bin/time >/dev/null || { echo "bench-train: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -23,7 +24,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "corpus: $(wc -l <"$work/train.en") training pairs, $(wc -l <"$work/dev.en") dev pairs ($data)"
 start=$(date +%s)
-"$dragoman" train --config configs/tiny.yaml --run "$work/run" \
+/usr/bin/time -f "%M" -o "$work/rss" "$dragoman" train --config configs/tiny.yaml --run "$work/run" \
   --set "data.train_source=$work/train.en" --set "data.train_target=$work/train.de" \
   --set "data.valid_source=$work/dev.en" --set "data.valid_target=$work/dev.de" \
   --set data.vocab_size=8000 --set data.vocab_sample=200000 \
@@ -33,7 +34,7 @@ start=$(date +%s)
   { tail -n 20 "$work/train.log" >&2; exit 1; }
 end=$(date +%s)
 grep -E "training pairs:|parameters," "$work/train.log" | sed 's/^.*info: train: /setup: /'
-echo "wall time: $((end - start)) s for $steps updates (vocabulary, encoding, training, validation)"
+echo "wall time: $((end - start)) s for $steps updates (vocabulary, encoding, training, validation); peak RSS $(($(tail -n 1 "$work/rss") / 1024)) MiB"
 echo
 echo "| step | training loss | dev NLL | dev perplexity | target tokens/s |"
 echo "|---:|---:|---:|---:|---:|"

@@ -26,8 +26,11 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   const std::size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* block = nullptr;
-  if (const auto it = free_.find(size); it != free_.end()) {
+  std::size_t block_size = size;
+  // Best fit among the cached blocks, if it wastes at most a quarter of the request.
+  if (const auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 4) {
     block = it->second;
+    block_size = it->first;
     free_.erase(it);
   } else {
     block = system_allocate(size);
@@ -46,15 +49,29 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     stats_.reserved += size;
     if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
   }
-  stats_.in_use += size;
+  sizes_[block] = block_size;
+  stats_.in_use += block_size;
   if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
   return block;
 }
 
 void CachingAllocator::deallocate(void* block, std::size_t bytes) {
-  const std::size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = sizes_.find(block);
+  if (it == sizes_.end() || it->second < round_size(bytes)) {
+    throw Error("allocator on " + device_.str() + ": deallocate of a block it did not hand out");
+  }
+  const std::size_t size = it->second;
+  sizes_.erase(it);
   stats_.in_use -= size;
+  // Cache the block unless the cache would then hold more than the peak in use: shapes that vary
+  // from batch to batch must not make the cache grow without bound.
+  const std::size_t cached = stats_.reserved - stats_.in_use;
+  if (cached > stats_.peak_in_use) {
+    system_free(block);
+    stats_.reserved -= size;
+    return;
+  }
   free_.emplace(size, block);
 }
 

@@ -265,8 +265,9 @@ TEST_CASE("Device parse accepts cpu, cuda and cuda:N and rejects anything else",
   }
 }
 
+constexpr std::size_t kKiB = 1024, kMiB = 1024 * 1024;
+
 TEST_CASE("CachingAllocator round_size uses 512-byte then 128 KiB steps", "[core]") {
-  constexpr std::size_t kKiB = 1024, kMiB = 1024 * 1024;
   CHECK(CachingAllocator::round_size(0) == 512);
   CHECK(CachingAllocator::round_size(1) == 512);
   CHECK(CachingAllocator::round_size(512) == 512);
@@ -328,6 +329,42 @@ TEST_CASE("CachingAllocator reuses a freed block of the same rounded size and ke
   alloc.empty_cache();
   CHECK(alloc.stats().reserved == 0);
   CHECK(alloc.stats().in_use == 0);
+}
+
+TEST_CASE("CachingAllocator reuses a slightly larger cached block and counts its whole size", "[core]") {
+  CachingAllocator alloc(Device::cpu());
+  const std::size_t big = 4 * kMiB, bigger = 4 * kMiB + 512 * kKiB;  // bigger <= 1.25 x big
+  void* a = alloc.allocate(bigger);
+  alloc.deallocate(a, bigger);
+  void* b = alloc.allocate(big);  // served by the cached 4.5 MiB block
+  CHECK(b == a);
+  CHECK(alloc.stats().in_use == bigger);
+  CHECK(alloc.stats().reserved == bigger);
+  alloc.deallocate(b, big);
+  void* c = alloc.allocate(2 * kMiB);  // 4.5 MiB would waste more than a quarter: a new block
+  CHECK(c != a);
+  CHECK(alloc.stats().reserved == bigger + 2 * kMiB);
+  alloc.deallocate(c, 2 * kMiB);
+  CHECK_THROWS_AS(alloc.deallocate(&alloc, 16), Error);  // not one of its blocks
+  alloc.empty_cache();
+  CHECK(alloc.stats().reserved == 0);
+}
+
+TEST_CASE("CachingAllocator's cache stays within the peak in use when sizes keep changing", "[core]") {
+  CachingAllocator alloc(Device::cpu());
+  // Batches of ever different shapes: two live blocks at a time, every size new.
+  for (std::size_t step = 0; step < 200; ++step) {
+    const std::size_t x = kMiB + step * 256 * kKiB, y = 2 * kMiB + step * 384 * kKiB;
+    void* p = alloc.allocate(x);
+    void* q = alloc.allocate(y);
+    alloc.deallocate(p, x);
+    alloc.deallocate(q, y);
+    const AllocatorStats s = alloc.stats();
+    CHECK(s.in_use == 0);
+    CHECK(s.reserved <= 2 * s.peak_in_use);
+  }
+  // Without the bound the cache would hold every size: about 20 GiB here.
+  CHECK(alloc.stats().reserved < 256 * kMiB);
 }
 
 TEST_CASE("Tensor storage comes from the device's caching allocator", "[core]") {
