@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   const std::vector<dragoman::cli::Subcommand> commands = {
+      dragoman::cli::add_average_checkpoints(app),
       dragoman::cli::add_build_vocab(app),
       dragoman::cli::add_score_bleu(app),
       dragoman::cli::add_train(app),

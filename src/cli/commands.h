@@ -16,6 +16,7 @@ struct Subcommand {
   std::function<int()> run;
 };
 
+Subcommand add_average_checkpoints(CLI::App& app);
 Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_score_bleu(CLI::App& app);
 Subcommand add_train(CLI::App& app);

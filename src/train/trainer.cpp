@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/json_diff.h"
 #include "core/parallel.h"
 #include "core/threads.h"
 #include "data/batching.h"
@@ -69,23 +70,6 @@ nlohmann::json run_identity(const nlohmann::json& config) {
   return id;
 }
 
-// First differing key of two JSON objects, as "section.key: old -> new".
-std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "") {
-  if (a.is_object() && b.is_object()) {
-    for (const auto& [key, value] : b.items()) {
-      const std::string name = prefix.empty() ? key : prefix + "." + key;
-      if (!a.contains(key)) return name + ": (absent) -> " + value.dump();
-      const std::string d = first_difference(a[key], value, name);
-      if (!d.empty()) return d;
-    }
-    for (const auto& [key, value] : a.items()) {
-      if (!b.contains(key)) return (prefix.empty() ? key : prefix + "." + key) + ": " + value.dump() + " -> (absent)";
-    }
-    return "";
-  }
-  return a == b ? "" : prefix + ": " + a.dump() + " -> " + b.dump();
-}
-
 // Checks the run directory against the config (or clears it with overwrite) and writes config.yaml.
 void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
   const fs::path run(options.run_dir);
@@ -100,7 +84,7 @@ void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
     } else {
       const nlohmann::json before = run_identity(TrainConfig::load(saved.string(), {}).to_json());
       const nlohmann::json now = run_identity(config.to_json());
-      const std::string difference = first_difference(before, now);
+      const std::string difference = first_json_difference(before, now);
       if (!difference.empty()) {
         throw Error("run directory " + options.run_dir + " holds a run with another config (" + difference +
                     "); use another --run, or --overwrite to start afresh");
@@ -171,7 +155,8 @@ data::EncodedCorpus load_corpus(const std::string& source, const std::string& ta
   return corpus;
 }
 
-// The newest checkpoint step whose model and state files both exist (0: none).
+}  // namespace
+
 std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir) {
   std::vector<std::int64_t> steps;
   const fs::path dir = fs::path(run_dir) / "checkpoints";
@@ -188,6 +173,8 @@ std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir) {
   std::sort(steps.begin(), steps.end());
   return steps;
 }
+
+namespace {
 
 // Points `link` at `target` atomically (a hard link under a temporary name, renamed over).
 void link_atomically(const std::string& target, const std::string& link) {

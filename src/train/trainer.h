@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "train/config.h"
 
@@ -37,6 +38,9 @@ struct TrainResult {
 };
 
 TrainResult train(const TrainConfig& config, const TrainOptions& options);
+
+// The steps of the run directory's complete checkpoints (model and state file), ascending.
+std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir);
 
 // The run directory's checkpoint files for `step`.
 std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of `dragoman train` as a user runs it: the vocabulary built into the run
 # directory, config errors (exit 1, naming the key and file), data errors naming the file,
-# SIGTERM -> checkpoint + exit 143 -> the same command resumes, and the run-directory guard.
+# SIGTERM -> checkpoint + exit 143 -> the same command resumes, the run-directory guard, and
+# average-checkpoints over the run.
 # Usage: train_cli.sh DRAGOMAN_BINARY
 set -uo pipefail
 dragoman=$1
@@ -61,6 +62,20 @@ check checkpoint test -s "$tmp/run/checkpoints/checkpoint-00000020.safetensors"
 check metrics test "$(grep -c '"lr"' "$tmp/run/metrics.jsonl")" -eq 4
 expect again-is-done 0 "resuming from step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
 expect longer 0 "train: done at step 30" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set training.max_steps=30
+
+# average-checkpoints over the run's last checkpoints (10, 20, 30), by run or by name.
+expect average-run 0 "wrote .*avg.safetensors \(2 files, step 30\)" -- \
+  "$dragoman" average-checkpoints --run "$tmp/run" --last 2 --output "$tmp/avg.safetensors"
+check average-output test -s "$tmp/avg.safetensors"
+expect average-inputs 0 "3 files" -- "$dragoman" average-checkpoints -o "$tmp/avg3.safetensors" \
+  -i "$tmp/run/checkpoints/checkpoint-00000010.safetensors" "$tmp/run/checkpoints/checkpoint-00000020.safetensors" \
+  "$tmp/run/checkpoints/checkpoint-00000030.safetensors"
+expect average-too-few 1 "3 complete checkpoints, fewer than --last 4" -- \
+  "$dragoman" average-checkpoints --run "$tmp/run" --last 4 --output "$tmp/x.safetensors"
+expect average-nothing 2 "give --inputs, or --run and --last" -- "$dragoman" average-checkpoints -o "$tmp/x.safetensors"
+expect average-missing 2 "nothing\.safetensors" -- \
+  "$dragoman" average-checkpoints -i "$tmp/nothing.safetensors" -o "$tmp/x.safetensors"
+check average-nothing-written test ! -e "$tmp/x.safetensors"
 
 # Errors: exit 1 and a message naming what is wrong and where.
 printf 'training:\n  max_step: 5\n' >"$tmp/bad.yaml"
