@@ -1,0 +1,163 @@
+#include "decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace dragoman {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Candidate {
+  double log_prob;
+  std::int64_t beam;  // row within the sentence's beams
+  std::int32_t token;
+};
+
+// What one sentence's search holds between steps.
+struct SentenceSearch {
+  std::int64_t max_length = 0;  // tokens before EOS
+  bool done = false;
+  std::vector<std::vector<std::int32_t>> tokens;  // per live beam
+  std::vector<double> log_probs;                  // per live beam
+  std::vector<Hypothesis> finished;
+};
+
+bool better(const Hypothesis& a, const Hypothesis& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  return a.tokens < b.tokens;
+}
+
+// The best score a live hypothesis of log-probability `log_prob` after `generated` tokens could
+// still reach (log-probabilities only fall; its final length is in [generated + 1, max + 1]).
+double score_bound(const SearchOptions& o, double log_prob, std::int64_t generated, std::int64_t max_length) {
+  const std::int64_t shortest = generated + 1, longest = max_length + 1;
+  const double by_length = std::max(log_prob / length_normaliser(o, shortest), log_prob / length_normaliser(o, longest));
+  const double reward = std::max(o.word_reward * static_cast<double>(shortest), o.word_reward * static_cast<double>(longest));
+  return by_length + reward;
+}
+
+}  // namespace
+
+double length_normaliser(const SearchOptions& options, std::int64_t length) {
+  const double n = static_cast<double>(length);
+  switch (options.length_penalty) {
+    case LengthPenalty::kGnmt: return std::pow((5.0 + n) / 6.0, options.alpha);
+    case LengthPenalty::kPower: return std::pow(n, options.alpha);
+    case LengthPenalty::kNone: return 1.0;
+  }
+  return 1.0;
+}
+
+double hypothesis_score(const SearchOptions& options, double log_prob, std::int64_t length) {
+  return log_prob / length_normaliser(options, length) + options.word_reward * static_cast<double>(length);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+                                                 const std::vector<std::vector<std::int32_t>>& sources,
+                                                 const SearchOptions& o) {
+  const ModelConfig& c = model.config();
+  if (o.beam < 1) throw Error("beam search: the beam must be >= 1");
+  if (o.nbest < 1 || o.nbest > o.beam) throw Error("beam search: nbest must be in [1, beam]");
+  const std::int64_t n = static_cast<std::int64_t>(sources.size());
+  if (n == 0) return {};
+  const std::int64_t k_max = o.beam, vocab = c.tgt_vocab_size;
+
+  // Encode the batch once; the decoder state holds K rows per sentence.
+  std::vector<std::vector<std::int32_t>> empty_targets(static_cast<std::size_t>(n));
+  const Batch batch = Batch::from_sentences(sources, empty_targets, c);
+  const Tensor memory = model.encode(batch.src, batch.src_lengths);
+  std::vector<SentenceSearch> search(static_cast<std::size_t>(n));
+  std::int64_t capacity = 1;
+  for (std::int64_t b = 0; b < n; ++b) {
+    const double limit = std::floor(o.max_length_a * static_cast<double>(sources[b].size()) +
+                                    static_cast<double>(o.max_length_b));
+    search[b].max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
+    search[b].tokens = {{}};
+    search[b].log_probs = {0.0};
+    capacity = std::max(capacity, search[b].max_length + 1);
+  }
+  DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n * k_max));
+  for (std::int64_t r = 0; r < n * k_max; ++r) rows[r] = r / k_max;
+  model.select_rows(state, rows);
+  std::vector<std::int32_t> feed(static_cast<std::size_t>(n * k_max), c.bos_id);
+
+  for (std::int64_t t = 0;; ++t) {
+    bool any_live = false;
+    for (const SentenceSearch& s : search) any_live = any_live || !s.done;
+    if (!any_live) break;
+    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {n * k_max}));
+    const std::vector<double> logp = logits.to(DType::kF64).to_vector<double>();
+    std::vector<std::int64_t> next_rows(static_cast<std::size_t>(n * k_max));
+    std::vector<std::int32_t> next_feed(static_cast<std::size_t>(n * k_max), c.eos_id);
+    for (std::int64_t b = 0; b < n; ++b) {
+      SentenceSearch& s = search[b];
+      for (std::int64_t k = 0; k < k_max; ++k) next_rows[b * k_max + k] = b * k_max;  // done rows: any
+      if (s.done) continue;
+      // Candidates: every allowed extension of every live beam.
+      std::vector<Candidate> candidates;
+      const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
+      for (std::int64_t k = 0; k < live; ++k) {
+        const double* row = logp.data() + (b * k_max + k) * vocab;
+        for (std::int32_t v = 0; v < vocab; ++v) {
+          if (v == c.pad_id || v == c.bos_id) continue;
+          if (t >= s.max_length && v != c.eos_id) continue;
+          candidates.push_back({s.log_probs[k] + row[v], k, v});
+        }
+      }
+      const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
+      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                        [](const Candidate& x, const Candidate& y) {
+                          if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+                          if (x.beam != y.beam) return x.beam < y.beam;
+                          return x.token < y.token;
+                        });
+      std::vector<std::vector<std::int32_t>> tokens;
+      std::vector<double> log_probs;
+      for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
+        const Candidate& cand = candidates[i];
+        if (cand.token == c.eos_id) {
+          if (static_cast<std::int64_t>(i) < k_max) {
+            s.finished.push_back({s.tokens[cand.beam], cand.log_prob, hypothesis_score(o, cand.log_prob, t + 1)});
+          }
+          continue;
+        }
+        next_rows[b * k_max + static_cast<std::int64_t>(tokens.size())] = b * k_max + cand.beam;
+        next_feed[b * k_max + static_cast<std::int64_t>(tokens.size())] = cand.token;
+        tokens.push_back(s.tokens[cand.beam]);
+        tokens.back().push_back(cand.token);
+        log_probs.push_back(cand.log_prob);
+      }
+      s.tokens = std::move(tokens);
+      s.log_probs = std::move(log_probs);
+      std::sort(s.finished.begin(), s.finished.end(), better);
+      // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
+      bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();
+      if (!stop && static_cast<int>(s.finished.size()) >= o.nbest) {
+        const double worst_kept = s.finished[static_cast<std::size_t>(o.nbest - 1)].score;
+        double best_bound = kNegInf;
+        for (const double lp : s.log_probs) best_bound = std::max(best_bound, score_bound(o, lp, t + 1, s.max_length));
+        stop = best_bound <= worst_kept;
+      }
+      s.done = stop;
+    }
+    model.select_rows(state, next_rows);
+    feed = std::move(next_feed);
+  }
+
+  std::vector<std::vector<Hypothesis>> results(static_cast<std::size_t>(n));
+  for (std::int64_t b = 0; b < n; ++b) {
+    std::vector<Hypothesis>& f = search[b].finished;
+    if (static_cast<int>(f.size()) > o.nbest) f.resize(static_cast<std::size_t>(o.nbest));
+    results[b] = std::move(f);
+  }
+  return results;
+}
+
+}  // namespace dragoman

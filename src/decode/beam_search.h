@@ -1,0 +1,51 @@
+// Beam search over the incremental decoder (Transformer::decode_step), per-sentence beams over a
+// batch: the paper's decoding (beam 4, GNMT length penalty alpha 0.6, at most source length + 50
+// output tokens). Greedy decoding is beam 1.
+//
+// A hypothesis's length |Y| counts its tokens including the final EOS. Its score is
+//   log p(Y | X) / lp(|Y|) + word_reward * |Y|,
+//   lp = ((5 + |Y|) / 6)^alpha (GNMT, Wu et al. 2016), |Y|^alpha (fairseq/Marian), or 1 (none).
+// At each step the 2K best extensions (by log-probability) of the K live hypotheses are ranked;
+// those among the first K that end in EOS are finished, the best K others live on. <pad> and <s>
+// are never generated; after max_length tokens only EOS is. A sentence stops when K hypotheses have
+// finished, or when no live hypothesis can reach the score of the n-best finished ones (the bound
+// uses the most favourable length a hypothesis could still reach), or when none is left.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace dragoman {
+
+enum class LengthPenalty { kGnmt, kPower, kNone };
+
+struct SearchOptions {
+  int beam = 4;
+  LengthPenalty length_penalty = LengthPenalty::kGnmt;
+  double alpha = 0.6;
+  double word_reward = 0.0;
+  double max_length_a = 1.0;  // at most floor(a * source_length + b) tokens before EOS
+  std::int64_t max_length_b = 50;
+  int nbest = 1;  // hypotheses returned per sentence (<= beam)
+};
+
+struct Hypothesis {
+  std::vector<std::int32_t> tokens;  // without BOS and EOS
+  double log_prob = 0;               // log p(tokens, EOS | source)
+  double score = 0;                  // as above
+};
+
+// The length normaliser lp(length) of a hypothesis of `length` tokens (EOS included).
+double length_normaliser(const SearchOptions& options, std::int64_t length);
+// A finished hypothesis's score.
+double hypothesis_score(const SearchOptions& options, double log_prob, std::int64_t length);
+
+// The n-best hypotheses of each source sentence (token ids without BOS/EOS, each non-empty and
+// within the model's positions), best first.
+std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+                                                 const std::vector<std::vector<std::int32_t>>& sources,
+                                                 const SearchOptions& options);
+
+}  // namespace dragoman
