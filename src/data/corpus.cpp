@@ -218,6 +218,19 @@ std::vector<std::int32_t> EncodedCorpus::tgt(std::int64_t i) const {
   return {tgt_tokens.begin() + tgt_offsets[i], tgt_tokens.begin() + tgt_offsets[i + 1]};
 }
 
+void split_tsv_file(const std::string& tsv, const std::string& source, const std::string& target) {
+  CorpusOptions o;
+  o.tsv = tsv;
+  const RawCorpus raw = read_raw(o);
+  std::string src, tgt;
+  for (std::size_t i = 0; i < raw.src.size(); ++i) {
+    src.append(raw.src[i]).push_back('\n');
+    tgt.append(raw.tgt[i]).push_back('\n');
+  }
+  write_file_atomically(source, src);
+  write_file_atomically(target, tgt);
+}
+
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
                                    const std::string& cache_path, int threads) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");

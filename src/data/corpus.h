@@ -54,4 +54,8 @@ struct EncodedCorpus {
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
                                    const std::string& cache_path, int threads);
 
+// Writes a TSV file's two columns to `source` and `target` (for training a vocabulary on them), with
+// the same checks as load_parallel_corpus.
+void split_tsv_file(const std::string& tsv, const std::string& source, const std::string& target);
+
 }  // namespace dragoman::data

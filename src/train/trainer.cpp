@@ -20,7 +20,6 @@
 #include "data/corpus.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
-#include "io/text_lines.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
@@ -95,21 +94,6 @@ void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
   write_file_atomically(saved.string(), to_yaml(config.to_json()));
 }
 
-// Splits a TSV file's columns into two files (for vocabulary training).
-void split_tsv(const std::string& tsv, const std::string& source, const std::string& target) {
-  const TextLines lines = read_text_lines(tsv);
-  std::string src, tgt;
-  for (std::size_t i = 0; i < lines.lines.size(); ++i) {
-    const std::string_view line = lines.lines[i];
-    const std::size_t tab = line.find('\t');
-    if (tab == std::string_view::npos) throw_input_error(tsv, i + 1, "expected \"source<TAB>target\"");
-    src.append(line.substr(0, tab)).push_back('\n');
-    tgt.append(line.substr(tab + 1)).push_back('\n');
-  }
-  write_file_atomically(source, src);
-  write_file_atomically(target, tgt);
-}
-
 Vocabulary obtain_vocabulary(const TrainConfig& config, const std::string& run_dir) {
   if (!config.data.vocabulary.empty()) return Vocabulary::load(config.data.vocabulary);
   const fs::path built = fs::path(run_dir) / "vocab.model";
@@ -124,7 +108,7 @@ Vocabulary obtain_vocabulary(const TrainConfig& config, const std::string& run_d
   std::vector<std::string> temporary;
   if (!config.data.train_tsv.empty()) {
     temporary = {(fs::path(run_dir) / "vocab-input.src").string(), (fs::path(run_dir) / "vocab-input.tgt").string()};
-    split_tsv(config.data.train_tsv, temporary[0], temporary[1]);
+    data::split_tsv_file(config.data.train_tsv, temporary[0], temporary[1]);
     v.inputs = temporary;
   } else {
     v.inputs = {config.data.train_source, config.data.train_target};

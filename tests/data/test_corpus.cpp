@@ -54,6 +54,13 @@ TEST_CASE("corpus: a TSV file gives the same pairs as two files", "[data]") {
   CHECK(one.tgt_tokens == two.tgt_tokens);
   CHECK(one.src_offsets == two.src_offsets);
   CHECK(one.line_numbers == two.line_numbers);
+
+  // Its columns as two files (what a vocabulary is trained on), with the same checks.
+  data::split_tsv_file(tsv.tsv, f.dir + "/cols.src", f.dir + "/cols.tgt");
+  CHECK(test::read_text(f.dir + "/cols.src") == "a b\nc\n");
+  CHECK(test::read_text(f.dir + "/cols.tgt") == "b a\nc\n");
+  test::write_text(tsv.tsv, "a\tb\tc\n");
+  CHECK_THROWS_WITH(data::split_tsv_file(tsv.tsv, f.dir + "/x.src", f.dir + "/x.tgt"), Contains("c.tsv:1:"));
 }
 
 TEST_CASE("corpus: bad input is an error naming the file and the line", "[data]") {
