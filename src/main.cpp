@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       dragoman::cli::add_build_vocab(app),
       dragoman::cli::add_score_bleu(app),
       dragoman::cli::add_train(app),
+      dragoman::cli::add_translate(app),
   };
 
   try {

@@ -20,5 +20,6 @@ Subcommand add_average_checkpoints(CLI::App& app);
 Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_score_bleu(CLI::App& app);
 Subcommand add_train(CLI::App& app);
+Subcommand add_translate(CLI::App& app);
 
 }  // namespace dragoman::cli

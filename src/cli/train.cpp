@@ -1,28 +1,16 @@
 // `dragoman train`: trains a Transformer from a YAML config (options -> train/trainer.h). SIGINT and
 // SIGTERM stop after the current update with a checkpoint; the exit code is then 128 + signal. A
 // second signal ends the process at once (the last checkpoint stays).
-#include <atomic>
-#include <csignal>
-
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/stop_signal.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "train/trainer.h"
 
 namespace dragoman::cli {
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-// The first SIGINT/SIGTERM asks the loop to save and stop; a second one ends the process at once.
-extern "C" void on_stop_signal(int signal) {
-  if (g_stop_signal.exchange(signal) != 0) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-  }
-}
 
 struct TrainCliOptions {
   std::string config;
@@ -52,28 +40,17 @@ Subcommand add_train(CLI::App& app) {
               throw Error("train: --device " + o->device + ": this version trains on the CPU only");
             }
             const TrainConfig config = TrainConfig::load(o->config, o->overrides);
+            const StopSignals signals;
             TrainOptions options;
             options.run_dir = o->run;
             options.overwrite = o->overwrite;
-            options.stop_signal = &g_stop_signal;
-            g_stop_signal.store(0);
-            const auto previous_int = std::signal(SIGINT, on_stop_signal);
-            const auto previous_term = std::signal(SIGTERM, on_stop_signal);
-            TrainResult result;
-            try {
-              result = train(config, options);
-            } catch (...) {
-              std::signal(SIGINT, previous_int);
-              std::signal(SIGTERM, previous_term);
-              throw;
-            }
-            std::signal(SIGINT, previous_int);
-            std::signal(SIGTERM, previous_term);
+            options.stop_signal = signals.flag();
+            const TrainResult result = train(config, options);
             if (result.interrupted) {
               spdlog::warn("train: interrupted by signal {} at step {}; checkpoint saved; run the same command to "
                            "resume",
-                           g_stop_signal.load(), result.step);
-              return 128 + g_stop_signal.load();
+                           signals.received(), result.step);
+              return 128 + signals.received();
             }
             spdlog::info("train: done at step {}{}", result.step, result.early_stopped ? " (early stopping)" : "");
             return 0;

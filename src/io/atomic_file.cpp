@@ -25,44 +25,67 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create " + tmp, path, errno);
+AtomicFileWriter::AtomicFileWriter(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot create " + tmp_, path_, errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() { abort(); }
+
+void AtomicFileWriter::abort() noexcept {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+  fd_ = -1;
+}
+
+void AtomicFileWriter::append(std::string_view bytes) {
+  if (fd_ < 0) throw Error("cannot write " + path_ + ": the file is already committed or abandoned");
   std::size_t written = 0;
   while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int error = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("write failed", path, error);
+      abort();
+      fail("write failed", path_, error);
     }
     written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw Error("cannot write " + path_ + ": the file is already committed or abandoned");
+  if (::fsync(fd_) != 0) {
     const int error = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail("fsync failed", path, error);
+    abort();
+    fail("fsync failed", path_, error);
   }
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) {
     const int error = errno;
-    ::unlink(tmp.c_str());
-    fail("close failed", path, error);
+    ::unlink(tmp_.c_str());
+    fail("close failed", path_, error);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
-    ::unlink(tmp.c_str());
-    fail("rename failed", path, error);
+    ::unlink(tmp_.c_str());
+    fail("rename failed", path_, error);
   }
   // Make the rename itself durable.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir = ::open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
   }
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  AtomicFileWriter file(path);
+  file.append(bytes);
+  file.commit();
 }
 
 }  // namespace dragoman

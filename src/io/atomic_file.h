@@ -12,4 +12,24 @@ namespace dragoman {
 // the temporary file is removed and the old `path`, if any, is untouched.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
+// The same for output written piece by piece (e.g. translations as they are made): append() goes
+// to PATH.tmp.PID; commit() fsyncs it and renames it to PATH. A writer destroyed without commit()
+// (an error, an interruption) removes the temporary file and leaves PATH as it was.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);  // creates the temporary file
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void append(std::string_view bytes);
+  void commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  void abort() noexcept;
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 }  // namespace dragoman

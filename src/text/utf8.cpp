@@ -44,7 +44,56 @@ bool decode_one(std::string_view bytes, std::size_t i, char32_t& cp, std::size_t
   return false;
 }
 
+// The length of the maximal subpart of an ill-formed sequence at bytes[i] (Unicode 3.9, what
+// Python's errors="replace" replaces with one U+FFFD): the lead byte and the continuation bytes
+// that could still have completed a valid sequence. At least 1.
+std::size_t invalid_length(std::string_view bytes, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(bytes[i]);
+  std::size_t expected = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 < 0xE0) {
+    expected = 2;
+  } else if (b0 >= 0xE0 && b0 < 0xF0) {
+    expected = 3;
+    if (b0 == 0xE0) low = 0xA0;
+    if (b0 == 0xED) high = 0x9F;
+  } else if (b0 >= 0xF0 && b0 < 0xF5) {
+    expected = 4;
+    if (b0 == 0xF0) low = 0x90;
+    if (b0 == 0xF4) high = 0x8F;
+  } else {
+    return 1;
+  }
+  std::size_t len = 1;
+  while (len < expected && i + len < bytes.size()) {
+    const auto c = static_cast<unsigned char>(bytes[i + len]);
+    if (len == 1 ? (c < low || c > high) : (c & 0xC0) != 0x80) break;
+    ++len;
+  }
+  return len;
+}
+
 }  // namespace
+
+std::string replace_invalid(std::string_view bytes, std::size_t* replaced) {
+  std::string out;
+  out.reserve(bytes.size());
+  std::size_t i = 0, count = 0;
+  char32_t cp = 0;
+  std::size_t len = 0;
+  while (i < bytes.size()) {
+    if (decode_one(bytes, i, cp, len)) {
+      out.append(bytes.substr(i, len));
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      i += invalid_length(bytes, i);
+      ++count;
+    }
+  }
+  if (replaced != nullptr) *replaced = count;
+  return out;
+}
 
 std::size_t find_invalid(std::string_view bytes) {
   std::size_t i = 0;

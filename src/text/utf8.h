@@ -13,6 +13,10 @@ namespace dragoman::utf8 {
 // Returns the byte offset of the first invalid sequence in `bytes`, or npos if all is valid.
 std::size_t find_invalid(std::string_view bytes);
 
+// `bytes` with every ill-formed sequence replaced by U+FFFD, one per maximal subpart, as Python's
+// bytes.decode("utf-8", errors="replace") does; `replaced` (if given) receives how many.
+std::string replace_invalid(std::string_view bytes, std::size_t* replaced = nullptr);
+
 // Appends the code points of `bytes` to `out`. `bytes` must be valid (see find_invalid);
 // invalid input throws dragoman::Error.
 void decode_append(std::string_view bytes, std::u32string& out);

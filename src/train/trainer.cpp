@@ -16,6 +16,7 @@
 #include "core/json_diff.h"
 #include "core/parallel.h"
 #include "core/threads.h"
+#include "core/timing.h"
 #include "data/batching.h"
 #include "data/corpus.h"
 #include "io/atomic_file.h"
@@ -46,17 +47,6 @@ std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step)
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string hms(double seconds) {
-  const auto s = static_cast<long long>(seconds);
-  char text[32];
-  std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  return text;
-}
 
 // The keys that define a run: changing any of them in an existing run directory needs --overwrite.
 // (Run length, logging, validation and checkpoint intervals may change between restarts.)
@@ -377,12 +367,12 @@ TrainResult Trainer::run() {
       const double ppl = std::exp(window_nll / static_cast<double>(window_tokens));
       const double per_step = seconds_since(start) / static_cast<double>(state_.step - start_step);
       const std::string eta =
-          t.max_steps > 0 ? hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
+          t.max_steps > 0 ? format_hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
       const double tokens_per_second = static_cast<double>(window_tokens) / window_seconds;
       spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s | "
                    "elapsed {} | ETA {}",
                    state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
-                   hms(state_.elapsed_seconds), eta);
+                   format_hms(state_.elapsed_seconds), eta);
       append_metrics({{"step", state_.step},
                       {"epoch", state_.epoch + 1},
                       {"loss", loss},

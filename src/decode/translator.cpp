@@ -1,0 +1,85 @@
+// Batch translation (see translator.h).
+#include "decode/translator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace dragoman {
+
+std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<std::int64_t>& lengths,
+                                                             std::int64_t batch_tokens) {
+  if (batch_tokens < 1) throw Error("translate: the batch size in tokens must be >= 1");
+  std::vector<std::int64_t> order;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > 0) order.push_back(static_cast<std::int64_t>(i));
+  }
+  // Longest first: the largest batch comes first, so running out of memory shows at once.
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return lengths[a] > lengths[b]; });
+  std::vector<std::vector<std::int64_t>> batches;
+  for (const std::int64_t i : order) {
+    if (batches.empty() ||
+        static_cast<std::int64_t>(batches.back().size() + 1) * lengths[batches.back().front()] > batch_tokens) {
+      batches.emplace_back();
+    }
+    batches.back().push_back(i);
+  }
+  return batches;
+}
+
+Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options)
+    : model_(model), vocabulary_(vocabulary), options_(std::move(options)) {
+  const ModelConfig& c = model_.config();
+  if (vocabulary_.size() != c.src_vocab_size || vocabulary_.size() != c.tgt_vocab_size) {
+    throw Error("translate: the vocabulary has " + std::to_string(vocabulary_.size()) +
+                " pieces but the model's vocabularies have " + std::to_string(c.src_vocab_size) + " (source) and " +
+                std::to_string(c.tgt_vocab_size) + " (target)");
+  }
+  if (options_.search.beam < 1) throw Error("translate: the beam must be >= 1");
+  if (options_.search.nbest < 1 || options_.search.nbest > options_.search.beam) {
+    throw Error("translate: n-best " + std::to_string(options_.search.nbest) + " must be in [1, beam " +
+                std::to_string(options_.search.beam) + "]");
+  }
+  if (options_.batch_tokens < 1) throw Error("translate: the batch size in tokens must be >= 1");
+}
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
+                                               const std::function<void(std::int64_t)>& progress) const {
+  const std::int64_t max_positions = model_.config().max_positions;
+  std::vector<Translation> results(lines.size());
+  std::vector<std::vector<std::int32_t>> sources(lines.size());
+  std::vector<std::int64_t> lengths(lines.size());
+  std::int64_t done = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    sources[i] = vocabulary_.encode(lines[i]);
+    if (static_cast<std::int64_t>(sources[i].size()) > max_positions) {
+      sources[i].resize(static_cast<std::size_t>(max_positions));
+      results[i].truncated = true;
+    }
+    lengths[i] = static_cast<std::int64_t>(sources[i].size());
+    results[i].source_tokens = lengths[i];
+    if (lengths[i] == 0) {
+      results[i].nbest.emplace_back();  // nothing to translate: an empty translation
+      ++done;
+    }
+  }
+  const std::vector<std::vector<std::int64_t>> batches = length_sorted_batches(lengths, options_.batch_tokens);
+  if (batches.empty() && progress) progress(done);
+  for (const std::vector<std::int64_t>& batch : batches) {
+    std::vector<std::vector<std::int32_t>> batch_sources;
+    for (const std::int64_t i : batch) batch_sources.push_back(std::move(sources[static_cast<std::size_t>(i)]));
+    const std::vector<std::vector<Hypothesis>> found = beam_search(model_, batch_sources, options_.search);
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      Translation& result = results[static_cast<std::size_t>(batch[j])];
+      for (const Hypothesis& h : found[j]) {
+        result.nbest.push_back({vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score});
+      }
+    }
+    done += static_cast<std::int64_t>(batch.size());
+    if (progress) progress(done);
+  }
+  return results;
+}
+
+}  // namespace dragoman
