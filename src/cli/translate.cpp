@@ -173,7 +173,7 @@ int run_translate(const TranslateCliOptions& o) {
   Output output(o.output);
   Progress progress(o.progress || ::isatty(STDERR_FILENO) != 0, count_lines(o.input));
   const Clock::time_point start = Clock::now();
-  std::int64_t lines_done = 0, source_tokens = 0, truncated = 0, replaced_lines = 0;
+  std::int64_t lines_done = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;
   std::vector<std::string> chunk;
   std::string line;
   bool more = true;
@@ -207,6 +207,7 @@ int run_translate(const TranslateCliOptions& o) {
                        reader.name(), index + 1, model.config().max_positions, t.source_tokens);
         }
         source_tokens += t.source_tokens;
+        target_tokens += static_cast<std::int64_t>(t.nbest.front().tokens.size());
         format_translation(t, index, o, text);
       }
       output.write(text);
@@ -221,9 +222,10 @@ int run_translate(const TranslateCliOptions& o) {
   output.commit();
   progress.finish();
   const double seconds = std::max(seconds_since(start), 1e-9);
-  spdlog::info("translate: {} lines, {} source tokens in {:.1f} s: {:.1f} lines/s, {:.0f} source tokens/s", lines_done,
-               source_tokens, seconds, static_cast<double>(lines_done) / seconds,
-               static_cast<double>(source_tokens) / seconds);
+  spdlog::info("translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
+               "source tokens/s, {:.0f} target tokens/s",
+               lines_done, source_tokens, target_tokens, seconds, static_cast<double>(lines_done) / seconds,
+               static_cast<double>(source_tokens) / seconds, static_cast<double>(target_tokens) / seconds);
   if (truncated > 0) {
     spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", truncated, model.config().max_positions);
   }

@@ -77,7 +77,15 @@ std::int64_t Tensor::dim(int d) const {
   return shape_[static_cast<std::size_t>(i)];
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_) || numel() <= 1; }
+// Dense row-major layout; the stride of a dimension of size 1 does not matter (no step is taken).
+bool Tensor::is_contiguous() const {
+  std::int64_t expected = 1;
+  for (std::size_t d = shape_.size(); d-- > 0;) {
+    if (shape_[d] != 1 && strides_[d] != expected) return numel() == 0;
+    expected *= shape_[d];
+  }
+  return true;
+}
 
 void* Tensor::raw_data() const {
   if (!defined()) throw Error("use of an undefined tensor");
@@ -161,40 +169,32 @@ Tensor Tensor::to(Device device) const {
 
 namespace {
 
-// Copies a strided CPU tensor's elements into dst (row-major order), element by element in bytes.
-void gather_strided(const char* src, const Shape& shape, const Shape& strides, std::size_t elem, char* dst) {
+// Copies the elements of a strided CPU view into another of the same shape (strides in elements).
+// The trailing dimensions that are dense in both are copied as one run per memcpy.
+void copy_strided(const char* src, const Shape& src_strides, char* dst, const Shape& dst_strides, const Shape& shape,
+                  std::size_t elem) {
   const std::int64_t n = shape_numel(shape);
   if (n == 0) return;
-  const std::size_t r = shape.size();
-  std::vector<std::int64_t> index(r, 0);
-  std::int64_t src_offset = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::memcpy(dst + static_cast<std::size_t>(k) * elem, src + src_offset * static_cast<std::int64_t>(elem), elem);
-    for (std::size_t i = r; i-- > 0;) {  // odometer increment
-      if (++index[i] < shape[i]) {
-        src_offset += strides[i];
-        break;
-      }
-      src_offset -= strides[i] * (shape[i] - 1);
-      index[i] = 0;
-    }
+  std::size_t r = shape.size();
+  std::int64_t run = 1;  // elements per memcpy
+  while (r > 0 && (shape[r - 1] == 1 || (src_strides[r - 1] == run && dst_strides[r - 1] == run))) {
+    run *= shape[r - 1];
+    --r;
   }
-}
-
-void scatter_strided(const char* src, const Shape& shape, const Shape& strides, std::size_t elem, char* dst) {
-  const std::int64_t n = shape_numel(shape);
-  if (n == 0) return;
-  const std::size_t r = shape.size();
+  const std::size_t run_bytes = static_cast<std::size_t>(run) * elem;
   std::vector<std::int64_t> index(r, 0);
-  std::int64_t dst_offset = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::memcpy(dst + dst_offset * static_cast<std::int64_t>(elem), src + static_cast<std::size_t>(k) * elem, elem);
-    for (std::size_t i = r; i-- > 0;) {
+  std::int64_t src_offset = 0, dst_offset = 0;
+  for (std::int64_t k = 0; k < n / run; ++k) {
+    std::memmove(dst + dst_offset * static_cast<std::int64_t>(elem), src + src_offset * static_cast<std::int64_t>(elem),
+                run_bytes);
+    for (std::size_t i = r; i-- > 0;) {  // odometer increment over the outer dimensions
       if (++index[i] < shape[i]) {
-        dst_offset += strides[i];
+        src_offset += src_strides[i];
+        dst_offset += dst_strides[i];
         break;
       }
-      dst_offset -= strides[i] * (shape[i] - 1);
+      src_offset -= src_strides[i] * (shape[i] - 1);
+      dst_offset -= dst_strides[i] * (shape[i] - 1);
       index[i] = 0;
     }
   }
@@ -211,13 +211,9 @@ void Tensor::copy_from(const Tensor& src) {
   if (device_.is_cpu() && src.device_.is_cpu()) {
     if (is_contiguous() && src.is_contiguous()) {
       std::memmove(raw_data(), src.raw_data(), nbytes());
-    } else if (is_contiguous()) {
-      gather_strided(static_cast<const char*>(src.raw_data()), shape_, src.strides_, elem,
-                     static_cast<char*>(raw_data()));
     } else {
-      const Tensor packed = src.contiguous();
-      scatter_strided(static_cast<const char*>(packed.raw_data()), shape_, strides_, elem,
-                      static_cast<char*>(raw_data()));
+      copy_strided(static_cast<const char*>(src.raw_data()), src.strides_, static_cast<char*>(raw_data()), strides_,
+                   shape_, elem);
     }
     return;
   }

@@ -21,7 +21,6 @@ struct Candidate {
 // What one sentence's search holds between steps.
 struct SentenceSearch {
   std::int64_t max_length = 0;  // tokens before EOS
-  bool done = false;
   std::vector<std::vector<std::int32_t>> tokens;  // per live beam
   std::vector<double> log_probs;                  // per live beam
   std::vector<Hypothesis> finished;
@@ -40,6 +39,41 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
   const double by_length = std::max(log_prob / length_normaliser(o, shortest), log_prob / length_normaliser(o, longest));
   const double reward = std::max(o.word_reward * static_cast<double>(shortest), o.word_reward * static_cast<double>(longest));
   return by_length + reward;
+}
+
+
+// The `count` best next tokens of one row of log-probabilities (best first; equal values: lower
+// token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`.
+template <typename T>
+void best_tokens(const T* row, std::int32_t vocab, std::size_t count, bool eos_only, const ModelConfig& c,
+                 std::vector<std::pair<double, std::int32_t>>& best) {
+  best.clear();
+  if (eos_only) {
+    best.emplace_back(static_cast<double>(row[c.eos_id]), c.eos_id);
+    return;
+  }
+  // A small sorted list; most tokens fail the first comparison against its worst entry.
+  for (std::int32_t v = 0; v < vocab; ++v) {
+    if (v == c.pad_id || v == c.bos_id) continue;
+    const double value = static_cast<double>(row[v]);
+    if (best.size() == count && !(value > best.back().first)) continue;
+    if (best.size() == count) best.pop_back();
+    auto at = best.end();
+    while (at != best.begin() && value > std::prev(at)->first) --at;
+    best.insert(at, {value, v});
+  }
+}
+
+// The log-probabilities of row `r` of logits [R, V] as doubles, for any floating dtype.
+void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const ModelConfig& c,
+                     std::vector<std::pair<double, std::int32_t>>& best) {
+  const std::int64_t vocab = logits.dim(1);
+  const auto v = static_cast<std::int32_t>(vocab);
+  switch (logits.dtype()) {
+    case DType::kF32: return best_tokens(logits.data<float>() + r * vocab, v, count, eos_only, c, best);
+    case DType::kF64: return best_tokens(logits.data<double>() + r * vocab, v, count, eos_only, c, best);
+    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + logits.describe());
+  }
 }
 
 }  // namespace
@@ -66,9 +100,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   if (o.nbest < 1 || o.nbest > o.beam) throw Error("beam search: nbest must be in [1, beam]");
   const std::int64_t n = static_cast<std::int64_t>(sources.size());
   if (n == 0) return {};
-  const std::int64_t k_max = o.beam, vocab = c.tgt_vocab_size;
+  const std::int64_t k_max = o.beam;
 
-  // Encode the batch once; the decoder state holds K rows per sentence.
+  // Encode the batch once; the decoder state holds K rows per sentence still searching.
   std::vector<std::vector<std::int32_t>> empty_targets(static_cast<std::size_t>(n));
   const Batch batch = Batch::from_sentences(sources, empty_targets, c);
   const Tensor memory = model.encode(batch.src, batch.src_lengths);
@@ -83,33 +117,32 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
     capacity = std::max(capacity, search[b].max_length + 1);
   }
   DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity);
+  // active[j]: the sentence whose hypotheses are state rows j*K .. j*K+K-1.
+  std::vector<std::int64_t> active(static_cast<std::size_t>(n));
+  std::iota(active.begin(), active.end(), 0);
   std::vector<std::int64_t> rows(static_cast<std::size_t>(n * k_max));
   for (std::int64_t r = 0; r < n * k_max; ++r) rows[r] = r / k_max;
-  model.select_rows(state, rows);
+  model.select_rows(state, rows, false);
   std::vector<std::int32_t> feed(static_cast<std::size_t>(n * k_max), c.bos_id);
+  std::vector<std::pair<double, std::int32_t>> best;
+  std::vector<Candidate> candidates;
 
-  for (std::int64_t t = 0;; ++t) {
-    bool any_live = false;
-    for (const SentenceSearch& s : search) any_live = any_live || !s.done;
-    if (!any_live) break;
-    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {n * k_max}));
-    const std::vector<double> logp = logits.to(DType::kF64).to_vector<double>();
-    std::vector<std::int64_t> next_rows(static_cast<std::size_t>(n * k_max));
-    std::vector<std::int32_t> next_feed(static_cast<std::size_t>(n * k_max), c.eos_id);
-    for (std::int64_t b = 0; b < n; ++b) {
-      SentenceSearch& s = search[b];
-      for (std::int64_t k = 0; k < k_max; ++k) next_rows[b * k_max + k] = b * k_max;  // done rows: any
-      if (s.done) continue;
-      // Candidates: every allowed extension of every live beam.
-      std::vector<Candidate> candidates;
+  for (std::int64_t t = 0; !active.empty(); ++t) {
+    const auto live_rows = static_cast<std::int64_t>(active.size()) * k_max;
+    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}));  // [A*K, V]
+    std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
+    std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
+    std::vector<std::int64_t> still_active;  // positions j in `active`
+    for (std::size_t j = 0; j < active.size(); ++j) {
+      SentenceSearch& s = search[static_cast<std::size_t>(active[j])];
+      const auto first_row = static_cast<std::int64_t>(j) * k_max;
+      for (std::int64_t k = 0; k < k_max; ++k) next_rows[first_row + k] = first_row;  // rows without a hypothesis
+      // Candidates: the 2K best extensions of each live beam hold the 2K best of all.
+      candidates.clear();
       const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
       for (std::int64_t k = 0; k < live; ++k) {
-        const double* row = logp.data() + (b * k_max + k) * vocab;
-        for (std::int32_t v = 0; v < vocab; ++v) {
-          if (v == c.pad_id || v == c.bos_id) continue;
-          if (t >= s.max_length && v != c.eos_id) continue;
-          candidates.push_back({s.log_probs[k] + row[v], k, v});
-        }
+        row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+        for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token});
       }
       const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
       std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
@@ -128,8 +161,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
           }
           continue;
         }
-        next_rows[b * k_max + static_cast<std::int64_t>(tokens.size())] = b * k_max + cand.beam;
-        next_feed[b * k_max + static_cast<std::int64_t>(tokens.size())] = cand.token;
+        next_rows[first_row + static_cast<std::int64_t>(tokens.size())] = first_row + cand.beam;
+        next_feed[first_row + static_cast<std::int64_t>(tokens.size())] = cand.token;
         tokens.push_back(s.tokens[cand.beam]);
         tokens.back().push_back(cand.token);
         log_probs.push_back(cand.log_prob);
@@ -145,10 +178,29 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         for (const double lp : s.log_probs) best_bound = std::max(best_bound, score_bound(o, lp, t + 1, s.max_length));
         stop = best_bound <= worst_kept;
       }
-      s.done = stop;
+      if (!stop) still_active.push_back(static_cast<std::int64_t>(j));
     }
-    model.select_rows(state, next_rows);
-    feed = std::move(next_feed);
+    if (still_active.size() == active.size()) {
+      // Every row keeps its sentence: only the beams' own history moves.
+      model.select_rows(state, next_rows, true);
+      feed = std::move(next_feed);
+      continue;
+    }
+    // Some sentences finished: drop their rows from the state.
+    std::vector<std::int64_t> kept_rows;
+    std::vector<std::int32_t> kept_feed;
+    std::vector<std::int64_t> kept_active;
+    for (const std::int64_t j : still_active) {
+      for (std::int64_t k = 0; k < k_max; ++k) {
+        kept_rows.push_back(next_rows[j * k_max + k]);
+        kept_feed.push_back(next_feed[j * k_max + k]);
+      }
+      kept_active.push_back(active[static_cast<std::size_t>(j)]);
+    }
+    active = std::move(kept_active);
+    if (active.empty()) break;
+    model.select_rows(state, kept_rows, false);
+    feed = std::move(kept_feed);
   }
 
   std::vector<std::vector<Hypothesis>> results(static_cast<std::size_t>(n));

@@ -462,24 +462,42 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
 
 namespace {
 
-// rows of x along dimension 0, in order.   x: [B, ...] -> [rows.size(), ...]
-Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows) {
+// Rows `rows` of x along dimension 0, in order, keeping only the first `length` entries of
+// dimension 1 (the rest of `out` is left as it is: unused cache positions).
+//   x: [B, L, ...] -> [rows.size(), L, ...]
+Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows, std::int64_t length) {
   Shape shape = x.shape();
   shape[0] = static_cast<std::int64_t>(rows.size());
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= x.dim(0)) throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
-    out.narrow(0, static_cast<std::int64_t>(i), 1).copy_from(x.narrow(0, rows[i], 1));
+    Tensor to = out.narrow(0, static_cast<std::int64_t>(i), 1), from = x.narrow(0, rows[i], 1);
+    if (x.rank() > 1 && length < x.dim(1)) {
+      if (length == 0) continue;
+      to = to.narrow(1, 0, length);
+      from = from.narrow(1, 0, length);
+    }
+    to.copy_from(from);
   }
   return out;
 }
 
 }  // namespace
 
-void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows) const {
-  state.src_lengths = select_batch_rows(state.src_lengths, rows);
-  for (auto* tensors : {&state.cross_k, &state.cross_v, &state.self_k, &state.self_v}) {
-    for (Tensor& t : *tensors) t = select_batch_rows(t, rows);
+void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources) const {
+  if (same_sources) {
+    if (static_cast<std::int64_t>(rows.size()) != state.batch_size()) {
+      throw Error("select_rows: same_sources needs one row per state row");
+    }
+  } else {
+    state.src_lengths = select_batch_rows(state.src_lengths, rows, 1);
+    for (auto* tensors : {&state.cross_k, &state.cross_v}) {
+      for (Tensor& t : *tensors) t = select_batch_rows(t, rows, t.dim(1));
+    }
+  }
+  // Only the positions fed so far hold keys and values.
+  for (auto* tensors : {&state.self_k, &state.self_v}) {
+    for (Tensor& t : *tensors) t = select_batch_rows(t, rows, state.steps);
   }
 }
 

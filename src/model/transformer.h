@@ -81,7 +81,9 @@ class Transformer {
   // Feeds one token per row (BOS first) and returns the next token's log-probabilities [B, V].
   Tensor decode_step(DecoderState& state, const Tensor& tokens) const;
   // Keeps rows `rows` of the state, in that order (beam search's reordering; rows may repeat).
-  void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows) const;
+  // same_sources: the caller promises that row rows[i] decodes the same source as row i (beams of
+  // one sentence trading places), so the cross-attention keys/values are left where they are.
+  void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources = false) const;
 
  private:
   struct Views;

@@ -79,7 +79,15 @@ TEST_CASE("select_rows reorders and duplicates the decoder state like beam searc
   CHECK(max_abs_difference(step.narrow(0, 0, 1).to_vector<double>(), row_of(full, 1, 1)) < 1e-12);
   CHECK(max_abs_difference(step.narrow(0, 1, 1).to_vector<double>(), row_of(full, 0, 1)) < 1e-12);
   CHECK(max_abs_difference(step.narrow(0, 2, 1).to_vector<double>(), row_of(full, 1, 1)) < 1e-12);
+  // Rows 0 and 2 decode the same sentence: trading them keeps the cross-attention state in place.
+  model.select_rows(state, {2, 1, 0}, true);
+  const Tensor third = Tensor::from_vector(std::vector<std::int32_t>{in[t + 2], in[2], in[t + 2]}, {3});
+  const Tensor step3 = model.decode_step(state, third);
+  CHECK(max_abs_difference(step3.narrow(0, 0, 1).to_vector<double>(), row_of(full, 1, 2)) < 1e-12);
+  CHECK(max_abs_difference(step3.narrow(0, 1, 1).to_vector<double>(), row_of(full, 0, 2)) < 1e-12);
+  CHECK(max_abs_difference(step3.narrow(0, 2, 1).to_vector<double>(), row_of(full, 1, 2)) < 1e-12);
   CHECK_THROWS_WITH(model.select_rows(state, {3}), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(model.select_rows(state, {0, 1}, true), Catch::Contains("one row per state row"));
 }
 
 TEST_CASE("Padding does not change the outputs of real positions", "[model]") {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Benchmark: CPU translation speed and memory of `dragoman translate` on the dev set of the real
+# English-German corpus in ../shared/data/bench-en-de (not part of this repository), for beam 4
+# and greedy decoding at 1 and 2 threads. Prints a Markdown table (docs/PERFORMANCE.md records it).
+#
+# The model is the paper's base model (6+6 layers, d_model 512, shared 37,000-piece BPE vocabulary
+# built on the corpus) after one training update, so its weights are as good as random: it hardly
+# ever chooses EOS and every hypothesis runs to the length cap. The cap is therefore set to the
+# source length (--max-length-a 1 --max-length-b 0), which is about the length of a real German
+# translation of English (1.1 x); the table reports the tokens produced, so the work done is known.
+# A trained model's speed on the same data is the second table (MODEL=path, e.g. the bench-train
+# or demo run's model) with the paper's settings (cap at source + 50).
+#   scripts/bench-translate.sh [LINES=1000] [BUILD_DIR=build] [DATA_DIR=../shared/data/bench-en-de]
+#   environment: MODEL=a trained model file to measure as well; KEEP=dir to keep the work files
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lines=${1:-1000}
+build_dir=${2:-build}
+data=${3:-../shared/data/bench-en-de}
+dragoman=$(realpath "$build_dir/src/dragoman")
+[[ -x $dragoman ]] || { echo "bench-translate: $dragoman not found: build first (scripts/test.sh)" >&2; exit 1; }
+[[ -f $data/dev.en.xz ]] || { echo "bench-translate: $data/dev.en.xz not found" >&2; exit 1; }
+command -v /usr/bin/time >/dev/null || { echo "bench-translate: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+
+work=${KEEP:-$(mktemp -d)}
+mkdir -p "$work"
+[[ -n ${KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
+for f in train.en train.de dev.en dev.de; do
+  [[ -s $work/$f ]] || xz -dc "$data/$f.xz" >"$work/$f"
+done
+head -n "$lines" "$work/dev.en" >"$work/input.en"
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
+echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "input: the first $(wc -l <"$work/input.en") lines of $data/dev.en"
+
+# The base model: a shared 37k BPE vocabulary, then one update on a few pairs.
+if [[ ! -s $work/base.safetensors ]]; then
+  "$dragoman" build-vocab --input "$work/train.en" "$work/train.de" --vocab-size 37000 \
+    --input-sentence-size 200000 --output "$work/vocab" 2>"$work/vocab.log" || { cat "$work/vocab.log" >&2; exit 1; }
+  head -n 2000 "$work/train.en" >"$work/small.en"
+  head -n 2000 "$work/train.de" >"$work/small.de"
+  "$dragoman" train --config configs/transformer-base.yaml --run "$work/base-run" \
+    --set "data.train_source=$work/small.en" --set "data.train_target=$work/small.de" \
+    --set "data.vocabulary=$work/vocab.model" --set training.max_steps=1 --set training.update_freq=1 \
+    --set checkpoint.every_minutes=0 2>"$work/train.log" || { tail -n 20 "$work/train.log" >&2; exit 1; }
+  cp "$work/base-run/checkpoints/checkpoint-last.safetensors" "$work/base.safetensors"
+fi
+
+# One translate run: NAME MODEL BEAM THREADS [translate options] -> a table row.
+row() {
+  local name=$1 model=$2 beam=$3 threads=$4
+  shift 4
+  /usr/bin/time -f "%M" -o "$work/rss" "$dragoman" translate --model "$model" --input "$work/input.en" \
+    --output "$work/out.txt" --beam "$beam" --threads "$threads" "$@" 2>"$work/translate.log" ||
+    { tail -n 20 "$work/translate.log" >&2; exit 1; }
+  # "translate: N lines, S source tokens, T target tokens (1-best) in X s: ..."
+  sed -n 's/.*translate: \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\1 \2 \3 \4/p' \
+    "$work/translate.log" | {
+    read -r n src tgt seconds
+    awk -v name="$name" -v beam="$beam" -v threads="$threads" -v n="$n" -v src="$src" -v tgt="$tgt" -v s="$seconds" \
+      -v rss="$(tail -n 1 "$work/rss")" \
+      'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
+               name, beam, threads, n, src, tgt, s, n / s, src / s, tgt / s, rss / 1024 }'
+  }
+}
+
+header() {
+  echo
+  echo "| model | beam | threads | lines | source tokens | target tokens | seconds | lines/s | source tok/s | target tok/s | peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+}
+
+header
+for beam in 4 1; do
+  for threads in 1 2; do
+    row "base (1 update), cap = source length" "$work/base.safetensors" "$beam" "$threads" \
+      --max-length-a 1 --max-length-b 0
+  done
+done
+if [[ -n ${MODEL:-} ]]; then
+  header
+  for beam in 4 1; do
+    for threads in 1 2; do
+      row "$(basename "$MODEL")" "$MODEL" "$beam" "$threads"
+    done
+  done
+fi
