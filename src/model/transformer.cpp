@@ -463,12 +463,16 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
 namespace {
 
 // Rows `rows` of x along dimension 0, in order, keeping only the first `length` entries of
-// dimension 1 (the rest of `out` is left as it is: unused cache positions).
+// dimension 1 (the rest is left unset: unused cache positions). The result is a view of the first
+// rows of a tensor of `allocated_rows` rows, so that the decoder state's tensors keep one size
+// while beam search drops finished sentences: the caching allocator then reuses the same blocks
+// step after step instead of asking the system for fresh (page-faulting) memory.
 //   x: [B, L, ...] -> [rows.size(), L, ...]
-Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows, std::int64_t length) {
+Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows, std::int64_t length,
+                         std::int64_t allocated_rows) {
   Shape shape = x.shape();
-  shape[0] = static_cast<std::int64_t>(rows.size());
-  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  shape[0] = allocated_rows;
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, static_cast<std::int64_t>(rows.size()));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= x.dim(0)) throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
     Tensor to = out.narrow(0, static_cast<std::int64_t>(i), 1), from = x.narrow(0, rows[i], 1);
@@ -485,19 +489,19 @@ Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows,
 }  // namespace
 
 void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources) const {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  state.allocated_rows = std::max(state.allocated_rows, n);
   if (same_sources) {
-    if (static_cast<std::int64_t>(rows.size()) != state.batch_size()) {
-      throw Error("select_rows: same_sources needs one row per state row");
-    }
+    if (n != state.batch_size()) throw Error("select_rows: same_sources needs one row per state row");
   } else {
-    state.src_lengths = select_batch_rows(state.src_lengths, rows, 1);
+    state.src_lengths = select_batch_rows(state.src_lengths, rows, 1, state.allocated_rows);
     for (auto* tensors : {&state.cross_k, &state.cross_v}) {
-      for (Tensor& t : *tensors) t = select_batch_rows(t, rows, t.dim(1));
+      for (Tensor& t : *tensors) t = select_batch_rows(t, rows, t.dim(1), state.allocated_rows);
     }
   }
   // Only the positions fed so far hold keys and values.
   for (auto* tensors : {&state.self_k, &state.self_v}) {
-    for (Tensor& t : *tensors) t = select_batch_rows(t, rows, state.steps);
+    for (Tensor& t : *tensors) t = select_batch_rows(t, rows, state.steps, state.allocated_rows);
   }
 }
 

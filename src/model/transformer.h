@@ -41,6 +41,7 @@ struct DecoderState {
   std::vector<Tensor> self_k, self_v;    // per layer [B, capacity, H*K], [B, capacity, H*Kv]
   std::int64_t steps = 0;                // tokens fed so far
   std::int64_t capacity = 0;             // the most tokens that can be fed
+  std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large
 
   std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) : 0; }
 };
