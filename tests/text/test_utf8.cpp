@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include <tuple>
+#include <vector>
+
 #include "text/utf8.h"
 
 using dragoman::utf8::decode;
@@ -34,4 +37,32 @@ TEST_CASE("utf8 rejects what Python's strict codec rejects", "[utf8]") {
   CHECK(find_invalid("x\xE2\x82") == 1);         // truncated
   CHECK(find_invalid("\xC3\xA4\xC3") == 2);      // truncated after a valid one
   CHECK_THROWS_AS(decode("\xFF"), dragoman::Error);
+}
+
+TEST_CASE("utf8 replace_invalid replaces maximal subparts with U+FFFD as Python does", "[utf8]") {
+  using dragoman::utf8::replace_invalid;
+  // Expected values: bytes.decode("utf-8", errors="replace") in Python 3.11.
+  const std::string r = "\xEF\xBF\xBD";
+  const std::vector<std::tuple<std::string, std::string, std::size_t>> cases = {
+      {"abc", "abc", 0},
+      {"\xFF", r, 1},
+      {"a\xFF" "b", "a" + r + "b", 1},
+      {"\xE2\x82", r, 1},                           // truncated: one replacement
+      {"\xE2\x82x", r + "x", 1},
+      {"\xED\xA0\x80", r + r + r, 3},               // surrogate: each byte
+      {"\xF0\x9F\x98", r, 1},
+      {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80", 0},  // valid
+      {"\xC0\xAF", r + r, 2},                       // overlong
+      {"\xF4\x90\x80\x80", r + r + r + r, 4},       // above U+10FFFF
+      {"\xE0\x80\x80", r + r + r, 3},
+      {"\x80\x80", r + r, 2},
+      {"\xF0\x9F", r, 1},
+  };
+  for (const auto& [in, expected, count] : cases) {
+    INFO("input of " << in.size() << " bytes");
+    std::size_t replaced = 99;
+    CHECK(replace_invalid(in, &replaced) == expected);
+    CHECK(replaced == count);
+    CHECK(find_invalid(replace_invalid(in)) == std::string::npos);
+  }
 }

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end checks of `dragoman translate` as a user runs it, on a small model trained here:
+# one output line per input line in input order (empty, blank, over-long and CRLF lines among
+# them), standard input/output, batch size and thread count not changing the output, n-best and
+# score formats, invalid UTF-8 (error naming the line, or --replace-invalid), damaged and
+# other-version model files, usage errors, atomic output (nothing written on error or SIGTERM).
+# Usage: translate_cli.sh DRAGOMAN_BINARY
+set -uo pipefail
+dragoman=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=expect.sh
+source "$(dirname "$0")/expect.sh"
+
+# A reversal task (as train_cli.sh) and a model trained on it for a few seconds.
+letters=(a b c d e f g h i j)
+state=7
+for ((i = 0; i < 300; i++)); do
+  n=$((3 + i % 5))
+  src=() tgt=()
+  for ((k = 0; k < n; k++)); do
+    state=$(((state * 1103515245 + 12345) % 2147483648))
+    src+=("${letters[$((state / 65536 % 10))]}")
+  done
+  for ((k = n - 1; k >= 0; k--)); do tgt+=("${src[$k]}"); done
+  echo "${src[*]}" >>"$tmp/train.src"
+  echo "${tgt[*]}" >>"$tmp/train.tgt"
+done
+cat >"$tmp/c.yaml" <<YAML
+model:
+  encoder_layers: 1
+  decoder_layers: 1
+  d_model: 16
+  d_ff: 32
+  heads: 2
+  max_positions: 16
+data:
+  train_source: $tmp/train.src
+  train_target: $tmp/train.tgt
+  vocab_size: 25
+  max_length: 10
+training:
+  max_tokens: 200
+  max_steps: 200
+  warmup_steps: 20
+  threads: 1
+checkpoint:
+  every_minutes: 0
+YAML
+expect train 0 "train: done at step 200" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
+model=$tmp/run/checkpoints/checkpoint-last.safetensors
+
+# Input: ordinary, empty, blank, over-long (more than 16 positions) lines.
+{
+  echo "a b c"
+  echo ""
+  echo "j i h g f e d c b a a b c d e f g h i j"
+  echo "d e"
+  echo "   "
+  echo "c c c c"
+  echo ""
+  echo "f"
+} >"$tmp/in.txt"
+expect translate 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out.txt"
+check line-count test "$(wc -l <"$tmp/out.txt")" -eq 8
+check empty-lines-stay-empty test -z "$(sed -n '2p;5p;7p' "$tmp/out.txt" | tr -d '\n')"
+check others-translated test -n "$(sed -n '1p;4p;6p;8p' "$tmp/out.txt" | tr -d ' \n')"
+expect truncation-warning 0 "in.txt:3: longer than the model's 16 positions: cut to its first 16 tokens" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out2.txt"
+expect truncation-count 0 "1 line\(s\) longer than 16 tokens were truncated" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out2.txt"
+# Each line as it is translated alone, in order.
+: >"$tmp/alone.txt"
+while IFS= read -r line; do
+  printf '%s\n' "$line" | "$dragoman" translate -m "$model" 2>/dev/null >>"$tmp/alone.txt"
+done <"$tmp/in.txt"
+check order-preserved cmp -s "$tmp/out.txt" "$tmp/alone.txt"
+# Standard input and output; CRLF input reads as LF input.
+"$dragoman" translate -m "$model" <"$tmp/in.txt" >"$tmp/stdout.txt" 2>/dev/null
+check stdin-stdout cmp -s "$tmp/out.txt" "$tmp/stdout.txt"
+sed 's/$/\r/' "$tmp/in.txt" >"$tmp/crlf.txt"
+"$dragoman" translate -m "$model" -i "$tmp/crlf.txt" >"$tmp/crlf-out.txt" 2>/dev/null
+check crlf-input cmp -s "$tmp/out.txt" "$tmp/crlf-out.txt"
+
+# Batch size, chunk size and thread count do not change the output (training lines: many lengths).
+"$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/big.txt" 2>/dev/null
+"$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/b1.txt" --batch-tokens 1 --chunk-lines 7 2>/dev/null
+"$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/t2.txt" --threads 2 --batch-tokens 100 2>/dev/null
+check big-line-count test "$(wc -l <"$tmp/big.txt")" -eq 300
+check batch-invariance cmp -s "$tmp/big.txt" "$tmp/b1.txt"
+check thread-invariance cmp -s "$tmp/big.txt" "$tmp/t2.txt"
+"$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/greedy.txt" --beam 1 2>/dev/null
+check greedy-line-count test "$(wc -l <"$tmp/greedy.txt")" -eq 300
+
+# n-best: K lines per input, "i ||| text ||| score", ids in order, scores not increasing.
+expect nbest 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/nbest.txt" --beam 4 --nbest 3
+check nbest-format test "$(grep -cE '^[0-9]+ \|\|\| [a-j ]* \|\|\| -?[0-9]+\.[0-9]{6}$' "$tmp/nbest.txt")" -eq \
+  "$(wc -l <"$tmp/nbest.txt")"
+# Ids 0..7 in order, three hypotheses each, one (empty) for the empty and blank lines 1, 4 and 6.
+check nbest-ids test "$(cut -d' ' -f1 "$tmp/nbest.txt" | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')" == \
+  "0:3 1:1 2:3 3:3 4:1 5:3 6:1 7:3 "
+check nbest-sorted awk -F' \\|\\|\\| ' 'NR > 1 && $1 == id && $3 > last + 1e-9 { bad = 1 } { id = $1; last = $3 } END { exit bad }' \
+  "$tmp/nbest.txt"
+check nbest-first-is-1best test "$(awk -F' \\|\\|\\| ' 'NR == 1 || $1 != id { print $2 } { id = $1 }' "$tmp/nbest.txt" | sed -n '1p;4p;6p;8p')" == \
+  "$(sed -n '1p;4p;6p;8p' "$tmp/out.txt")"
+expect scores 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/scores.txt" --scores
+check scores-format test "$(grep -cP '^-?[0-9]+\.[0-9]{6}\t' "$tmp/scores.txt")" -eq 8
+check scores-text test "$(cut -f2- "$tmp/scores.txt")" == "$(cat "$tmp/out.txt")"
+
+# Invalid UTF-8: an error naming the file and line, the old output untouched; or replaced.
+printf 'a b\n\xff c\nd\n' >"$tmp/bad.txt"
+echo "old" >"$tmp/keep.txt"
+expect invalid-utf8 1 "bad.txt:2: invalid UTF-8 at byte 1 of the line" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/bad.txt" -o "$tmp/keep.txt"
+check output-untouched test "$(cat "$tmp/keep.txt")" == "old"
+check no-temporary-left test -z "$(find "$tmp" -name 'keep.txt.tmp*')"
+expect replace-invalid 0 "1 line\(s\) had invalid UTF-8, replaced" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/bad.txt" -o "$tmp/replaced.txt" --replace-invalid
+check replaced-lines test "$(wc -l <"$tmp/replaced.txt")" -eq 3
+
+# Damaged or foreign model files.
+head -c 1000 "$model" >"$tmp/truncated.safetensors"
+expect truncated-model 1 "truncated.safetensors" -- "$dragoman" translate -m "$tmp/truncated.safetensors" -i "$tmp/in.txt"
+head -c 5000 /dev/urandom >"$tmp/random.safetensors"
+expect random-model 1 "random.safetensors" -- "$dragoman" translate -m "$tmp/random.safetensors" -i "$tmp/in.txt"
+LC_ALL=C sed 's/"format_version":"1"/"format_version":"9"/' "$model" >"$tmp/v9.safetensors"
+expect other-version 1 "v9.safetensors: model format version 9 is not supported" -- \
+  "$dragoman" translate -m "$tmp/v9.safetensors" -i "$tmp/in.txt"
+
+# Usage errors (exit 2) and unsupported devices (exit 1).
+expect nbest-over-beam 2 "--nbest 5 is larger than --beam 4" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 5
+expect nbest-and-scores 2 "--scores is for 1-best output" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 2 --scores
+expect missing-model 2 "nothing.safetensors" -- "$dragoman" translate -m "$tmp/nothing.safetensors"
+expect bad-normalization 2 "length-normalization" -- \
+  "$dragoman" translate -m "$model" --length-normalization sideways
+expect cuda-device 1 "CPU only" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" --device cuda:0
+
+# SIGTERM: exit 143 and no output file (one sentence per batch keeps it busy long enough).
+for ((i = 0; i < 400; i++)); do cat "$tmp/train.src"; done >"$tmp/long.txt"
+"$dragoman" translate -m "$model" -i "$tmp/long.txt" -o "$tmp/long-out.txt" --batch-tokens 1 >"$tmp/sig.log" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check sigterm-exit-143 test "$rc" -eq 143
+check sigterm-message grep -q "interrupted by signal 15 .*no output file written" "$tmp/sig.log"
+check sigterm-no-output test ! -e "$tmp/long-out.txt"
+check sigterm-no-temporary test -z "$(find "$tmp" -name 'long-out.txt.tmp*')"
+
+echo "translate_cli: $passes passed, $failures failed"
+[[ $failures -eq 0 ]]
