@@ -46,7 +46,7 @@ TEST_CASE("LineReader: lines without their ends, CRLF as LF, a last line without
   CHECK_THROWS_WITH(LineReader(dir + "/missing.txt"), Catch::StartsWith("cannot open " + dir + "/missing.txt"));
 }
 
-TEST_CASE("AtomicFileWriter: the file appears complete on commit; abandoned, nothing changes", "[io]") {
+TEST_CASE("AtomicFileWriter: the file appears complete on commit, and an abandoned one changes nothing", "[io]") {
   namespace fs = std::filesystem;
   const std::string dir = test::scratch_dir("atomic-writer");
   const std::string path = dir + "/out.txt";
