@@ -46,13 +46,19 @@ Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, T
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
                                                const std::function<void(std::int64_t)>& progress) const {
+  std::vector<std::vector<std::int32_t>> sources;
+  sources.reserve(lines.size());
+  for (const std::string& line : lines) sources.push_back(vocabulary_.encode(line));
+  return translate_ids(std::move(sources), progress);
+}
+
+std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::int32_t>> sources,
+                                                   const std::function<void(std::int64_t)>& progress) const {
   const std::int64_t max_positions = model_.config().max_positions;
-  std::vector<Translation> results(lines.size());
-  std::vector<std::vector<std::int32_t>> sources(lines.size());
-  std::vector<std::int64_t> lengths(lines.size());
+  std::vector<Translation> results(sources.size());
+  std::vector<std::int64_t> lengths(sources.size());
   std::int64_t done = 0;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    sources[i] = vocabulary_.encode(lines[i]);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
     if (static_cast<std::int64_t>(sources[i].size()) > max_positions) {
       sources[i].resize(static_cast<std::size_t>(max_positions));
       results[i].truncated = true;

@@ -47,6 +47,9 @@ class Translator {
   // at once); an exception it throws stops the translation.
   std::vector<Translation> translate(const std::vector<std::string>& lines,
                                      const std::function<void(std::int64_t done)>& progress = {}) const;
+  // The same for sentences already encoded (source ids without BOS/EOS; training's dev set).
+  std::vector<Translation> translate_ids(std::vector<std::vector<std::int32_t>> sources,
+                                         const std::function<void(std::int64_t done)>& progress = {}) const;
 
   const TranslatorOptions& options() const { return options_; }
 

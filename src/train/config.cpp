@@ -120,6 +120,12 @@ class SectionReader {
       field = v.get<double>();
     });
   }
+  void boolean(const char* key, bool& field) {
+    read(key, [&](const nlohmann::json& v) {
+      if (!v.is_boolean()) wrong(key, "true or false", v);
+      field = v.get<bool>();
+    });
+  }
   void string(const char* key, std::string& field) {
     read(key, [&](const nlohmann::json& v) {
       if (!v.is_string()) wrong(key, "a string", v);
@@ -181,6 +187,9 @@ nlohmann::json TrainConfig::to_json() const {
             {"clip_norm", training.clip_norm},
             {"log_every", training.log_every},
             {"valid_every", training.valid_every},
+            {"valid_bleu", training.valid_bleu},
+            {"valid_beam", training.valid_beam},
+            {"best_metric", training.best_metric},
             {"patience", training.patience},
             {"threads", training.threads}}},
           {"checkpoint",
@@ -234,6 +243,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.number("clip_norm", c.training.clip_norm);
       r.integer("log_every", c.training.log_every);
       r.integer("valid_every", c.training.valid_every);
+      r.boolean("valid_bleu", c.training.valid_bleu);
+      r.integer("valid_beam", c.training.valid_beam);
+      r.string("best_metric", c.training.best_metric);
       r.integer("patience", c.training.patience);
       r.integer("threads", c.training.threads);
       r.finish();
@@ -293,6 +305,9 @@ void TrainConfig::validate() const {
   if (!(training.lr_factor > 0)) fail("training.lr_factor must be > 0");
   if (training.log_every < 1) fail("training.log_every must be >= 1");
   if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
+  if (training.valid_beam < 1 || training.valid_beam > 1024) fail("training.valid_beam must be in [1, 1024]");
+  if (training.best_metric != "nll" && training.best_metric != "bleu") fail("training.best_metric must be nll or bleu");
+  if (training.best_metric == "bleu" && !training.valid_bleu) fail("training.best_metric bleu needs training.valid_bleu");
   if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
   if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
 }

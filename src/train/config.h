@@ -39,6 +39,9 @@ struct TrainingConfig {
   double clip_norm = 0.0;  // 0: no clipping
   std::int64_t log_every = 100;
   std::int64_t valid_every = 1000;  // 0: no validation
+  bool valid_bleu = false;          // validation also translates the dev set and scores BLEU
+  std::int64_t valid_beam = 4;      // beam for that (1: greedy, faster)
+  std::string best_metric = "nll";  // nll or bleu: decides checkpoint-best and patience
   std::int64_t patience = 0;        // stop after this many validations without improvement (0: never)
   std::int64_t threads = 0;         // 0: all cores
 };

@@ -40,10 +40,13 @@ void save_train_state(const std::string& path, const TrainState& state) {
                    {"validations", std::to_string(state.validations)},
                    {"bad_validations", std::to_string(state.bad_validations)},
                    {"best_step", std::to_string(state.best_step)}};
-  // best_valid_loss must round-trip exactly (it decides "best"): store its bits too.
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &state.best_valid_loss, sizeof bits);
-  file.metadata["best_valid_loss_bits"] = std::to_string(bits);
+  // The best values must round-trip exactly (they decide "best"): store their bits too.
+  for (const auto& [key, value] : {std::pair{"best_valid_loss_bits", state.best_valid_loss},
+                                   std::pair{"best_valid_bleu_bits", state.best_valid_bleu}}) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    file.metadata[key] = std::to_string(bits);
+  }
   file.tensors.push_back(to_safetensor("adam_m", state.adam_m));
   file.tensors.push_back(to_safetensor("adam_v", state.adam_v));
   write_safetensors(path, file);
@@ -76,8 +79,12 @@ TrainState load_train_state(const std::string& path) {
   s.validations = integer("validations");
   s.bad_validations = integer("bad_validations");
   s.best_step = integer("best_step");
-  const std::uint64_t bits = std::stoull(meta("best_valid_loss_bits"));
-  std::memcpy(&s.best_valid_loss, &bits, sizeof bits);
+  const auto real = [&](const char* key, double& value) {
+    const std::uint64_t bits = std::stoull(meta(key));
+    std::memcpy(&value, &bits, sizeof bits);
+  };
+  real("best_valid_loss_bits", s.best_valid_loss);
+  if (file.metadata.count("best_valid_bleu_bits") != 0) real("best_valid_bleu_bits", s.best_valid_bleu);  // newer files
   const SafeTensor* m = file.find("adam_m");
   const SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {

@@ -17,7 +17,8 @@ struct TrainState {
   std::int64_t batch_index = 0;  // next batch of the epoch's plan
   std::int64_t tokens_seen = 0;  // target tokens trained on
   double elapsed_seconds = 0;    // training time before this process
-  double best_valid_loss = 0;    // per target token (nll); valid only when validations > 0
+  double best_valid_loss = 0;    // the lowest dev NLL per target token; valid only when validations > 0
+  double best_valid_bleu = 0;    // the highest dev BLEU (when training.valid_bleu is on)
   std::int64_t validations = 0;
   std::int64_t bad_validations = 0;  // since the best
   std::int64_t best_step = 0;

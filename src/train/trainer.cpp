@@ -19,8 +19,12 @@
 #include "core/timing.h"
 #include "data/batching.h"
 #include "data/corpus.h"
+#include "decode/translator.h"
+#include "eval/bleu.h"
+#include "eval/corpus.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
+#include "io/text_lines.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
@@ -129,6 +133,20 @@ data::EncodedCorpus load_corpus(const std::string& source, const std::string& ta
   return corpus;
 }
 
+// The reference text of each kept dev pair: the target file's lines, or the TSV's second column
+// (the corpus reader has checked both).
+std::vector<std::string> read_references(const DataConfig& data, const data::EncodedCorpus& valid) {
+  const bool tsv = !data.valid_tsv.empty();
+  const TextLines lines = read_text_lines(tsv ? data.valid_tsv : data.valid_target);
+  std::vector<std::string> references;
+  for (const std::int64_t line : valid.line_numbers) {
+    std::string_view text = lines.lines.at(static_cast<std::size_t>(line - 1));
+    if (tsv) text.remove_prefix(text.find('\t') + 1);
+    references.emplace_back(text);
+  }
+  return references;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir) {
@@ -183,6 +201,7 @@ class Trainer {
  private:
   void save_checkpoint();
   void validate(TrainResult& result);
+  double translate_valid();
   void append_metrics(const nlohmann::json& line);
 
   TrainConfig config_;
@@ -191,6 +210,7 @@ class Trainer {
   std::unique_ptr<Transformer> model_;
   TrainState state_;
   data::EncodedCorpus train_, valid_;
+  std::vector<std::string> valid_references_;  // the target text of each kept dev pair (valid_bleu)
   bool has_valid_ = false;
   std::int64_t saved_step_ = -1;
   Clock::time_point last_save_ = Clock::now();
@@ -224,7 +244,32 @@ void Trainer::save_checkpoint() {
   spdlog::info("train: saved checkpoint at step {} ({})", state_.step, model_path);
 }
 
+// Translates the dev set with the current model (the paper's decoding: GNMT alpha 0.6, at most
+// source + 50 tokens; beam training.valid_beam), writes the translations to the run directory's
+// valid-translation.txt and returns their sacreBLEU (13a, exp smoothing) against the references.
+double Trainer::translate_valid() {
+  TranslatorOptions o;
+  o.search.beam = static_cast<int>(config_.training.valid_beam);
+  o.batch_tokens = config_.training.max_tokens;
+  const Translator translator(*model_, *vocab_, o);
+  std::vector<std::vector<std::int32_t>> sources;
+  for (std::int64_t i = 0; i < valid_.size(); ++i) sources.push_back(valid_.src(i));
+  const std::vector<Translation> translations = translator.translate_ids(std::move(sources));
+  std::string text;
+  eval::Corpus corpus;
+  corpus.refs.emplace_back(valid_references_.begin(), valid_references_.end());
+  for (const Translation& t : translations) text += t.nbest.front().text + "\n";
+  std::size_t start = 0;
+  for (const Translation& t : translations) {
+    corpus.hyps.emplace_back(text.data() + start, t.nbest.front().text.size());
+    start += t.nbest.front().text.size() + 1;
+  }
+  write_file_atomically((fs::path(options_.run_dir) / "valid-translation.txt").string(), text);
+  return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
+}
+
 void Trainer::validate(TrainResult& result) {
+  const TrainingConfig& t = config_.training;
   double loss = 0, nll = 0;
   std::int64_t tokens = 0;
   for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
@@ -234,10 +279,18 @@ void Trainer::validate(TrainResult& result) {
     tokens += r.tokens;
   }
   const double valid_nll = nll / static_cast<double>(tokens);
-  const bool improved = state_.validations == 0 || valid_nll < state_.best_valid_loss;
+  const Clock::time_point bleu_start = Clock::now();
+  const double bleu = t.valid_bleu ? translate_valid() : 0.0;
+  const double bleu_seconds = seconds_since(bleu_start);
+  // Both bests are tracked; best_metric says which one makes checkpoint-best and counts for patience.
+  const bool first = state_.validations == 0;
+  const bool nll_improved = first || valid_nll < state_.best_valid_loss;
+  const bool bleu_improved = t.valid_bleu && (first || bleu > state_.best_valid_bleu);
+  if (nll_improved) state_.best_valid_loss = valid_nll;
+  if (bleu_improved) state_.best_valid_bleu = bleu;
+  const bool improved = t.best_metric == "bleu" ? bleu_improved : nll_improved;
   ++state_.validations;
   if (improved) {
-    state_.best_valid_loss = valid_nll;
     state_.best_step = state_.step;
     state_.bad_validations = 0;
     ModelFileInfo info;
@@ -248,14 +301,21 @@ void Trainer::validate(TrainResult& result) {
     ++state_.bad_validations;
   }
   result.best_valid_nll = state_.best_valid_loss;
-  spdlog::info("valid step {} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | best {:.4f} at step {}{}", state_.step,
-               loss / static_cast<double>(tokens), valid_nll, std::exp(valid_nll), state_.best_valid_loss,
+  result.best_valid_bleu = state_.best_valid_bleu;
+  const std::string bleu_text =
+      t.valid_bleu ? fmt::format(" | bleu {:.2f} (beam {}, {:.1f} s)", bleu, t.valid_beam, bleu_seconds) : "";
+  const std::string best_text = t.best_metric == "bleu" ? fmt::format("bleu {:.2f}", state_.best_valid_bleu)
+                                                        : fmt::format("nll {:.4f}", state_.best_valid_loss);
+  spdlog::info("valid step {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{} | best {} at step {}{}", state_.step,
+               loss / static_cast<double>(tokens), valid_nll, std::exp(valid_nll), bleu_text, best_text,
                state_.best_step, improved ? " (new best)" : "");
-  append_metrics({{"step", state_.step},
-                  {"valid_loss", loss / static_cast<double>(tokens)},
-                  {"valid_nll", valid_nll},
-                  {"valid_ppl", std::exp(valid_nll)},
-                  {"valid_tokens", tokens}});
+  nlohmann::json metrics = {{"step", state_.step},
+                            {"valid_loss", loss / static_cast<double>(tokens)},
+                            {"valid_nll", valid_nll},
+                            {"valid_ppl", std::exp(valid_nll)},
+                            {"valid_tokens", tokens}};
+  if (t.valid_bleu) metrics["valid_bleu"] = bleu;
+  append_metrics(metrics);
 }
 
 TrainResult Trainer::run() {
@@ -283,6 +343,9 @@ TrainResult Trainer::run() {
   if (has_valid_) {
     valid_ = load_corpus(config_.data.valid_source, config_.data.valid_target, config_.data.valid_tsv, config_,
                          *vocab_, (fs::path(run) / "valid.cache").string(), "validation", false);
+    if (t.valid_bleu) valid_references_ = read_references(config_.data, valid_);
+  } else if (t.valid_bleu) {
+    spdlog::warn("train: training.valid_bleu is on but there is no dev set (data.valid_source/valid_tsv)");
   }
 
   // A fresh model, or the newest complete checkpoint.

@@ -35,6 +35,7 @@ struct TrainResult {
   bool early_stopped = false;
   double last_train_loss = 0;  // label-smoothed loss per target token over the last log window
   double best_valid_nll = 0;   // per target token, when validation ran
+  double best_valid_bleu = 0;  // when validation scored BLEU
 };
 
 TrainResult train(const TrainConfig& config, const TrainOptions& options);

@@ -63,6 +63,12 @@ check metrics test "$(grep -c '"lr"' "$tmp/run/metrics.jsonl")" -eq 4
 expect again-is-done 0 "resuming from step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
 expect longer 0 "train: done at step 30" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set training.max_steps=30
 
+# Validation BLEU: the dev set translated (greedy) and scored at each validation.
+expect valid-bleu 0 "valid step 10 .* \| bleu [0-9]+\.[0-9]{2} \(beam 1," -- "$dragoman" train -c "$tmp/c.yaml" \
+  --run "$tmp/bleu-run" --set training.valid_bleu=true --set training.valid_beam=1
+check valid-bleu-metrics test "$(grep -c '"valid_bleu"' "$tmp/bleu-run/metrics.jsonl")" -eq 2
+check valid-translation test "$(wc -l <"$tmp/bleu-run/valid-translation.txt")" -eq 20
+
 # average-checkpoints over the run's last checkpoints (10, 20, 30), by run or by name.
 expect average-run 0 "wrote .*avg.safetensors \(2 files, step 30\)" -- \
   "$dragoman" average-checkpoints --run "$tmp/run" --last 2 --output "$tmp/avg.safetensors"

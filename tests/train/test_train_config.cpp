@@ -93,6 +93,11 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(invalid("training.update_freq=0").validate(), Contains("update_freq"));
   CHECK_THROWS_WITH(invalid("training.max_tokens=0").validate(), Contains("max_tokens"));
   CHECK_THROWS_WITH(invalid("checkpoint.keep_last=0").validate(), Contains("keep_last"));
+  CHECK_THROWS_WITH(invalid("training.valid_bleu=1"), Contains("training.valid_bleu") && Contains("true or false"));
+  CHECK_THROWS_WITH(invalid("training.valid_beam=0").validate(), Contains("valid_beam"));
+  CHECK_THROWS_WITH(invalid("training.best_metric=chrf").validate(), Contains("nll or bleu"));
+  CHECK_THROWS_WITH(invalid("training.best_metric=bleu").validate(), Contains("needs training.valid_bleu"));
+  CHECK_NOTHROW(TrainConfig::load(path, {"training.best_metric=bleu", "training.valid_bleu=true"}).validate());
   TrainConfig no_end = TrainConfig::load(path, {"training.max_steps=0"});
   CHECK_THROWS_WITH(no_end.validate(), Contains("max_steps"));
   CHECK_THROWS_WITH(TrainConfig::load(path, {"model.heads=3"}).model.validate(), Contains("heads"));

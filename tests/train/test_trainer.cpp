@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "data/batching.h"
+#include "decode/translator.h"
 #include "model/checkpoint.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
@@ -67,14 +68,19 @@ TrainConfig resume_config(const Task& task) {
   c.training.log_every = 4;
   c.training.valid_every = 8;
   c.checkpoint.every_steps = 8;
+  c.training.valid_bleu = true;  // the best BLEU and the step it decides resume too
+  c.training.valid_beam = 2;
+  c.training.best_metric = "bleu";
   return c;
 }
 
 }  // namespace
 
-TEST_CASE("train: a tiny model learns to reverse sequences", "[train]") {
+TEST_CASE("train: a tiny model learns to reverse sequences, and translates the dev set", "[train]") {
   const Task task("learn");
-  const TrainConfig config = task.config();
+  TrainConfig config = task.config();
+  config.training.valid_bleu = true;  // validation translates the dev set (greedy) and scores BLEU
+  config.training.valid_beam = 1;
   const TrainOptions options = task.options("run");
   const TrainResult result = train(config, options);
   CHECK(result.step == config.training.max_steps);
@@ -99,11 +105,37 @@ TEST_CASE("train: a tiny model learns to reverse sequences", "[train]") {
   CHECK(info.vocabulary == test::read_text(task.vocab));
   CHECK(model.config().src_vocab_size == 25);
 
+  // The trained model translates: beam search over the model file reverses the dev sentences.
+  const Vocabulary vocab = Vocabulary::load(task.vocab);
+  TranslatorOptions o;
+  o.search.beam = 4;
+  const std::vector<std::string> sources = test::read_lines(task.valid.source);
+  const std::vector<std::string> references = test::read_lines(task.valid.target);
+  const std::vector<Translation> translations = Translator(model, vocab, o).translate(sources);
+  REQUIRE(translations.size() == 100);
+  std::vector<std::string> hypotheses;
+  int exact = 0;
+  for (std::size_t i = 0; i < translations.size(); ++i) {
+    hypotheses.push_back(translations[i].nbest.front().text);
+    exact += hypotheses.back() == references[i];
+  }
+  CHECK(exact >= 95);
+  // Validation BLEU: near 100 at the end, the last dev translation written to the run directory.
+  CHECK(result.best_valid_bleu > 95);
+  const std::vector<std::string> valid_translation = test::read_lines(run + "/valid-translation.txt");
+  REQUIRE(valid_translation.size() == 100);
+  int agree = 0;
+  for (std::size_t i = 0; i < 100; ++i) agree += valid_translation[i] == references[i];
+  CHECK(agree >= 95);
+
   // metrics.jsonl: one line per log_every steps with the schedule's learning rate, and one per validation.
   int train_lines = 0, valid_lines = 0;
+  double last_bleu = -1;
   for (const nlohmann::json& line : read_metrics(run)) {
     if (line.contains("valid_nll")) {
       ++valid_lines;
+      REQUIRE(line.contains("valid_bleu"));
+      last_bleu = line["valid_bleu"].get<double>();
       continue;
     }
     ++train_lines;
@@ -115,6 +147,7 @@ TEST_CASE("train: a tiny model learns to reverse sequences", "[train]") {
   }
   CHECK(train_lines == 25);
   CHECK(valid_lines == 5);
+  CHECK(last_bleu > 95);
 }
 
 TEST_CASE("train: a resumed run is bit-identical to an uninterrupted one", "[train]") {
@@ -141,6 +174,8 @@ TEST_CASE("train: a resumed run is bit-identical to an uninterrupted one", "[tra
   CHECK(a.batch_index == b.batch_index);
   CHECK(a.tokens_seen == b.tokens_seen);
   CHECK(a.best_valid_loss == b.best_valid_loss);
+  CHECK(a.best_valid_bleu == b.best_valid_bleu);
+  CHECK(a.best_step == b.best_step);
   // The resumed run's metrics are those of the uninterrupted run, step for step.
   const auto strip_speed = [](std::vector<nlohmann::json> lines) {
     for (auto& line : lines) {
@@ -196,6 +231,35 @@ TEST_CASE("train: a run directory holding another config is refused unless overw
   options.overwrite = true;
   CHECK(train(other, options).step == 2);  // started afresh
   CHECK(!fs::exists(checkpoint_model_path(options.run_dir, 4)));
+}
+
+TEST_CASE("train: with best_metric bleu, checkpoint-best is the validation with the highest BLEU", "[train]") {
+  const Task task("best-bleu", 500);
+  TrainConfig config = task.config();
+  config.training.max_steps = 200;
+  config.training.valid_every = 40;
+  config.training.valid_bleu = true;
+  config.training.valid_beam = 1;
+  config.training.best_metric = "bleu";
+  const TrainOptions options = task.options("run");
+  const TrainResult result = train(config, options);
+  double best = -1;
+  std::int64_t best_step = 0;
+  int validations = 0;
+  for (const nlohmann::json& line : read_metrics(options.run_dir)) {
+    if (!line.contains("valid_bleu")) continue;
+    ++validations;
+    if (line["valid_bleu"].get<double>() > best) {
+      best = line["valid_bleu"].get<double>();
+      best_step = line["step"].get<std::int64_t>();
+    }
+  }
+  CHECK(validations == 5);
+  CHECK(result.best_valid_bleu == best);
+  CHECK(load_train_state(checkpoint_state_path(options.run_dir, 200)).best_step == best_step);
+  ModelFileInfo info;
+  load_model(options.run_dir + "/checkpoints/checkpoint-best.safetensors", DType::kF32, &info);
+  CHECK(info.step == best_step);
 }
 
 TEST_CASE("train: validation without improvement for `patience` rounds stops the run", "[train]") {

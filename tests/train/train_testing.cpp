@@ -32,6 +32,13 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+std::vector<std::string> read_lines(const std::string& path) {
+  std::istringstream in(read_text(path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 ReversalFiles write_reversal_corpus(const std::string& dir, const std::string& name, int lines, std::uint32_t seed) {
   std::string src, tgt;
   std::uint32_t state = seed * 2654435761u + 1;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "text/vocabulary.h"
 #include "train/config.h"
@@ -15,6 +16,8 @@ std::string scratch_dir(const std::string& name);
 
 void write_text(const std::string& path, const std::string& text);
 std::string read_text(const std::string& path);
+// The lines of a text file, without their '\n'.
+std::vector<std::string> read_lines(const std::string& path);
 
 // `lines` sentences of 3..7 letters from a..j separated by spaces; the target is the source
 // reversed. Written to DIR/NAME.src and DIR/NAME.tgt (deterministic in seed).
