@@ -102,9 +102,14 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
     if (t.dtype != DType::kF32 && t.dtype != DType::kF64) {
       fail("tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", expected F32 or F64");
     }
-    Tensor host = Tensor::empty(t.shape, t.dtype);
-    std::memcpy(host.raw_data(), t.data.data(), t.data.size());
-    params.value(t.name).copy_from(host.to(dtype).to(params.values().device()));
+    Tensor value = params.value(t.name);
+    if (t.dtype == dtype && value.device().is_cpu() && value.is_contiguous()) {
+      std::memcpy(value.raw_data(), t.data.data(), t.data.size());  // the common case: no conversion
+    } else {
+      Tensor host = Tensor::empty(t.shape, t.dtype);
+      std::memcpy(host.raw_data(), t.data.data(), t.data.size());
+      value.copy_from(host.to(dtype).to(value.device()));
+    }
     seen.insert(t.name);
   }
   for (const ParameterEntry& e : params.entries()) {
