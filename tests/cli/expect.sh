@@ -1,4 +1,4 @@
-# Shared by the CLI test scripts (source it): counters and the expect/check helpers.
+# Shared by the CLI test scripts (source it): counters, the expect/check helpers and a toy corpus.
 failures=0
 passes=0
 
@@ -28,4 +28,24 @@ check() {
   local name=$1
   shift
   if "$@"; then passes=$((passes + 1)); else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+
+# write_reversal_corpus PREFIX LINES SEED: PREFIX.src holds LINES lines of 3..7 letters a..j
+# (deterministic in SEED), PREFIX.tgt the same lines reversed.
+write_reversal_corpus() {
+  local prefix=$1 lines=$2 state=$3 i k n
+  local letters=(a b c d e f g h i j) src tgt
+  : >"$prefix.src"
+  : >"$prefix.tgt"
+  for ((i = 0; i < lines; i++)); do
+    n=$((3 + i % 5))
+    src=() tgt=()
+    for ((k = 0; k < n; k++)); do
+      state=$(((state * 1103515245 + 12345) % 2147483648))
+      src+=("${letters[$((state / 65536 % 10))]}")
+    done
+    for ((k = n - 1; k >= 0; k--)); do tgt+=("${src[$k]}"); done
+    echo "${src[*]}" >>"$prefix.src"
+    echo "${tgt[*]}" >>"$prefix.tgt"
+  done
 }

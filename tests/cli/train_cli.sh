@@ -12,19 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/expect.sh"
 
 # A reversal task: 300 lines of letters; the target is the source reversed.
-letters=(a b c d e f g h i j)
-state=1
-for ((i = 0; i < 300; i++)); do
-  n=$((3 + i % 5))
-  src=() tgt=()
-  for ((k = 0; k < n; k++)); do
-    state=$(((state * 1103515245 + 12345) % 2147483648))
-    src+=("${letters[$((state / 65536 % 10))]}")
-  done
-  for ((k = n - 1; k >= 0; k--)); do tgt+=("${src[$k]}"); done
-  echo "${src[*]}" >>"$tmp/train.src"
-  echo "${tgt[*]}" >>"$tmp/train.tgt"
-done
+write_reversal_corpus "$tmp/train" 300 1
 head -n 20 "$tmp/train.src" >"$tmp/dev.src"
 head -n 20 "$tmp/train.tgt" >"$tmp/dev.tgt"
 cat >"$tmp/c.yaml" <<YAML

@@ -12,20 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=expect.sh
 source "$(dirname "$0")/expect.sh"
 
-# A reversal task (as train_cli.sh) and a model trained on it for a few seconds.
-letters=(a b c d e f g h i j)
-state=7
-for ((i = 0; i < 300; i++)); do
-  n=$((3 + i % 5))
-  src=() tgt=()
-  for ((k = 0; k < n; k++)); do
-    state=$(((state * 1103515245 + 12345) % 2147483648))
-    src+=("${letters[$((state / 65536 % 10))]}")
-  done
-  for ((k = n - 1; k >= 0; k--)); do tgt+=("${src[$k]}"); done
-  echo "${src[*]}" >>"$tmp/train.src"
-  echo "${tgt[*]}" >>"$tmp/train.tgt"
-done
+# A reversal task and a model trained on it for a few seconds.
+write_reversal_corpus "$tmp/train" 300 7
 cat >"$tmp/c.yaml" <<YAML
 model:
   encoder_layers: 1
