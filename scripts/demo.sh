@@ -49,13 +49,19 @@ echo "== dragoman average-checkpoints --run $run --last $last"
 
 echo
 echo "== dragoman translate: data/demo/test.en ($(wc -l <data/demo/test.en) sentences), beam 4, length penalty 0.6"
-"$dragoman" translate --model "$run/averaged.safetensors" --input data/demo/test.en --output "$run/test.de" \
-  --beam 4 --length-penalty 0.6
-paste data/demo/test.en data/demo/test.de "$run/test.de" | head -n 5 |
+for name in averaged last; do
+  model=$run/averaged.safetensors
+  [[ $name == last ]] && model=$run/checkpoints/checkpoint-last.safetensors
+  "$dragoman" translate --model "$model" --input data/demo/test.en --output "$run/test.$name.de" \
+    --beam 4 --length-penalty 0.6
+done
+paste data/demo/test.en data/demo/test.de "$run/test.averaged.de" | head -n 5 |
   awk -F'\t' '{ printf "  source:      %s\n  reference:   %s\n  translation: %s\n\n", $1, $2, $3 }'
 
-echo "== dragoman score-bleu --ref data/demo/test.de"
-echo "averaged model:"
-"$dragoman" score-bleu --ref data/demo/test.de --input "$run/test.de" -m bleu,chrf
+echo "== dragoman score-bleu --ref data/demo/test.de -m bleu,chrf"
+echo "the average of the last $last checkpoints ($run/test.averaged.de):"
+"$dragoman" score-bleu --ref data/demo/test.de --input "$run/test.averaged.de" -m bleu,chrf
+echo "the last checkpoint alone ($run/test.last.de):"
+"$dragoman" score-bleu --ref data/demo/test.de --input "$run/test.last.de" -m bleu,chrf
 echo "baseline, the English source copied as the output:"
 "$dragoman" score-bleu --ref data/demo/test.de --input data/demo/test.en -m bleu,chrf

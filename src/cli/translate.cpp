@@ -65,6 +65,7 @@ class Output {
   void commit() {
     if (file_) file_->commit();
   }
+  std::string temporary_path() const { return file_ ? file_->temporary_path() : std::string(); }
 
  private:
   std::optional<AtomicFileWriter> file_;
@@ -168,10 +169,12 @@ int run_translate(const TranslateCliOptions& o) {
                o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
                compute_threads());
 
-  const StopSignals signals;
+  StopSignals signals;
   LineReader reader(o.input);
   Output output(o.output);
-  Progress progress(o.progress || ::isatty(STDERR_FILENO) != 0, count_lines(o.input));
+  signals.remove_on_abort(output.temporary_path());
+  const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
+  Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
   std::int64_t lines_done = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;
   std::vector<std::string> chunk;
@@ -212,6 +215,7 @@ int run_translate(const TranslateCliOptions& o) {
       }
       output.write(text);
       lines_done += static_cast<std::int64_t>(chunk.size());
+      if (signals.received() != 0) throw Interrupted{};
     }
   } catch (const Interrupted&) {
     progress.finish();

@@ -25,6 +25,7 @@ class AtomicFileWriter {
   void append(std::string_view bytes);
   void commit();
   const std::string& path() const { return path_; }
+  const std::string& temporary_path() const { return tmp_; }
 
  private:
   void abort() noexcept;

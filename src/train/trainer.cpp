@@ -71,7 +71,7 @@ void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
     if (options.overwrite) {
       spdlog::warn("train: --overwrite: removing the previous run in {}", options.run_dir);
       for (const char* name : {"checkpoints", "metrics.jsonl", "train.cache", "valid.cache", "vocab.model",
-                               "vocab.vocab", "config.yaml"}) {
+                               "vocab.vocab", "config.yaml", "valid-translation.txt"}) {
         fs::remove_all(run / name);
       }
     } else {

@@ -138,5 +138,17 @@ check sigterm-message grep -q "interrupted by signal 15 .*no output file written
 check sigterm-no-output test ! -e "$tmp/long-out.txt"
 check sigterm-no-temporary test -z "$(find "$tmp" -name 'long-out.txt.tmp*')"
 
+# A second signal ends the process at once, and still leaves no temporary file behind.
+"$dragoman" translate -m "$model" -i "$tmp/long.txt" -o "$tmp/long-out2.txt" --batch-tokens 1 >"$tmp/sig2.log" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check second-sigterm-exit-143 test "$rc" -eq 143
+check second-sigterm-no-output test ! -e "$tmp/long-out2.txt"
+check second-sigterm-no-temporary test -z "$(find "$tmp" -name 'long-out2.txt.tmp*')"
+
 echo "translate_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
