@@ -26,6 +26,9 @@ using model::ResidualActivations;
 
 namespace {
 
+// Positions of the self-attention cache that start_decoding allocates (decode_step doubles them).
+constexpr std::int64_t kInitialCacheLength = 16;
+
 void add_linear(std::vector<ParameterSpec>& specs, const std::string& name, std::int64_t out, std::int64_t in) {
   specs.push_back({name + ".weight", {out, in}, ParameterInit::kXavierUniform, 0});
   specs.push_back({name + ".bias", {out}, ParameterInit::kZeros, 0});
@@ -405,17 +408,40 @@ DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Ten
   for (const auto& p : views_->decoder) {
     state.cross_k.push_back(ops::linear(encoder_output, p.cross_attn.k.weight, p.cross_attn.k.bias));  // [B, S, H*K]
     state.cross_v.push_back(ops::linear(encoder_output, p.cross_attn.v.weight, p.cross_attn.v.bias));  // [B, S, H*Kv]
-    state.self_k.push_back(Tensor::zeros({b, capacity, c.heads * c.key_size()}, dtype(), encoder_output.device()));
-    state.self_v.push_back(Tensor::zeros({b, capacity, c.heads * c.value_size()}, dtype(), encoder_output.device()));
+    // Most outputs end long before the cap (source length + 50 in the paper): the cache starts
+    // small and doubles when full (decode_step).
+    const std::int64_t length = std::min<std::int64_t>(capacity, kInitialCacheLength);
+    state.self_k.push_back(Tensor::zeros({b, length, c.heads * c.key_size()}, dtype(), encoder_output.device()));
+    state.self_v.push_back(Tensor::zeros({b, length, c.heads * c.value_size()}, dtype(), encoder_output.device()));
   }
   return state;
 }
+
+namespace {
+
+// Gives the self-attention caches room for `length` positions, keeping the `state.steps` filled
+// ones (and the state's allocated row count: select_rows's views of the first rows).
+void grow_cache(DecoderState& state, std::int64_t length) {
+  for (auto* tensors : {&state.self_k, &state.self_v}) {
+    for (Tensor& t : *tensors) {
+      Shape shape = t.shape();
+      shape[0] = std::max(state.allocated_rows, t.dim(0));
+      shape[1] = length;
+      Tensor grown = Tensor::empty(shape, t.dtype(), t.device()).narrow(0, 0, t.dim(0));
+      if (state.steps > 0) grown.narrow(1, 0, state.steps).copy_from(t.narrow(1, 0, state.steps));
+      t = grown;
+    }
+  }
+}
+
+}  // namespace
 
 Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
   const ModelConfig& c = config_;
   const Views& v = *views_;
   const std::int64_t b = state.batch_size(), t = state.steps;
   if (t >= state.capacity) throw Error("decode_step: the decoder state is full (" + std::to_string(t) + " tokens)");
+  if (t >= state.self_k.front().dim(1)) grow_cache(state, std::min(state.capacity, 2 * t));
   if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
   const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
   Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,

@@ -38,7 +38,8 @@ struct ForwardOptions {
 struct DecoderState {
   Tensor src_lengths;                   // i32 [B]
   std::vector<Tensor> cross_k, cross_v;  // per layer [B, S, H*K], [B, S, H*Kv]
-  std::vector<Tensor> self_k, self_v;    // per layer [B, capacity, H*K], [B, capacity, H*Kv]
+  std::vector<Tensor> self_k, self_v;    // per layer [B, L, H*K], [B, L, H*Kv]: L positions allocated
+                                         // (grown by doubling up to capacity as tokens are fed)
   std::int64_t steps = 0;                // tokens fed so far
   std::int64_t capacity = 0;             // the most tokens that can be fed
   std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large

@@ -63,6 +63,43 @@ TEST_CASE("Incremental decode_step gives the full forward pass's log-probabiliti
   }
 }
 
+TEST_CASE("decode_step grows the self-attention cache past its first positions", "[model]") {
+  // start_decoding allocates 16 positions and decode_step doubles them: 40 tokens cross two
+  // growths, one of them right after select_rows has reordered and dropped rows.
+  ModelConfig c = test::fixture_config("pre_untied_learned");
+  c.max_positions = 64;
+  Transformer model(c, DType::kF64);
+  model.initialize(3);
+  std::vector<std::int32_t> long_target, other_target;
+  for (int i = 0; i < 40; ++i) {
+    long_target.push_back(4 + i % 7);
+    other_target.push_back(4 + (3 * i) % 5);
+  }
+  const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {long_target, other_target}, c);
+  model.forward_loss(batch);
+  const Tensor full = model.last_log_probs();  // [2, 41, V]
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 41);
+  model.select_rows(state, {1, 0});  // rows: sentence 1, sentence 0
+  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
+  const std::int64_t t_max = batch.tgt_in.dim(1);
+  std::vector<std::int64_t> sentence_of_row = {1, 0};
+  for (std::int64_t t = 0; t < t_max; ++t) {
+    if (t == 20) {  // drop sentence 1 (row 0); the cache then grows at t = 32 with one row
+      model.select_rows(state, {1});
+      sentence_of_row = {0};
+    }
+    std::vector<std::int32_t> feed;
+    for (const std::int64_t s : sentence_of_row) feed.push_back(in[s * t_max + t]);
+    const Tensor step = model.decode_step(state, Tensor::from_vector(feed, {static_cast<std::int64_t>(feed.size())}));
+    for (std::size_t r = 0; r < sentence_of_row.size(); ++r) {
+      INFO("step " << t << " row " << r);
+      CHECK(max_abs_difference(step.narrow(0, static_cast<std::int64_t>(r), 1).to_vector<double>(),
+                               row_of(full, sentence_of_row[r], t)) < 1e-12);
+    }
+  }
+  CHECK(state.self_k.front().dim(1) == 41);  // 16 -> 32 -> 41 (the capacity)
+}
+
 TEST_CASE("select_rows reorders and duplicates the decoder state like beam search needs", "[model]") {
   Transformer model = random_model("pre_untied_learned");
   const ModelConfig& c = model.config();
