@@ -116,13 +116,10 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
     search[b].log_probs = {0.0};
     capacity = std::max(capacity, search[b].max_length + 1);
   }
-  DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity);
-  // active[j]: the sentence whose hypotheses are state rows j*K .. j*K+K-1.
+  // K rows per sentence: active[j] is the sentence whose hypotheses are rows j*K .. j*K+K-1.
+  DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity, k_max);
   std::vector<std::int64_t> active(static_cast<std::size_t>(n));
   std::iota(active.begin(), active.end(), 0);
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(n * k_max));
-  for (std::int64_t r = 0; r < n * k_max; ++r) rows[r] = r / k_max;
-  model.select_rows(state, rows, false);
   std::vector<std::int32_t> feed(static_cast<std::size_t>(n * k_max), c.bos_id);
   std::vector<std::pair<double, std::int32_t>> best;
   std::vector<Candidate> candidates;

@@ -395,16 +395,19 @@ Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
 }
 
 DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Tensor& src_lengths,
-                                         std::int64_t capacity) const {
+                                         std::int64_t capacity, std::int64_t beams) const {
   const ModelConfig& c = config_;
   if (capacity < 1 || capacity > c.max_positions) {
     throw Error("start_decoding: capacity " + std::to_string(capacity) + " must be in [1, max_positions " +
                 std::to_string(c.max_positions) + "]");
   }
+  if (beams < 1) throw Error("start_decoding: beams must be >= 1");
   DecoderState state;
   state.src_lengths = src_lengths;
   state.capacity = capacity;
-  const std::int64_t b = encoder_output.dim(0);
+  state.beams = beams;
+  const std::int64_t b = encoder_output.dim(0) * beams;  // rows
+  state.allocated_rows = b;
   for (const auto& p : views_->decoder) {
     state.cross_k.push_back(ops::linear(encoder_output, p.cross_attn.k.weight, p.cross_attn.k.bias));  // [B, S, H*K]
     state.cross_v.push_back(ops::linear(encoder_output, p.cross_attn.v.weight, p.cross_attn.v.bias));  // [B, S, H*Kv]
@@ -468,10 +471,13 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr,
                                 [&](const Tensor& in) {
                                   const AttentionParams& a = p.cross_attn;
-                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias);
+                                  // The `beams` rows of a source attend to its keys as `beams`
+                                  // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
+                                  const std::int64_t n = b / state.beams;
+                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias).view({n, state.beams, -1});
                                   const Tensor context = ops::attention(q, state.cross_k[i], state.cross_v[i],
                                                                        state.src_lengths, options, nullptr);
-                                  return ops::linear(context, a.out.weight, a.out.bias);
+                                  return ops::linear(context.view({b, 1, -1}), a.out.weight, a.out.bias);
                                 });
     y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
       return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
@@ -516,13 +522,32 @@ Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows,
 
 void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources) const {
   const auto n = static_cast<std::int64_t>(rows.size());
+  const std::int64_t beams = state.beams;
   state.allocated_rows = std::max(state.allocated_rows, n);
   if (same_sources) {
     if (n != state.batch_size()) throw Error("select_rows: same_sources needs one row per state row");
   } else {
-    state.src_lengths = select_batch_rows(state.src_lengths, rows, 1, state.allocated_rows);
+    // The source of each run of `beams` new rows.
+    if (n % beams != 0) {
+      throw Error("select_rows: " + std::to_string(n) + " rows are not runs of " + std::to_string(beams) + " beams");
+    }
+    std::vector<std::int64_t> sources;
+    for (std::int64_t j = 0; j < n; j += beams) {
+      for (std::int64_t k = 0; k < beams; ++k) {
+        if (rows[j + k] < 0 || rows[j + k] >= state.batch_size()) {
+          throw Error("select_rows: row " + std::to_string(rows[j + k]) + " out of range");
+        }
+        if (rows[j + k] / beams != rows[j] / beams) {
+          throw Error("select_rows: rows " + std::to_string(rows[j]) + " and " + std::to_string(rows[j + k]) +
+                      " of one run of beams decode different sources");
+        }
+      }
+      sources.push_back(rows[j] / beams);
+    }
+    const std::int64_t allocated_sources = state.allocated_rows / beams;
+    state.src_lengths = select_batch_rows(state.src_lengths, sources, 1, allocated_sources);
     for (auto* tensors : {&state.cross_k, &state.cross_v}) {
-      for (Tensor& t : *tensors) t = select_batch_rows(t, rows, t.dim(1), state.allocated_rows);
+      for (Tensor& t : *tensors) t = select_batch_rows(t, sources, t.dim(1), allocated_sources);
     }
   }
   // Only the positions fed so far hold keys and values.

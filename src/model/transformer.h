@@ -34,17 +34,20 @@ struct ForwardOptions {
 };
 
 // The decoder's incremental state: per layer, cached self-attention keys/values of the tokens fed so
-// far, and the cross-attention keys/values of the encoder output (computed once).
+// far, and the cross-attention keys/values of the encoder output (computed once). The state has
+// R = N * beams rows (hypotheses); each run of `beams` consecutive rows decodes the same one of N
+// sources, whose cross-attention keys/values are kept once (beam search: N sentences x K beams).
 struct DecoderState {
-  Tensor src_lengths;                   // i32 [B]
-  std::vector<Tensor> cross_k, cross_v;  // per layer [B, S, H*K], [B, S, H*Kv]
-  std::vector<Tensor> self_k, self_v;    // per layer [B, L, H*K], [B, L, H*Kv]: L positions allocated
+  Tensor src_lengths;                   // i32 [N]
+  std::vector<Tensor> cross_k, cross_v;  // per layer [N, S, H*K], [N, S, H*Kv]
+  std::vector<Tensor> self_k, self_v;    // per layer [R, L, H*K], [R, L, H*Kv]: L positions allocated
                                          // (grown by doubling up to capacity as tokens are fed)
+  std::int64_t beams = 1;                // rows per source
   std::int64_t steps = 0;                // tokens fed so far
   std::int64_t capacity = 0;             // the most tokens that can be fed
   std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large
 
-  std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) : 0; }
+  std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) * beams : 0; }  // R
 };
 
 class Transformer {
@@ -78,13 +81,17 @@ class Transformer {
 
   // Evaluation-mode encoder.   src: i32 [B, S], src_lengths: i32 [B] -> [B, S, D]
   Tensor encode(const Tensor& src, const Tensor& src_lengths) const;
-  // A decoder state for up to `capacity` tokens (<= max_positions) over an encoder output.
-  DecoderState start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity) const;
+  // A decoder state for up to `capacity` tokens (<= max_positions) over an encoder output [N, S, D],
+  // with `beams` rows per source (all starting alike).
+  DecoderState start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity,
+                              std::int64_t beams = 1) const;
   // Feeds one token per row (BOS first) and returns the next token's log-probabilities [B, V].
   Tensor decode_step(DecoderState& state, const Tensor& tokens) const;
-  // Keeps rows `rows` of the state, in that order (beam search's reordering; rows may repeat).
-  // same_sources: the caller promises that row rows[i] decodes the same source as row i (beams of
-  // one sentence trading places), so the cross-attention keys/values are left where they are.
+  // Keeps rows `rows` of the state, in that order (beam search's reordering; rows may repeat). With
+  // beams > 1, each run of `beams` new rows must come from rows of one source (their run's source
+  // is kept, so runs may repeat, reorder or drop sources). same_sources: the caller promises that
+  // row rows[i] decodes the same source as row i (beams of one sentence trading places), so the
+  // cross-attention state is left where it is.
   void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources = false) const;
 
  private:

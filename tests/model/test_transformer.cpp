@@ -100,6 +100,40 @@ TEST_CASE("decode_step grows the self-attention cache past its first positions",
   CHECK(state.self_k.front().dim(1) == 41);  // 16 -> 32 -> 41 (the capacity)
 }
 
+TEST_CASE("A decoder state with several beams per source keeps each source's cross-attention once", "[model]") {
+  Transformer model = random_model("post_shared_tied");
+  const ModelConfig& c = model.config();
+  const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6, 7}, {7, 8, 9, 10}}, c);
+  model.forward_loss(batch);
+  const Tensor full = model.last_log_probs();  // [2, 5, V]
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 5, 2);
+  CHECK(state.batch_size() == 4);  // rows: sentence 0, 0, 1, 1
+  CHECK(state.cross_k.front().dim(0) == 2);
+  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
+  const std::int64_t t_max = batch.tgt_in.dim(1);
+  const auto check_step = [&](std::int64_t t, const std::vector<std::int64_t>& sentence_of_row) {
+    std::vector<std::int32_t> feed;
+    for (const std::int64_t s : sentence_of_row) feed.push_back(in[s * t_max + t]);
+    const Tensor step = model.decode_step(state, Tensor::from_vector(feed, {static_cast<std::int64_t>(feed.size())}));
+    for (std::size_t r = 0; r < sentence_of_row.size(); ++r) {
+      INFO("step " << t << " row " << r);
+      CHECK(max_abs_difference(step.narrow(0, static_cast<std::int64_t>(r), 1).to_vector<double>(),
+                               row_of(full, sentence_of_row[r], t)) < 1e-12);
+    }
+  };
+  check_step(0, {0, 0, 1, 1});
+  model.select_rows(state, {1, 0, 3, 3}, true);  // beams trade places within their sentence
+  check_step(1, {0, 0, 1, 1});
+  model.select_rows(state, {3, 2, 0, 1});  // the sentences trade places
+  check_step(2, {1, 1, 0, 0});
+  model.select_rows(state, {2, 2});  // sentence 1 (now rows 0, 1) is dropped
+  CHECK(state.cross_k.front().dim(0) == 1);
+  check_step(3, {0, 0});
+  CHECK_THROWS_WITH(model.select_rows(state, {0}), Catch::Contains("not runs of 2 beams"));
+  model.select_rows(state, {0, 1, 0, 1});  // a source may repeat
+  CHECK_THROWS_WITH(model.select_rows(state, {1, 2}), Catch::Contains("decode different sources"));
+}
+
 TEST_CASE("select_rows reorders and duplicates the decoder state like beam search needs", "[model]") {
   Transformer model = random_model("pre_untied_learned");
   const ModelConfig& c = model.config();
