@@ -39,6 +39,7 @@ struct TranslateCliOptions {
   int nbest = 0;
   bool scores = false;
   std::int64_t batch_tokens = 2048;
+  std::int64_t batch_sentences = 128;
   std::int64_t chunk_lines = 10000;
   std::string device = "cpu";
   int threads = 0;
@@ -163,6 +164,7 @@ int run_translate(const TranslateCliOptions& o) {
   TranslatorOptions options;
   options.search = search_options(o);
   options.batch_tokens = o.batch_tokens;
+  options.batch_sentences = o.batch_sentences;
   const Translator translator(model, vocabulary, options);
   spdlog::info("translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
                "tokens, {} thread(s)",
@@ -276,6 +278,9 @@ Subcommand add_translate(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
   sub->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch, padding counted")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--batch-sentences", o->batch_sentences, "Sentences per batch, at most")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
   sub->add_option("--chunk-lines", o->chunk_lines, "Lines read, sorted by length and translated at a time")

@@ -9,8 +9,9 @@
 namespace dragoman {
 
 std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<std::int64_t>& lengths,
-                                                             std::int64_t batch_tokens) {
+                                                             std::int64_t batch_tokens, std::int64_t batch_sentences) {
   if (batch_tokens < 1) throw Error("translate: the batch size in tokens must be >= 1");
+  if (batch_sentences < 1) throw Error("translate: the batch size in sentences must be >= 1");
   std::vector<std::int64_t> order;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] > 0) order.push_back(static_cast<std::int64_t>(i));
@@ -19,7 +20,7 @@ std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<s
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return lengths[a] > lengths[b]; });
   std::vector<std::vector<std::int64_t>> batches;
   for (const std::int64_t i : order) {
-    if (batches.empty() ||
+    if (batches.empty() || static_cast<std::int64_t>(batches.back().size()) >= batch_sentences ||
         static_cast<std::int64_t>(batches.back().size() + 1) * lengths[batches.back().front()] > batch_tokens) {
       batches.emplace_back();
     }
@@ -42,6 +43,7 @@ Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, T
                 std::to_string(options_.search.beam) + "]");
   }
   if (options_.batch_tokens < 1) throw Error("translate: the batch size in tokens must be >= 1");
+  if (options_.batch_sentences < 1) throw Error("translate: the batch size in sentences must be >= 1");
 }
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
@@ -70,7 +72,7 @@ std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::
       ++done;
     }
   }
-  const std::vector<std::vector<std::int64_t>> batches = length_sorted_batches(lengths, options_.batch_tokens);
+  const std::vector<std::vector<std::int64_t>> batches = length_sorted_batches(lengths, options_.batch_tokens, options_.batch_sentences);
   if (batches.empty() && progress) progress(done);
   for (const std::vector<std::int64_t>& batch : batches) {
     std::vector<std::vector<std::int32_t>> batch_sources;

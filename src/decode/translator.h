@@ -22,6 +22,9 @@ namespace dragoman {
 struct TranslatorOptions {
   SearchOptions search;
   std::int64_t batch_tokens = 2048;  // source tokens per batch, padding counted (at least one sentence)
+  // Sentences per batch: the decoder's log-probabilities are [sentences x beam, V] floats, which
+  // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB).
+  std::int64_t batch_sentences = 128;
 };
 
 struct TranslatedHypothesis {
@@ -60,8 +63,10 @@ class Translator {
 };
 
 // The batches of sentences of these lengths (indices into `lengths`, zero lengths left out): sorted
-// longest first (ties by index), each at most `batch_tokens` = count x longest, at least one.
+// longest first (ties by index), each at most `batch_tokens` = count x longest and at most
+// `batch_sentences` sentences, at least one.
 std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<std::int64_t>& lengths,
-                                                             std::int64_t batch_tokens);
+                                                             std::int64_t batch_tokens,
+                                                             std::int64_t batch_sentences = 1 << 30);
 
 }  // namespace dragoman

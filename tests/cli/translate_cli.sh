@@ -74,9 +74,11 @@ check crlf-input cmp -s "$tmp/out.txt" "$tmp/crlf-out.txt"
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/big.txt" 2>/dev/null
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/b1.txt" --batch-tokens 1 --chunk-lines 7 2>/dev/null
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/t2.txt" --threads 2 --batch-tokens 100 2>/dev/null
+"$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/s3.txt" --batch-sentences 3 2>/dev/null
 check big-line-count test "$(wc -l <"$tmp/big.txt")" -eq 300
 check batch-invariance cmp -s "$tmp/big.txt" "$tmp/b1.txt"
 check thread-invariance cmp -s "$tmp/big.txt" "$tmp/t2.txt"
+check batch-sentences-invariance cmp -s "$tmp/big.txt" "$tmp/s3.txt"
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/greedy.txt" --beam 1 2>/dev/null
 check greedy-line-count test "$(wc -l <"$tmp/greedy.txt")" -eq 300
 

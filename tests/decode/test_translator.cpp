@@ -43,8 +43,9 @@ const std::vector<std::string> kLines = {
     "c d e f g h i j",
 };
 
-TranslatorOptions options(int beam, int nbest, std::int64_t batch_tokens) {
+TranslatorOptions options(int beam, int nbest, std::int64_t batch_tokens, std::int64_t batch_sentences = 128) {
   TranslatorOptions o;
+  o.batch_sentences = batch_sentences;
   o.search.beam = beam;
   o.search.nbest = nbest;
   o.search.max_length_a = 1.0;
@@ -94,9 +95,14 @@ TEST_CASE("length_sorted_batches: longest first, within the token budget, every 
   CHECK(batches[2] == std::vector<std::int64_t>{9, 4});
   CHECK(batches[3] == std::vector<std::int64_t>{5, 0});
   CHECK(batches[4] == std::vector<std::int64_t>{7, 3});
+  // At most 2 sentences a batch: {9}, {9}, {5, 4}, {4, 3}, {2, 1} still; at most 1: eight batches.
+  CHECK(length_sorted_batches(lengths, 10, 2) == batches);
+  CHECK(length_sorted_batches(lengths, 1000, 1).size() == 8);
+  CHECK(length_sorted_batches(lengths, 1000, 3).size() == 3);
   // A sentence longer than the budget still gets a batch of its own.
   CHECK(length_sorted_batches({7, 7}, 3).size() == 2);
   CHECK_THROWS_AS(length_sorted_batches({1}, 0), Error);
+  CHECK_THROWS_AS(length_sorted_batches({1}, 1, 0), Error);
 }
 
 TEST_CASE("translator: lines come back in input order, each as beam search translates it alone", "[decode]") {
@@ -147,6 +153,10 @@ TEST_CASE("translator: batch size and thread count do not change the output", "[
   for (const std::int64_t batch_tokens : {1, 5, 13, 40}) {
     INFO("batch tokens " << batch_tokens);
     require_same(Translator(model, vocab, options(4, 1, batch_tokens)).translate(lines), reference);
+  }
+  for (const std::int64_t batch_sentences : {1, 3}) {
+    INFO("batch sentences " << batch_sentences);
+    require_same(Translator(model, vocab, options(4, 1, 1 << 20, batch_sentences)).translate(lines), reference);
   }
   set_compute_threads(2);
   const std::vector<Translation> two_threads = Translator(model, vocab, options(4, 1, 40)).translate(lines);
