@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
+#include "core/allocator.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -39,7 +40,7 @@ struct TranslateCliOptions {
   int nbest = 0;
   bool scores = false;
   std::int64_t batch_tokens = 2048;
-  std::int64_t batch_sentences = 128;
+  std::int64_t batch_sentences = 64;
   std::int64_t chunk_lines = 10000;
   std::string device = "cpu";
   int threads = 0;
@@ -232,6 +233,9 @@ int run_translate(const TranslateCliOptions& o) {
                "source tokens/s, {:.0f} target tokens/s",
                lines_done, source_tokens, target_tokens, seconds, static_cast<double>(lines_done) / seconds,
                static_cast<double>(source_tokens) / seconds, static_cast<double>(target_tokens) / seconds);
+  const AllocatorStats memory = allocator_for(Device::cpu()).stats();
+  spdlog::debug("translate: CPU allocator: peak in use {} MiB, peak reserved {} MiB", memory.peak_in_use >> 20,
+                memory.peak_reserved >> 20);
   if (truncated > 0) {
     spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", truncated, model.config().max_positions);
   }

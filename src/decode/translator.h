@@ -23,8 +23,9 @@ struct TranslatorOptions {
   SearchOptions search;
   std::int64_t batch_tokens = 2048;  // source tokens per batch, padding counted (at least one sentence)
   // Sentences per batch: the decoder's log-probabilities are [sentences x beam, V] floats, which
-  // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB).
-  std::int64_t batch_sentences = 128;
+  // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB), and
+  // so would the self-attention caches (rows x length x d_model x 2 x layers).
+  std::int64_t batch_sentences = 64;
 };
 
 struct TranslatedHypothesis {

@@ -43,7 +43,7 @@ const std::vector<std::string> kLines = {
     "c d e f g h i j",
 };
 
-TranslatorOptions options(int beam, int nbest, std::int64_t batch_tokens, std::int64_t batch_sentences = 128) {
+TranslatorOptions options(int beam, int nbest, std::int64_t batch_tokens, std::int64_t batch_sentences = 64) {
   TranslatorOptions o;
   o.batch_sentences = batch_sentences;
   o.search.beam = beam;
