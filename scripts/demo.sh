@@ -55,8 +55,9 @@ for name in averaged last; do
   "$dragoman" translate --model "$model" --input data/demo/test.en --output "$run/test.$name.de" \
     --beam 4 --length-penalty 0.6
 done
-paste data/demo/test.en data/demo/test.de "$run/test.averaged.de" | head -n 5 |
-  awk -F'\t' '{ printf "  source:      %s\n  reference:   %s\n  translation: %s\n\n", $1, $2, $3 }'
+# (awk, not head, picks the first lines: head would end paste with SIGPIPE, fatal under pipefail)
+paste data/demo/test.en data/demo/test.de "$run/test.averaged.de" |
+  awk -F'\t' 'NR <= 5 { printf "  source:      %s\n  reference:   %s\n  translation: %s\n\n", $1, $2, $3 }'
 
 echo "== dragoman score-bleu --ref data/demo/test.de -m bleu,chrf"
 echo "the average of the last $last checkpoints ($run/test.averaged.de):"
