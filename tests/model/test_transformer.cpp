@@ -27,6 +27,22 @@ double max_abs_difference(const std::vector<double>& a, const std::vector<double
   return worst;
 }
 
+// Feeds row r the target-input token at position t of batch sentence sentence_of_row[r] and checks
+// each row's log-probabilities against the full pass's [B, T, V] `full` at (sentence, t).
+void check_decode_step(const Transformer& model, DecoderState& state, const Batch& batch, const Tensor& full,
+                       std::int64_t t, const std::vector<std::int64_t>& sentence_of_row) {
+  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
+  const std::int64_t t_max = batch.tgt_in.dim(1);
+  std::vector<std::int32_t> feed;
+  for (const std::int64_t s : sentence_of_row) feed.push_back(in[s * t_max + t]);
+  const Tensor step = model.decode_step(state, Tensor::from_vector(feed, {static_cast<std::int64_t>(feed.size())}));
+  for (std::size_t r = 0; r < sentence_of_row.size(); ++r) {
+    INFO("step " << t << " row " << r);
+    CHECK(max_abs_difference(step.narrow(0, static_cast<std::int64_t>(r), 1).to_vector<double>(),
+                             row_of(full, sentence_of_row[r], t)) < 1e-12);
+  }
+}
+
 Transformer random_model(const std::string& name, DType dtype = DType::kF64) {
   Transformer model(test::fixture_config(name), dtype);
   model.initialize(11);
@@ -80,22 +96,13 @@ TEST_CASE("decode_step grows the self-attention cache past its first positions",
   const Tensor full = model.last_log_probs();  // [2, 41, V]
   DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 41);
   model.select_rows(state, {1, 0});  // rows: sentence 1, sentence 0
-  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
-  const std::int64_t t_max = batch.tgt_in.dim(1);
   std::vector<std::int64_t> sentence_of_row = {1, 0};
-  for (std::int64_t t = 0; t < t_max; ++t) {
+  for (std::int64_t t = 0; t < batch.tgt_in.dim(1); ++t) {
     if (t == 20) {  // drop sentence 1 (row 0); the cache then grows at t = 32 with one row
       model.select_rows(state, {1});
       sentence_of_row = {0};
     }
-    std::vector<std::int32_t> feed;
-    for (const std::int64_t s : sentence_of_row) feed.push_back(in[s * t_max + t]);
-    const Tensor step = model.decode_step(state, Tensor::from_vector(feed, {static_cast<std::int64_t>(feed.size())}));
-    for (std::size_t r = 0; r < sentence_of_row.size(); ++r) {
-      INFO("step " << t << " row " << r);
-      CHECK(max_abs_difference(step.narrow(0, static_cast<std::int64_t>(r), 1).to_vector<double>(),
-                               row_of(full, sentence_of_row[r], t)) < 1e-12);
-    }
+    check_decode_step(model, state, batch, full, t, sentence_of_row);
   }
   CHECK(state.self_k.front().dim(1) == 41);  // 16 -> 32 -> 41 (the capacity)
 }
@@ -109,17 +116,8 @@ TEST_CASE("A decoder state with several beams per source keeps each source's cro
   DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 5, 2);
   CHECK(state.batch_size() == 4);  // rows: sentence 0, 0, 1, 1
   CHECK(state.cross_k.front().dim(0) == 2);
-  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
-  const std::int64_t t_max = batch.tgt_in.dim(1);
   const auto check_step = [&](std::int64_t t, const std::vector<std::int64_t>& sentence_of_row) {
-    std::vector<std::int32_t> feed;
-    for (const std::int64_t s : sentence_of_row) feed.push_back(in[s * t_max + t]);
-    const Tensor step = model.decode_step(state, Tensor::from_vector(feed, {static_cast<std::int64_t>(feed.size())}));
-    for (std::size_t r = 0; r < sentence_of_row.size(); ++r) {
-      INFO("step " << t << " row " << r);
-      CHECK(max_abs_difference(step.narrow(0, static_cast<std::int64_t>(r), 1).to_vector<double>(),
-                               row_of(full, sentence_of_row[r], t)) < 1e-12);
-    }
+    check_decode_step(model, state, batch, full, t, sentence_of_row);
   };
   check_step(0, {0, 0, 1, 1});
   model.select_rows(state, {1, 0, 3, 3}, true);  // beams trade places within their sentence
