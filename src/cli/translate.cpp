@@ -154,6 +154,7 @@ int run_translate(const TranslateCliOptions& o) {
   }
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   set_compute_threads(o.threads);
+  LineReader reader(o.input);  // a missing input is reported before the model is loaded
 
   ModelFileInfo info;
   const Transformer model = load_model(o.model, DType::kF32, &info);
@@ -173,7 +174,6 @@ int run_translate(const TranslateCliOptions& o) {
                compute_threads());
 
   StopSignals signals;
-  LineReader reader(o.input);
   Output output(o.output);
   signals.remove_on_abort(output.temporary_path());
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;

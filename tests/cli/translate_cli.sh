@@ -122,6 +122,7 @@ expect nbest-over-beam 2 "--nbest 5 is larger than --beam 4" -- \
   "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 5
 expect nbest-and-scores 2 "--scores is for 1-best output" -- \
   "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 2 --scores
+expect missing-input 1 "cannot open .*nothing.txt" -- "$dragoman" translate -m "$model" -i "$tmp/nothing.txt"
 expect missing-model 2 "nothing.safetensors" -- "$dragoman" translate -m "$tmp/nothing.safetensors"
 expect bad-normalization 2 "length-normalization" -- \
   "$dragoman" translate -m "$model" --length-normalization sideways
