@@ -258,11 +258,9 @@ double Trainer::translate_valid() {
   std::string text;
   eval::Corpus corpus;
   corpus.refs.emplace_back(valid_references_.begin(), valid_references_.end());
-  for (const Translation& t : translations) text += t.nbest.front().text + "\n";
-  std::size_t start = 0;
   for (const Translation& t : translations) {
-    corpus.hyps.emplace_back(text.data() + start, t.nbest.front().text.size());
-    start += t.nbest.front().text.size() + 1;
+    text += t.nbest.front().text + "\n";
+    corpus.hyps.emplace_back(t.nbest.front().text);  // views into `translations`, alive until the score
   }
   write_file_atomically((fs::path(options_.run_dir) / "valid-translation.txt").string(), text);
   return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
