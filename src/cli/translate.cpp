@@ -146,11 +146,13 @@ SearchOptions search_options(const TranslateCliOptions& o) {
 
 int run_translate(const TranslateCliOptions& o) {
   if (!Device::parse(o.device).is_cpu()) {
-    throw Error("translate: --device " + o.device + ": this version translates on the CPU only (no CUDA model "
+    throw Error("translate: --device " + o.device +
+                ": this version translates on the CPU only (no CUDA model "
                 "kernels yet)");
   }
   if (o.nbest > o.beam) {
-    throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " + std::to_string(o.beam));
+    throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " +
+                               std::to_string(o.beam));
   }
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   set_compute_threads(o.threads);
@@ -159,7 +161,8 @@ int run_translate(const TranslateCliOptions& o) {
   ModelFileInfo info;
   const Transformer model = load_model(o.model, DType::kF32, &info);
   if (info.vocabulary.empty()) {
-    throw Error(o.model + ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
+    throw Error(o.model +
+                ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
                 "written by dragoman train or average-checkpoints");
   }
   const Vocabulary vocabulary = Vocabulary::from_bytes(info.vocabulary, o.model + " (vocabulary)");
@@ -168,10 +171,10 @@ int run_translate(const TranslateCliOptions& o) {
   options.batch_tokens = o.batch_tokens;
   options.batch_sentences = o.batch_sentences;
   const Translator translator(model, vocabulary, options);
-  spdlog::info("translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
-               "tokens, {} thread(s)",
-               o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
-               compute_threads());
+  spdlog::info(
+      "translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
+      "tokens, {} thread(s)",
+      o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b, compute_threads());
 
   StopSignals signals;
   Output output(o.output);
@@ -190,9 +193,10 @@ int run_translate(const TranslateCliOptions& o) {
         const std::size_t bad = utf8::find_invalid(line);
         if (bad != std::string::npos) {
           if (!o.replace_invalid) {
-            throw_input_error(reader.name(), static_cast<std::size_t>(reader.line_number()),
-                              "invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                                  " of the line (expected UTF-8 text; --replace-invalid replaces bad bytes with U+FFFD)");
+            throw_input_error(
+                reader.name(), static_cast<std::size_t>(reader.line_number()),
+                "invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                    " of the line (expected UTF-8 text; --replace-invalid replaces bad bytes with U+FFFD)");
           }
           line = utf8::replace_invalid(line);
           ++replaced_lines;
@@ -229,10 +233,11 @@ int run_translate(const TranslateCliOptions& o) {
   output.commit();
   progress.finish();
   const double seconds = std::max(seconds_since(start), 1e-9);
-  spdlog::info("translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
-               "source tokens/s, {:.0f} target tokens/s",
-               lines_done, source_tokens, target_tokens, seconds, static_cast<double>(lines_done) / seconds,
-               static_cast<double>(source_tokens) / seconds, static_cast<double>(target_tokens) / seconds);
+  spdlog::info(
+      "translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
+      "source tokens/s, {:.0f} target tokens/s",
+      lines_done, source_tokens, target_tokens, seconds, static_cast<double>(lines_done) / seconds,
+      static_cast<double>(source_tokens) / seconds, static_cast<double>(target_tokens) / seconds);
   const AllocatorStats memory = allocator_for(Device::cpu()).stats();
   spdlog::debug("translate: CPU allocator: peak in use {} MiB, peak reserved {} MiB", memory.peak_in_use >> 20,
                 memory.peak_reserved >> 20);
@@ -278,7 +283,8 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_option("--max-length-b", o->max_length_b, "See --max-length-a")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20))
       ->capture_default_str();
-  sub->add_option("--nbest,-n", o->nbest, "Write the K best hypotheses of each line as 'i ||| text ||| score' (K <= beam)")
+  sub->add_option("--nbest,-n", o->nbest,
+                  "Write the K best hypotheses of each line as 'i ||| text ||| score' (K <= beam)")
       ->check(CLI::Range(1, 1024));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
   sub->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch, padding counted")

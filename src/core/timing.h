@@ -9,9 +9,7 @@ namespace dragoman {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // "H:MM:SS" of a non-negative number of seconds (fractions dropped).
 inline std::string format_hms(double seconds) {

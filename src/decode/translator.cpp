@@ -72,7 +72,8 @@ std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::
       ++done;
     }
   }
-  const std::vector<std::vector<std::int64_t>> batches = length_sorted_batches(lengths, options_.batch_tokens, options_.batch_sentences);
+  const std::vector<std::vector<std::int64_t>> batches =
+      length_sorted_batches(lengths, options_.batch_tokens, options_.batch_sentences);
   if (batches.empty() && progress) progress(done);
   for (const std::vector<std::int64_t>& batch : batches) {
     std::vector<std::vector<std::int32_t>> batch_sources;

@@ -22,7 +22,7 @@ class LineReader {
   // the file if reading fails.
   bool next(std::string& line);
   std::int64_t line_number() const { return line_number_; }  // of the last line returned, 1-based
-  const std::string& name() const { return name_; }           // the path, or "<stdin>"
+  const std::string& name() const { return name_; }          // the path, or "<stdin>"
 
  private:
   std::string name_;
