@@ -1,7 +1,12 @@
-// `dragoman train`: trains a Transformer from a YAML config (options -> train/trainer.h). SIGINT and
-// SIGTERM stop after the current update with a checkpoint; the exit code is then 128 + signal. A
-// second signal ends the process at once (the last checkpoint stays).
+// `dragoman train`: trains a Transformer from a YAML config (options -> train/trainer.h). Without
+// --config, an existing run resumes from its own RUN/config.yaml. SIGINT and SIGTERM stop after the
+// current update with a checkpoint (or at once while the vocabulary or corpus is prepared, with
+// none); the exit code is then 128 + signal. A second signal ends the process at once (the last
+// checkpoint stays).
 #include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
@@ -18,7 +23,24 @@ struct TrainCliOptions {
   std::string run = "runs/default";
   std::string device = "cpu";
   bool overwrite = false;
+  bool dump_config = false;
 };
+
+// The config of the command line: -c FILE, or the run's own config.yaml when resuming without one;
+// --set on top of either.
+TrainConfig resolve_config(const TrainCliOptions& o) {
+  std::string path = o.config;
+  if (path.empty()) {
+    path = (std::filesystem::path(o.run) / "config.yaml").string();
+    if (!std::filesystem::exists(path)) {
+      throw Error("train: no --config given and " + path + " does not exist (a new run needs -c FILE)");
+    }
+    spdlog::info("train: no --config: using the run's {}", path);
+  }
+  TrainConfig config = TrainConfig::load(path, o.overrides);
+  config.make_paths_absolute();
+  return config;
+}
 
 }  // namespace
 
@@ -28,18 +50,25 @@ Subcommand add_train(CLI::App& app) {
       "train",
       "Train a Transformer from parallel text: YAML config (defaults < file < --set), checkpoints in the run "
       "directory; running the same command again resumes");
-  sub->add_option("--config,-c", o->config, "YAML config with sections model, data, training, checkpoint")
+  sub->add_option("--config,-c", o->config,
+                  "YAML config with sections model, data, training, checkpoint (default: the run's config.yaml, "
+                  "to resume)")
       ->check(CLI::ExistingFile);
   sub->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
   sub->add_option("--device", o->device, "cpu (CUDA training is not in this version)")->capture_default_str();
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
+  sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
   return {sub, [o] {
             if (!Device::parse(o->device).is_cpu()) {
               throw Error("train: --device " + o->device + ": this version trains on the CPU only");
             }
-            const TrainConfig config = TrainConfig::load(o->config, o->overrides);
+            const TrainConfig config = resolve_config(*o);
+            if (o->dump_config) {
+              std::fputs(to_yaml(config.to_json()).c_str(), stdout);
+              return 0;
+            }
             const StopSignals signals;
             TrainOptions options;
             options.run_dir = o->run;
@@ -47,10 +76,20 @@ Subcommand add_train(CLI::App& app) {
             options.stop_signal = signals.flag();
             const TrainResult result = train(config, options);
             if (result.interrupted) {
-              spdlog::warn("train: interrupted by signal {} at step {}; checkpoint saved; run the same command to "
-                           "resume",
-                           signals.received(), result.step);
+              if (result.last_checkpoint.empty()) {
+                spdlog::warn("train: interrupted by signal {} at step {}; nothing new to save", signals.received(),
+                             result.step);
+              } else {
+                spdlog::warn("train: interrupted by signal {} at step {}; checkpoint saved ({}); run the same "
+                             "command to resume",
+                             signals.received(), result.step, result.last_checkpoint);
+              }
               return 128 + signals.received();
+            }
+            if (result.already_finished) {
+              spdlog::info("train: the run was already finished at step {}{}", result.step,
+                           result.early_stopped ? " (early stopping)" : "");
+              return 0;
             }
             spdlog::info("train: done at step {}{}", result.step, result.early_stopped ? " (early stopping)" : "");
             return 0;

@@ -15,6 +15,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Thrown when SIGINT/SIGTERM asked a long piece of work to stop at its next safe point; the code
+// that started the work catches it and saves what there is to save.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(const std::string& message) : Error(message) {}
+};
+
 // "FILE:LINE: MESSAGE" (line is 1-based), the form compilers use, so editors can jump to it.
 [[noreturn]] void throw_input_error(std::string_view file, std::size_t line, std::string_view message);
 

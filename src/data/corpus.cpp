@@ -177,7 +177,8 @@ Verdict judge(std::size_t ls, std::size_t lt, const CorpusOptions& o) {
   return Verdict::kKept;
 }
 
-EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const Vocabulary& vocab, int threads) {
+EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const Vocabulary& vocab, int threads,
+                     const std::atomic<int>* stop) {
   EncodedCorpus c;
   const std::size_t n = raw.src.size();
   c.counts.total = static_cast<std::int64_t>(n);
@@ -186,6 +187,7 @@ EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const Vocabul
     const std::size_t end = std::min(n, begin + kChunk);
     parallel_for(end - begin, threads, [&](std::size_t from, std::size_t to) {
       for (std::size_t j = from; j < to; ++j) {
+        if (stop != nullptr && stop->load() != 0) throw Interrupted("corpus: encoding interrupted");
         src[j] = vocab.encode(raw.src[begin + j]);
         tgt[j] = vocab.encode(raw.tgt[begin + j]);
       }
@@ -231,8 +233,14 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
   write_file_atomically(target, tgt);
 }
 
+std::uint64_t check_parallel_corpus(const CorpusOptions& options) {
+  ContentHash h;
+  for (const TextLines& f : read_raw(options).files) h.add(std::string_view(f.data.data(), f.data.size()));
+  return h.value();
+}
+
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
-                                   const std::string& cache_path, int threads) {
+                                   const std::string& cache_path, int threads, const std::atomic<int>* stop) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");
   if (options.max_ratio < 0) throw Error("corpus: max_ratio must be >= 0 (0: no ratio filter)");
   const RawCorpus raw = read_raw(options);
@@ -246,7 +254,8 @@ EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabular
     spdlog::info("corpus: {} was made from other inputs (or is damaged); encoding again", cache_path);
     corpus = EncodedCorpus();
   }
-  corpus = encode(raw, options, vocab, threads);
+  spdlog::info("corpus: encoding {} pairs{}", raw.src.size(), cache_path.empty() ? "" : " into " + cache_path);
+  corpus = encode(raw, options, vocab, threads, stop);
   if (!cache_path.empty()) write_file_atomically(cache_path, serialize(corpus, key));
   return corpus;
 }

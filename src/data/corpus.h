@@ -5,6 +5,7 @@
 // from a stale cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,9 +51,15 @@ struct EncodedCorpus {
 // Reads, checks, encodes and filters the corpus. cache_path: the binary cache to use and refresh
 // (empty: none); a cache made from other inputs, another vocabulary or other filter settings, or
 // an unreadable one, is rebuilt. Errors name the file and line: invalid UTF-8, a TSV line without
-// exactly one tab, and files with different line counts.
+// exactly one tab, and files with different line counts. `stop` (may be nullptr) is checked before
+// each sentence is encoded: when it is set, dragoman::Interrupted is thrown within a sentence's time.
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
-                                   const std::string& cache_path, int threads);
+                                   const std::string& cache_path, int threads,
+                                   const std::atomic<int>* stop = nullptr);
+
+// The checks of load_parallel_corpus without the encoding (so a run can refuse bad data before it
+// writes anything); returns a hash of the input files' bytes, which changes whenever they do.
+std::uint64_t check_parallel_corpus(const CorpusOptions& options);
 
 // Writes a TSV file's two columns to `source` and `target` (for training a vocabulary on them), with
 // the same checks as load_parallel_corpus.

@@ -2,6 +2,8 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -41,6 +43,27 @@ std::int64_t SafeTensor::numel() const {
   std::int64_t n = 1;
   for (std::int64_t d : shape) n *= d;
   return n;
+}
+
+namespace {
+
+template <typename T>
+std::int64_t first_non_finite_of(const std::vector<unsigned char>& bytes) {
+  const std::size_t n = bytes.size() / sizeof(T);
+  for (std::size_t i = 0; i < n; ++i) {
+    T value;
+    std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+    if (!std::isfinite(value)) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::int64_t SafeTensor::first_non_finite() const {
+  if (dtype == DType::kF32) return first_non_finite_of<float>(data);
+  if (dtype == DType::kF64) return first_non_finite_of<double>(data);
+  return -1;
 }
 
 const SafeTensor* SafeTensorsFile::find(const std::string& name) const {

@@ -102,6 +102,13 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
     if (t.dtype != DType::kF32 && t.dtype != DType::kF64) {
       fail("tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", expected F32 or F64");
     }
+    // Damaged bytes often decode as NaN or infinity: such a model translates to empty lines with
+    // score nan, so it is refused here (one pass, cheap next to reading the file).
+    const std::int64_t bad = t.first_non_finite();
+    if (bad >= 0) {
+      fail("tensor '" + t.name + "' holds a non-finite value (NaN or infinity) at element " + std::to_string(bad) +
+           ": the file is damaged, or was saved from a diverged run");
+    }
     Tensor value = params.value(t.name);
     if (t.dtype == dtype && value.device().is_cpu() && value.is_contiguous()) {
       std::memcpy(value.raw_data(), t.data.data(), t.data.size());  // the common case: no conversion

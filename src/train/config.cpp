@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -179,6 +180,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"max_steps", training.max_steps},
             {"max_epochs", training.max_epochs},
             {"lr_factor", training.lr_factor},
+            {"lr", training.lr},
             {"warmup_steps", training.warmup_steps},
             {"adam_beta1", training.adam_beta1},
             {"adam_beta2", training.adam_beta2},
@@ -235,6 +237,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.integer("max_steps", c.training.max_steps);
       r.integer("max_epochs", c.training.max_epochs);
       r.number("lr_factor", c.training.lr_factor);
+      r.number("lr", c.training.lr);
       r.integer("warmup_steps", c.training.warmup_steps);
       r.number("adam_beta1", c.training.adam_beta1);
       r.number("adam_beta2", c.training.adam_beta2);
@@ -277,6 +280,14 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     } catch (const YAML::Exception& e) {
       throw Error("--set " + override_text + ": invalid value: " + e.msg);
     }
+    if (value.is_null()) {  // "section.key=": back to the default
+      const nlohmann::json defaults = TrainConfig().to_json();
+      if (!defaults.contains(section) || !defaults[section].contains(key)) {
+        TrainConfig::from_json({{section, {{key, nullptr}}}}, "--set " + override_text);  // names the unknown key
+      }
+      if (merged.contains(section) && merged[section].is_object()) merged[section].erase(key);
+      continue;
+    }
     const nlohmann::json one = {{section, {{key, value}}}};
     TrainConfig::from_json(one, "--set " + override_text);  // names and type
     merge(merged, one);
@@ -302,7 +313,11 @@ void TrainConfig::validate() const {
   if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");
   if (training.max_steps == 0 && training.max_epochs == 0) fail("set training.max_steps or training.max_epochs");
   if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
-  if (!(training.lr_factor > 0)) fail("training.lr_factor must be > 0");
+  if (!(training.lr_factor > 0) || !std::isfinite(training.lr_factor)) fail("training.lr_factor must be > 0");
+  if (!(training.lr >= 0) || !std::isfinite(training.lr)) fail("training.lr must be >= 0 (0: use lr_factor)");
+  if (training.lr > 0 && training.lr_factor != 1.0) {
+    fail("give training.lr (the peak learning rate) or training.lr_factor (the paper's factor), not both");
+  }
   if (training.log_every < 1) fail("training.log_every must be >= 1");
   if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
   if (training.valid_beam < 1 || training.valid_beam > 1024) fail("training.valid_beam must be in [1, 1024]");
@@ -310,6 +325,13 @@ void TrainConfig::validate() const {
   if (training.best_metric == "bleu" && !training.valid_bleu) fail("training.best_metric bleu needs training.valid_bleu");
   if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
   if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
+}
+
+void TrainConfig::make_paths_absolute() {
+  for (std::string* path : {&data.train_source, &data.train_target, &data.train_tsv, &data.valid_source,
+                            &data.valid_target, &data.valid_tsv, &data.vocabulary}) {
+    if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
+  }
 }
 
 std::string to_yaml(const nlohmann::json& json) {

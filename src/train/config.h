@@ -34,6 +34,7 @@ struct TrainingConfig {
   std::int64_t max_steps = 100000;  // updates (0: no limit)
   std::int64_t max_epochs = 0;      // 0: no limit
   double lr_factor = 1.0;           // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+  double lr = 0.0;                  // > 0: the peak instead: lr * min(step / warmup, sqrt(warmup / step))
   std::int64_t warmup_steps = 4000;
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
   double clip_norm = 0.0;  // 0: no clipping
@@ -60,12 +61,16 @@ struct TrainConfig {
 
   nlohmann::json to_json() const;
   // Parses a {model, data, training, checkpoint} object over the defaults; unknown keys and wrong
-  // types are errors naming `source`. Data paths are used as given (relative to the working directory).
+  // types are errors naming `source`. Data paths are used as given (relative to the working
+  // directory); the trainer makes them absolute before it saves the config in the run directory.
   static TrainConfig from_json(const nlohmann::json& json, const std::string& source);
   // defaults < the YAML file (and the `base:` files it names) < overrides "section.key=value".
+  // An override with an empty value ("data.valid_source=") puts the key back to its default.
   static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides);
   // Throws unless the config can train: data given, budgets positive, ...
   void validate() const;
+  // The data file paths (and data.vocabulary) made absolute against the working directory.
+  void make_paths_absolute();
 };
 
 // The YAML text of a JSON value (the resolved config written into the run directory).

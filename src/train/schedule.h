@@ -2,6 +2,8 @@
 // `warmup` steps, then decay with the inverse square root of the step:
 //   lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5),   step >= 1
 // The peak is at step = warmup: factor * (d_model * warmup)^-0.5 (7.0e-4 for the base model).
+// The same curve given by its peak (fairseq's inverse_sqrt, Marian's --lr with --lr-decay-inv-sqrt):
+//   lr(step) = peak * min(step / warmup, sqrt(warmup / step))
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,18 @@ inline double noam_learning_rate(std::int64_t step, std::int64_t d_model, std::i
   const double s = static_cast<double>(std::max<std::int64_t>(step, 1));
   return factor / std::sqrt(static_cast<double>(d_model)) *
          std::min(1.0 / std::sqrt(s), s * std::pow(static_cast<double>(warmup), -1.5));
+}
+
+inline double inverse_sqrt_learning_rate(std::int64_t step, std::int64_t warmup, double peak) {
+  const double s = static_cast<double>(std::max<std::int64_t>(step, 1));
+  const double w = static_cast<double>(warmup);
+  return peak * std::min(s / w, std::sqrt(w / s));
+}
+
+// The learning rate of `step` for a training config: the peak `lr` when it is set (> 0), else the
+// paper's Noam schedule with `lr_factor`.
+inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor) {
+  return lr > 0 ? inverse_sqrt_learning_rate(step, warmup, lr) : noam_learning_rate(step, d_model, warmup, lr_factor);
 }
 
 }  // namespace dragoman

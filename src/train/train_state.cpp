@@ -90,6 +90,12 @@ TrainState load_train_state(const std::string& path) {
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {
     throw Error(path + ": training state lacks matching adam_m and adam_v tensors");
   }
+  for (const SafeTensor* t : {m, v}) {
+    if (const std::int64_t bad = t->first_non_finite(); bad >= 0) {
+      throw Error(path + ": training state tensor '" + t->name + "' holds a non-finite value at element " +
+                  std::to_string(bad) + " (the file is damaged)");
+    }
+  }
   s.adam_m = from_safetensor(*m);
   s.adam_v = from_safetensor(*v);
   return s;

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -30,6 +30,7 @@
 #include "ops/adam.h"
 #include "ops/elementwise.h"
 #include "text/vocabulary.h"
+#include "train/child_process.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "train/update.h"
@@ -38,93 +39,78 @@ namespace dragoman {
 
 namespace fs = std::filesystem;
 
-std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
-  return (fs::path(run_dir) / "checkpoints" / name).string();
-}
-
-std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "checkpoint-%08lld.state.safetensors", static_cast<long long>(step));
-  return (fs::path(run_dir) / "checkpoints" / name).string();
-}
-
 namespace {
 
-// The keys that define a run: changing any of them in an existing run directory needs --overwrite.
-// (Run length, logging, validation and checkpoint intervals may change between restarts.)
+// The keys that define a run: once it has a checkpoint, changing any of them needs --overwrite.
+// They fix the model, the vocabulary, the data and its order (seed, batch size, accumulation).
+// Everything else (run length, learning rate and optimizer settings, clipping, logging, validation,
+// checkpoint intervals) may change between restarts; the changes are logged.
 nlohmann::json run_identity(const nlohmann::json& config) {
   nlohmann::json id = {{"model", config["model"]}, {"data", config["data"]}};
-  for (const char* key : {"seed", "max_tokens", "update_freq", "lr_factor", "warmup_steps", "adam_beta1", "adam_beta2",
-                          "adam_eps", "weight_decay", "clip_norm"}) {
-    id["training"][key] = config["training"][key];
-  }
+  for (const char* key : {"seed", "max_tokens", "update_freq"}) id["training"][key] = config["training"][key];
   return id;
 }
 
-// Checks the run directory against the config (or clears it with overwrite) and writes config.yaml.
-void prepare_run_dir(const TrainConfig& config, const TrainOptions& options) {
-  const fs::path run(options.run_dir);
-  const fs::path saved = run / "config.yaml";
-  if (fs::exists(saved)) {
-    if (options.overwrite) {
-      spdlog::warn("train: --overwrite: removing the previous run in {}", options.run_dir);
-      for (const char* name : {"checkpoints", "metrics.jsonl", "train.cache", "valid.cache", "vocab.model",
-                               "vocab.vocab", "config.yaml", "valid-translation.txt"}) {
-        fs::remove_all(run / name);
-      }
-    } else {
-      const nlohmann::json before = run_identity(TrainConfig::load(saved.string(), {}).to_json());
-      const nlohmann::json now = run_identity(config.to_json());
-      const std::string difference = first_json_difference(before, now);
-      if (!difference.empty()) {
-        throw Error("run directory " + options.run_dir + " holds a run with another config (" + difference +
-                    "); use another --run, or --overwrite to start afresh");
+// "section.key: before -> now" for every key that differs (the keys of both are the same).
+std::vector<std::string> changed_keys(const nlohmann::json& before, const nlohmann::json& now) {
+  std::vector<std::string> changes;
+  for (const auto& [section, values] : now.items()) {
+    if (!values.is_object() || !before.contains(section)) continue;
+    for (const auto& [key, value] : values.items()) {
+      if (before[section].contains(key) && before[section][key] != value) {
+        changes.push_back(section + "." + key + ": " + before[section][key].dump() + " -> " + value.dump());
       }
     }
   }
-  fs::create_directories(run / "checkpoints");
-  write_file_atomically(saved.string(), to_yaml(config.to_json()));
+  return changes;
 }
 
-Vocabulary obtain_vocabulary(const TrainConfig& config, const std::string& run_dir) {
-  if (!config.data.vocabulary.empty()) return Vocabulary::load(config.data.vocabulary);
-  const fs::path built = fs::path(run_dir) / "vocab.model";
-  if (fs::exists(built)) return Vocabulary::load(built.string());
-  VocabularyOptions v;
-  v.model_type = config.data.vocab_type;
-  v.vocab_size = config.data.vocab_size;
-  v.character_coverage = config.data.character_coverage;
-  v.input_sentence_size = config.data.vocab_sample;
-  v.seed = static_cast<std::uint32_t>(config.training.seed);
-  v.threads = static_cast<int>(config.training.threads > 0 ? config.training.threads : default_thread_count());
-  std::vector<std::string> temporary;
-  if (!config.data.train_tsv.empty()) {
-    temporary = {(fs::path(run_dir) / "vocab-input.src").string(), (fs::path(run_dir) / "vocab-input.tgt").string()};
-    data::split_tsv_file(config.data.train_tsv, temporary[0], temporary[1]);
-    v.inputs = temporary;
-  } else {
-    v.inputs = {config.data.train_source, config.data.train_target};
+// The files a run writes into its directory (all removed by --overwrite; train.lock stays).
+const char* const kRunFiles[] = {"checkpoints",  "metrics.jsonl", "train.cache",           "valid.cache",
+                                 "vocab.model",  "vocab.vocab",   "vocab.json",            "config.yaml",
+                                 "train.log",    "vocab-input.src", "vocab-input.tgt",     "valid-translation.txt",
+                                 "valid-translations"};
+
+// What a vocabulary built in the run directory was built from: the training files' content hash
+// and the settings. A vocab.model whose record differs is stale.
+nlohmann::json vocabulary_record(const TrainConfig& config, std::uint64_t data_hash) {
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(data_hash));
+  const DataConfig& d = config.data;
+  return {{"data_hash", hash},
+          {"train_source", d.train_source},
+          {"train_target", d.train_target},
+          {"train_tsv", d.train_tsv},
+          {"vocab_type", d.vocab_type},
+          {"vocab_size", d.vocab_size},
+          {"character_coverage", d.character_coverage},
+          {"vocab_sample", d.vocab_sample},
+          {"seed", config.training.seed}};
+}
+
+nlohmann::json read_json_or_null(const fs::path& path) {
+  try {
+    const std::vector<char> bytes = read_file(path.string());
+    return nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const std::exception&) {
+    return nullptr;
   }
-  spdlog::info("train: building a shared {} vocabulary of {} pieces (dragoman build-vocab)", v.model_type,
-               v.vocab_size);
-  const Vocabulary vocab = Vocabulary::train(v);
-  for (const std::string& path : temporary) fs::remove(path);
-  vocab.save((fs::path(run_dir) / "vocab").string());
-  return Vocabulary::load(built.string());
 }
 
-data::EncodedCorpus load_corpus(const std::string& source, const std::string& target, const std::string& tsv,
-                                const TrainConfig& config, const Vocabulary& vocab, const std::string& cache,
-                                const char* what, bool filter) {
+data::CorpusOptions corpus_options(const std::string& source, const std::string& target, const std::string& tsv,
+                                   const TrainConfig& config, bool filter) {
   data::CorpusOptions o;
   o.source = source;
   o.target = target;
   o.tsv = tsv;
   o.max_length = filter ? config.data.max_length : std::min<std::int64_t>(config.model.max_positions - 1, 1 << 20);
   o.max_ratio = filter ? config.data.max_ratio : 0.0;
-  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads());
+  return o;
+}
+
+data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const Vocabulary& vocab, const std::string& cache,
+                                const char* what, const std::atomic<int>* stop) {
+  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop);
   const data::FilterCounts& n = corpus.counts;
   spdlog::info("train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
                "over {}",
@@ -147,50 +133,37 @@ std::vector<std::string> read_references(const DataConfig& data, const data::Enc
   return references;
 }
 
-}  // namespace
-
-std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir) {
-  std::vector<std::int64_t> steps;
-  const fs::path dir = fs::path(run_dir) / "checkpoints";
-  if (!fs::exists(dir)) return steps;
-  const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) {
-      const std::int64_t step = std::stoll(m[1].str());
-      if (fs::exists(checkpoint_state_path(run_dir, step))) steps.push_back(step);
-    }
+// While it lives, everything logged also goes to RUN/train.log (appended across restarts).
+class RunLogFile {
+ public:
+  explicit RunLogFile(const std::string& path)
+      : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false)) {
+    sink_->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
+    spdlog::default_logger()->sinks().push_back(sink_);
   }
-  std::sort(steps.begin(), steps.end());
-  return steps;
+  ~RunLogFile() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  RunLogFile(const RunLogFile&) = delete;
+  RunLogFile& operator=(const RunLogFile&) = delete;
+
+ private:
+  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
+};
+
+std::string step_name(std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%08lld", static_cast<long long>(step));
+  return name;
 }
 
-namespace {
-
-// Points `link` at `target` atomically (a hard link under a temporary name, renamed over).
-void link_atomically(const std::string& target, const std::string& link) {
-  const std::string temporary = link + ".tmp-link";
-  fs::remove(temporary);
-  fs::create_hard_link(target, temporary);
-  fs::rename(temporary, link);
-}
-
-// Keeps metrics.jsonl lines up to `step` (a resumed run rewrites what came after its checkpoint).
-void truncate_metrics(const std::string& path, std::int64_t step) {
-  if (!fs::exists(path)) return;
-  const std::vector<char> bytes = read_file(path);
-  std::istringstream in(std::string(bytes.begin(), bytes.end()));
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    try {
-      if (nlohmann::json::parse(line).value("step", std::int64_t{0}) > step) continue;
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a torn last line
-    }
-    kept += line + "\n";
-  }
-  write_file_atomically(path, kept);
+// Keeps the newest `keep` files of a directory whose names sort by age.
+void keep_newest_files(const fs::path& dir, std::size_t keep) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  for (std::size_t i = 0; i + keep < files.size(); ++i) fs::remove(files[i]);
 }
 
 class Trainer {
@@ -199,54 +172,254 @@ class Trainer {
   TrainResult run();
 
  private:
-  void save_checkpoint();
+  bool stop_requested() const { return options_.stop_signal != nullptr && options_.stop_signal->load() != 0; }
+  void check_inputs();
+  void prepare_run_dir();
+  void obtain_vocabulary();
+  void build_vocabulary(const fs::path& prefix);
+  void resume_or_initialize();
+  std::string finished_reason() const;
+  void load_corpora();
+  void save_checkpoint(CheckpointKind kind);
   void validate(TrainResult& result);
   double translate_valid();
   void append_metrics(const nlohmann::json& line);
+  [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
 
   TrainConfig config_;
   TrainOptions options_;
+  std::string run_;
   std::unique_ptr<Vocabulary> vocab_;
   std::unique_ptr<Transformer> model_;
   TrainState state_;
+  std::uint64_t train_data_hash_ = 0;
   data::EncodedCorpus train_, valid_;
   std::vector<std::string> valid_references_;  // the target text of each kept dev pair (valid_bleu)
   bool has_valid_ = false;
+  bool has_checkpoints_ = false;  // the run directory held a checkpoint when this start began
   std::int64_t saved_step_ = -1;
+  std::string last_saved_;  // the model file saved last ("" until one is)
   Clock::time_point last_save_ = Clock::now();
 };
 
-void Trainer::append_metrics(const nlohmann::json& line) {
-  std::ofstream out(fs::path(options_.run_dir) / "metrics.jsonl", std::ios::app);
-  out << line.dump() << "\n";
-  if (!out) throw Error("cannot append to " + (fs::path(options_.run_dir) / "metrics.jsonl").string());
+// Everything that can be wrong with the command is found here, before the run directory is touched:
+// the config, the model config (with the vocabulary's size), the vocabulary file and the data files.
+void Trainer::check_inputs() {
+  ModelConfig& mc = config_.model;
+  if (!config_.data.vocabulary.empty()) vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
+  mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
+  mc.pad_id = kPadId;
+  mc.bos_id = kBosId;
+  mc.eos_id = kEosId;
+  mc.validate();
+  if (config_.data.max_length + 1 > mc.max_positions) {
+    throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
+                std::to_string(mc.max_positions));
+  }
+  const DataConfig& d = config_.data;
+  train_data_hash_ = data::check_parallel_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true));
+  has_valid_ = !d.valid_source.empty() || !d.valid_tsv.empty();
+  if (has_valid_) data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
 }
 
-void Trainer::save_checkpoint() {
-  const std::string& run = options_.run_dir;
-  const std::string model_path = checkpoint_model_path(run, state_.step);
-  const std::string state_path = checkpoint_state_path(run, state_.step);
+// With --overwrite, clears the directory; otherwise a directory that already holds a run (a
+// checkpoint) must have been started with the same run-defining keys. Then writes config.yaml.
+void Trainer::prepare_run_dir() {
+  const fs::path run(run_);
+  const fs::path saved = run / "config.yaml";
+  if (options_.overwrite) {
+    spdlog::warn("train: --overwrite: removing the previous run in {}", run_);
+    for (const char* name : kRunFiles) fs::remove_all(run / name);
+  }
+  has_checkpoints_ = !resumable_checkpoints(run_).empty();
+  if (has_checkpoints_ && fs::exists(saved)) {
+    TrainConfig before_config = TrainConfig::load(saved.string(), {});
+    before_config.make_paths_absolute();  // configs of older versions hold paths as given
+    const nlohmann::json before = before_config.to_json(), now = config_.to_json();
+    const std::string difference = first_json_difference(run_identity(before), run_identity(now));
+    if (!difference.empty()) {
+      throw Error("run directory " + run_ + " holds a run with another config (" + difference +
+                  "); use another --run, or --overwrite to start afresh");
+    }
+    for (const std::string& change : changed_keys(before, now)) spdlog::info("train: changed since the last start: {}", change);
+  } else if (fs::exists(saved)) {
+    spdlog::info("train: {} has no checkpoint yet: starting it with this config", run_);
+  }
+  fs::create_directories(run / "checkpoints");
+  write_file_atomically(saved.string(), to_yaml(config_.to_json()));
+}
+
+// The vocabulary given in the config, RUN/vocab.model when it was built from the same data and
+// settings, or a new one built there. A run with checkpoints keeps the vocabulary they use.
+void Trainer::obtain_vocabulary() {
+  if (vocab_) return;  // data.vocabulary, loaded by check_inputs
+  const fs::path prefix = fs::path(run_) / "vocab";
+  const fs::path built = fs::path(run_) / "vocab.model", record_path = fs::path(run_) / "vocab.json";
+  const nlohmann::json record = vocabulary_record(config_, train_data_hash_);
+  if (fs::exists(built)) {
+    const nlohmann::json previous = read_json_or_null(record_path);
+    if (previous == record) {
+      vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+      return;
+    }
+    if (has_checkpoints_) {
+      if (!previous.is_null()) {
+        spdlog::warn("train: the training data changed since {} was built from it; the run's checkpoints use that "
+                     "vocabulary, so it stays (--overwrite starts a run with a new one)",
+                     built.string());
+      }
+      vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+      write_file_atomically(record_path.string(), record.dump(2) + "\n");
+      return;
+    }
+    spdlog::info("train: {} was built from other data or settings (or its record is missing): building it again",
+                 built.string());
+  }
+  build_vocabulary(prefix);
+  write_file_atomically(record_path.string(), record.dump(2) + "\n");
+  vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+}
+
+// Trains the SentencePiece vocabulary in a child process, so a signal stops it at once.
+void Trainer::build_vocabulary(const fs::path& prefix) {
+  VocabularyOptions v;
+  v.model_type = config_.data.vocab_type;
+  v.vocab_size = config_.data.vocab_size;
+  v.character_coverage = config_.data.character_coverage;
+  v.input_sentence_size = config_.data.vocab_sample;
+  v.seed = static_cast<std::uint32_t>(config_.training.seed);
+  v.threads = compute_threads();
+  std::vector<std::string> temporary;
+  if (!config_.data.train_tsv.empty()) {
+    temporary = {(fs::path(run_) / "vocab-input.src").string(), (fs::path(run_) / "vocab-input.tgt").string()};
+    v.inputs = temporary;
+  } else {
+    v.inputs = {config_.data.train_source, config_.data.train_target};
+  }
+  spdlog::info("train: building a shared {} vocabulary of {} pieces (dragoman build-vocab)", v.model_type,
+               v.vocab_size);
+  const std::string tsv = config_.data.train_tsv;
+  const bool built = run_in_child_process(
+      [&] {
+        if (!tsv.empty()) data::split_tsv_file(tsv, temporary[0], temporary[1]);
+        Vocabulary::train(v).save(prefix.string());
+      },
+      options_.stop_signal);
+  for (const std::string& path : temporary) fs::remove(path);
+  if (!built) throw Interrupted("train: interrupted while building the vocabulary");
+}
+
+// Loads the newest checkpoint that loads (a damaged one is set aside, and the next older one is
+// tried), or initialises a fresh model.
+void Trainer::resume_or_initialize() {
+  const ModelConfig& mc = config_.model;
+  for (const CheckpointRef& checkpoint : resumable_checkpoints(run_)) {
+    const std::string model_path = checkpoint_model_path(run_, checkpoint.step, checkpoint.kind);
+    const std::string state_path = checkpoint_state_path(run_, checkpoint.step, checkpoint.kind);
+    ModelFileInfo info;
+    std::unique_ptr<Transformer> loaded;
+    TrainState state;
+    try {
+      loaded = std::make_unique<Transformer>(load_model(model_path, DType::kF32, &info));
+      state = load_train_state(state_path);
+      if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
+        throw Error("checkpoint state " + state_path + " does not match its model file");
+      }
+    } catch (const Error& e) {
+      spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
+                   model_path, e.what());
+      set_aside_damaged_checkpoint(run_, checkpoint);
+      continue;
+    }
+    if (loaded->config() != mc) throw Error("checkpoint " + model_path + " has another model config");
+    if (info.vocabulary != vocab_->bytes()) {
+      throw Error("checkpoint " + model_path + " was trained with another vocabulary than " +
+                  (config_.data.vocabulary.empty() ? (fs::path(run_) / "vocab.model").string() : config_.data.vocabulary));
+    }
+    model_ = std::move(loaded);
+    state_ = std::move(state);
+    saved_step_ = state_.step;
+    truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), state_.step);
+    spdlog::info("train: resuming from step {} (epoch {}, batch {}){}", state_.step, state_.epoch + 1,
+                 state_.batch_index, checkpoint.kind == CheckpointKind::kInterrupted ? " of an interrupted run" : "");
+    return;
+  }
+  model_ = std::make_unique<Transformer>(mc, DType::kF32);
+  model_->initialize(config_.training.seed);
+  state_ = TrainState();
+  state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32);
+  state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32);
+  truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), 0);
+}
+
+// Why the resumed run has nothing left to do ("": it has).
+std::string Trainer::finished_reason() const {
+  const TrainingConfig& t = config_.training;
+  if (t.max_steps > 0 && state_.step >= t.max_steps) return "training.max_steps " + std::to_string(t.max_steps);
+  if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) return "training.max_epochs " + std::to_string(t.max_epochs);
+  if (has_valid_ && t.patience > 0 && state_.bad_validations >= t.patience) {
+    return "early stopping: no improvement in " + std::to_string(state_.bad_validations) +
+           " validations, training.patience " + std::to_string(t.patience);
+  }
+  return "";
+}
+
+void Trainer::load_corpora() {
+  const DataConfig& d = config_.data;
+  train_ = load_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true), *vocab_,
+                       (fs::path(run_) / "train.cache").string(), "training", options_.stop_signal);
+  if (has_valid_) {
+    valid_ = load_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false), *vocab_,
+                         (fs::path(run_) / "valid.cache").string(), "validation", options_.stop_signal);
+    if (config_.training.valid_bleu) valid_references_ = read_references(d, valid_);
+  } else if (config_.training.valid_bleu) {
+    spdlog::warn("train: training.valid_bleu is on but there is no dev set (data.valid_source/valid_tsv)");
+  }
+}
+
+void Trainer::append_metrics(const nlohmann::json& line) {
+  std::ofstream out(fs::path(run_) / "metrics.jsonl", std::ios::app);
+  out << line.dump() << "\n";
+  if (!out) throw Error("cannot append to " + (fs::path(run_) / "metrics.jsonl").string());
+}
+
+// Model and state file of the current step, then checkpoint-last; the older files go only once the
+// new ones are complete. A regular checkpoint replaces every interrupted one and keeps the newest
+// keep_last regular ones; an interrupted one replaces the previous interrupted one only.
+void Trainer::save_checkpoint(CheckpointKind kind) {
+  const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
+  const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
   ModelFileInfo info;
   info.step = state_.step;
   info.vocabulary = vocab_->bytes();
   save_model(model_path, *model_, info);
   save_train_state(state_path, state_);
-  const fs::path dir = fs::path(run) / "checkpoints";
+  const fs::path dir = fs::path(run_) / "checkpoints";
   link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
   link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
-  const std::vector<std::int64_t> steps = checkpoint_steps(run);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(config_.checkpoint.keep_last) < steps.size(); ++i) {
-    fs::remove(checkpoint_model_path(run, steps[i]));
-    fs::remove(checkpoint_state_path(run, steps[i]));
+  for (const CheckpointRef& old : resumable_checkpoints(run_)) {
+    if (old.kind == CheckpointKind::kInterrupted && !(kind == old.kind && old.step == state_.step)) {
+      fs::remove(checkpoint_model_path(run_, old.step, old.kind));
+      fs::remove(checkpoint_state_path(run_, old.step, old.kind));
+    }
+  }
+  if (kind == CheckpointKind::kRegular) {
+    const std::vector<std::int64_t> steps = checkpoint_steps(run_);
+    for (std::size_t i = 0; i + static_cast<std::size_t>(config_.checkpoint.keep_last) < steps.size(); ++i) {
+      fs::remove(checkpoint_model_path(run_, steps[i]));
+      fs::remove(checkpoint_state_path(run_, steps[i]));
+    }
   }
   saved_step_ = state_.step;
+  last_saved_ = model_path;
   last_save_ = Clock::now();
   spdlog::info("train: saved checkpoint at step {} ({})", state_.step, model_path);
 }
 
 // Translates the dev set with the current model (the paper's decoding: GNMT alpha 0.6, at most
-// source + 50 tokens; beam training.valid_beam), writes the translations to the run directory's
-// valid-translation.txt and returns their sacreBLEU (13a, exp smoothing) against the references.
+// source + 50 tokens; beam training.valid_beam), writes the translations to
+// valid-translations/STEP.txt (the newest checkpoint.keep_last are kept) and valid-translation.txt
+// (the latest), and returns their sacreBLEU (13a, exp smoothing) against the references.
 double Trainer::translate_valid() {
   TranslatorOptions o;
   o.search.beam = static_cast<int>(config_.training.valid_beam);
@@ -262,7 +435,12 @@ double Trainer::translate_valid() {
     text += t.nbest.front().text + "\n";
     corpus.hyps.emplace_back(t.nbest.front().text);  // views into `translations`, alive until the score
   }
-  write_file_atomically((fs::path(options_.run_dir) / "valid-translation.txt").string(), text);
+  const fs::path kept = fs::path(run_) / "valid-translations";
+  fs::create_directories(kept);
+  const fs::path step_file = kept / (step_name(state_.step) + ".txt");
+  write_file_atomically(step_file.string(), text);
+  link_atomically(step_file.string(), (fs::path(run_) / "valid-translation.txt").string());
+  keep_newest_files(kept, static_cast<std::size_t>(config_.checkpoint.keep_last));
   return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
 }
 
@@ -294,7 +472,7 @@ void Trainer::validate(TrainResult& result) {
     ModelFileInfo info;
     info.step = state_.step;
     info.vocabulary = vocab_->bytes();
-    save_model((fs::path(options_.run_dir) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
+    save_model((fs::path(run_) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
   } else {
     ++state_.bad_validations;
   }
@@ -316,63 +494,58 @@ void Trainer::validate(TrainResult& result) {
   append_metrics(metrics);
 }
 
+// A non-finite loss or gradient norm never reaches Adam: the run stops, and its newest checkpoint
+// (written before this update) is the last good state.
+void Trainer::fail_non_finite(double loss, double grad_norm) const {
+  const std::string kept =
+      last_saved_.empty() && saved_step_ < 0
+          ? std::string("no checkpoint was written yet")
+          : "the last checkpoint (step " + std::to_string(saved_step_) + ", checkpoints/checkpoint-last.safetensors) " +
+                "is the last good state";
+  throw Error(fmt::format(
+      "train: update {} gave a non-finite {} (loss {}, gradient norm {}); stopping without applying it, {}. Lower "
+      "the learning rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set "
+      "training.clip_norm, then run the same command to resume",
+      state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, kept));
+}
+
 TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
   set_compute_threads(static_cast<int>(t.threads));
-  prepare_run_dir(config_, options_);
-  spdlog::info("train: config ({}/config.yaml):\n{}", options_.run_dir, to_yaml(config_.to_json()));
-  const std::string run = options_.run_dir;
+  config_.make_paths_absolute();
+  run_ = options_.run_dir;
+  check_inputs();
+  fs::create_directories(run_);
+  const RunLock lock(run_);
+  prepare_run_dir();
+  const RunLogFile log_file((fs::path(run_) / "train.log").string());
+  spdlog::info("train: config ({}/config.yaml):\n{}", run_, to_yaml(config_.to_json()));
 
-  vocab_ = std::make_unique<Vocabulary>(obtain_vocabulary(config_, run));
-  ModelConfig& mc = config_.model;
-  mc.src_vocab_size = mc.tgt_vocab_size = vocab_->size();
-  mc.pad_id = kPadId;
-  mc.bos_id = kBosId;
-  mc.eos_id = kEosId;
-  mc.validate();
-  if (config_.data.max_length + 1 > mc.max_positions) {
-    throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
-                std::to_string(mc.max_positions));
-  }
-
-  train_ = load_corpus(config_.data.train_source, config_.data.train_target, config_.data.train_tsv, config_,
-                       *vocab_, (fs::path(run) / "train.cache").string(), "training", true);
-  has_valid_ = !config_.data.valid_source.empty() || !config_.data.valid_tsv.empty();
-  if (has_valid_) {
-    valid_ = load_corpus(config_.data.valid_source, config_.data.valid_target, config_.data.valid_tsv, config_,
-                         *vocab_, (fs::path(run) / "valid.cache").string(), "validation", false);
-    if (t.valid_bleu) valid_references_ = read_references(config_.data, valid_);
-  } else if (t.valid_bleu) {
-    spdlog::warn("train: training.valid_bleu is on but there is no dev set (data.valid_source/valid_tsv)");
-  }
-
-  // A fresh model, or the newest complete checkpoint.
-  model_ = std::make_unique<Transformer>(mc, DType::kF32);
-  const std::vector<std::int64_t> steps = checkpoint_steps(run);
-  if (steps.empty()) {
-    model_->initialize(t.seed);
-    state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32);
-    state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32);
-    truncate_metrics((fs::path(run) / "metrics.jsonl").string(), 0);
-  } else {
-    const std::int64_t step = steps.back();
-    Transformer loaded = load_model(checkpoint_model_path(run, step), DType::kF32);
-    if (loaded.config() != mc) throw Error("checkpoint " + checkpoint_model_path(run, step) + " has another model config");
-    model_ = std::make_unique<Transformer>(std::move(loaded));
-    state_ = load_train_state(checkpoint_state_path(run, step));
-    if (state_.step != step || state_.adam_m.numel() != model_->parameters().size()) {
-      throw Error("checkpoint state " + checkpoint_state_path(run, step) + " does not match its model file");
+  TrainResult result;
+  try {
+    obtain_vocabulary();
+    resume_or_initialize();
+    if (const std::string reason = finished_reason(); !reason.empty()) {
+      spdlog::info("train: the run in {} is already finished at step {} ({}); nothing to do", run_, state_.step,
+                   reason);
+      result.step = state_.step;
+      result.already_finished = true;
+      result.early_stopped = reason.rfind("early", 0) == 0;
+      return result;
     }
-    saved_step_ = step;
-    truncate_metrics((fs::path(run) / "metrics.jsonl").string(), step);
-    spdlog::info("train: resuming from step {} (epoch {}, batch {})", step, state_.epoch + 1, state_.batch_index);
+    load_corpora();
+  } catch (const Interrupted&) {
+    spdlog::warn("train: stopped by a signal before the first update; no checkpoint written");
+    result.interrupted = true;
+    result.step = state_.step;
+    return result;
   }
+  const ModelConfig& mc = config_.model;
   spdlog::info("train: {} parameters, {} training pairs, batches of at most {} tokens x {} per update",
                model_->parameters().size(), train_.size(), t.max_tokens, t.update_freq);
 
   ParameterSet& params = model_->parameters();
   std::vector<std::vector<std::int64_t>> plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
-  TrainResult result;
   const Clock::time_point start = Clock::now();
   const std::int64_t start_step = state_.step;
   const double start_elapsed = state_.elapsed_seconds;
@@ -384,7 +557,7 @@ TrainResult Trainer::run() {
   while (true) {
     if (t.max_steps > 0 && state_.step >= t.max_steps) break;
     if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
-    if (options_.stop_signal != nullptr && options_.stop_signal->load() != 0) {
+    if (stop_requested()) {
       result.interrupted = true;
       break;
     }
@@ -405,13 +578,16 @@ TrainResult Trainer::run() {
     // Dropout streams per batch: a function of (seed, step, k) only.
     const UpdateLoss update = accumulate_gradients(*model_, batches, true, t.seed,
                                                    static_cast<std::uint64_t>(state_.step * t.update_freq));
+    grad_norm = std::sqrt(ops::sum_squares(params.grads()));
+    if (!std::isfinite(grad_norm) || !std::isfinite(update.loss_sum)) {
+      fail_non_finite(update.loss_sum / static_cast<double>(std::max<std::int64_t>(update.tokens, 1)), grad_norm);
+    }
     window_loss += update.loss_sum;
     window_nll += update.nll_sum;
-    grad_norm = std::sqrt(ops::sum_squares(params.grads()));
     if (t.clip_norm > 0 && grad_norm > t.clip_norm) ops::scale_(params.grads(), t.clip_norm / grad_norm);
     cpu::AdamHyper hyper;
     hyper.step = state_.step + 1;
-    hyper.lr = noam_learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr_factor);
+    hyper.lr = learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr, t.lr_factor);
     hyper.beta1 = t.adam_beta1;
     hyper.beta2 = t.adam_beta2;
     hyper.eps = t.adam_eps;
@@ -457,12 +633,17 @@ TrainResult Trainer::run() {
     const CheckpointConfig& c = config_.checkpoint;
     if ((c.every_steps > 0 && state_.step % c.every_steps == 0) ||
         (c.every_minutes > 0 && seconds_since(last_save_) >= c.every_minutes * 60)) {
-      save_checkpoint();
+      save_checkpoint(CheckpointKind::kRegular);
     }
     if (result.early_stopped) break;
   }
-  if (state_.step != saved_step_) save_checkpoint();
+  // The state at the end: a regular checkpoint when the run ended, an interrupted one when a
+  // signal stopped it; never a checkpoint of an untrained model.
+  if (state_.step > 0 && state_.step != saved_step_) {
+    save_checkpoint(result.interrupted ? CheckpointKind::kInterrupted : CheckpointKind::kRegular);
+  }
   result.step = state_.step;
+  result.last_checkpoint = last_saved_;
   return result;
 }
 

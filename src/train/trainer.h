@@ -4,12 +4,18 @@
 // by the update's target tokens -> optional clipping -> Adam with the Noam schedule -> logs,
 // metrics.jsonl, validation, checkpoints.
 //
-// A run directory holds everything: config.yaml (the resolved config), vocab.model (when built
-// here), the corpus caches, metrics.jsonl, and checkpoints/checkpoint-STEP.safetensors (a model
-// file: weights, config, vocabulary) with checkpoint-STEP.state.safetensors (Adam moments, data
-// position, validation history), plus checkpoint-last / checkpoint-best (hard links). Running the
-// same command again resumes from the newest complete checkpoint; a resumed CPU run is
+// A run directory holds everything: config.yaml (the resolved config, data paths absolute),
+// vocab.model and vocab.json (when the vocabulary is built here, with what it was built from), the
+// corpus caches, train.log, metrics.jsonl, valid-translations/ (with valid_bleu), train.lock, and
+// checkpoints/checkpoint-STEP.safetensors (a model file: weights, config, vocabulary) with
+// checkpoint-STEP.state.safetensors (Adam moments, data position, validation history), the
+// interrupted-STEP.* pair a signal leaves (run_dir.h), plus checkpoint-last / checkpoint-best.
+// Running the same command again resumes from the newest loadable checkpoint; a resumed CPU run is
 // bit-identical to an uninterrupted one.
+//
+// Everything the run needs is checked before anything is written (config, model config, data
+// files, vocabulary), and a directory becomes a run only with its first checkpoint: until then a
+// corrected command simply starts it again.
 #pragma once
 
 #include <atomic>
@@ -18,14 +24,16 @@
 #include <vector>
 
 #include "train/config.h"
+#include "train/run_dir.h"
 
 namespace dragoman {
 
 struct TrainOptions {
   std::string run_dir;
   bool overwrite = false;  // start afresh in a run directory that holds another run
-  // Set asynchronously (SIGINT/SIGTERM): the loop finishes the current update, saves a checkpoint
-  // and returns. nullptr: never.
+  // Set asynchronously (SIGINT/SIGTERM): vocabulary building and corpus encoding stop at once, the
+  // loop after the current update; a trained model is saved as an interrupted checkpoint, then
+  // train returns. nullptr: never.
   const std::atomic<int>* stop_signal = nullptr;
 };
 
@@ -33,18 +41,15 @@ struct TrainResult {
   std::int64_t step = 0;
   bool interrupted = false;
   bool early_stopped = false;
+  bool already_finished = false;  // the run had reached its end before this call; nothing was trained
+  std::string last_checkpoint;    // the model file saved last by this call ("": none)
   double last_train_loss = 0;  // label-smoothed loss per target token over the last log window
   double best_valid_nll = 0;   // per target token, when validation ran
   double best_valid_bleu = 0;  // when validation scored BLEU
 };
 
+// Trains (or resumes) the run in options.run_dir. A non-finite loss or gradient norm stops the run
+// with an Error naming the update before it reaches Adam; the last checkpoint stays the last good one.
 TrainResult train(const TrainConfig& config, const TrainOptions& options);
-
-// The steps of the run directory's complete checkpoints (model and state file), ascending.
-std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir);
-
-// The run directory's checkpoint files for `step`.
-std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step);
-std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step);
 
 }  // namespace dragoman

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -123,6 +125,24 @@ TEST_CASE("Truncated or corrupted model files are errors, never crashes", "[mode
   write_bytes(bad, corrupted);
   CHECK_THROWS_WITH(load_model(bad.string()), Catch::Contains(bad.string()));
   CHECK_THROWS_WITH(load_model((dir / "missing.safetensors").string()), Catch::Contains("missing.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A model file holding NaN or infinity is refused, naming the tensor", "[model]") {
+  const auto dir = temp_dir();
+  Transformer model(test::fixture_config("post_tied_only"), DType::kF32);
+  model.initialize(1);
+  const SafeTensorsFile good = model_to_safetensors(model, {});
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    SafeTensorsFile f = good;
+    SafeTensor& t = f.tensors.back();
+    std::memcpy(t.data.data() + 4 * 3, &bad, 4);  // element 3
+    const auto path = dir / "nan.safetensors";
+    write_safetensors(path.string(), f);
+    CHECK_THROWS_WITH(load_model(path.string()),
+                      Catch::Contains(path.string()) && Catch::Contains("tensor '" + t.name + "'") &&
+                          Catch::Contains("non-finite") && Catch::Contains("element 3"));
+  }
   std::filesystem::remove_all(dir);
 }
 

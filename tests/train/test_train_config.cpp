@@ -3,6 +3,8 @@
 // say what the paper says.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "train/config.h"
 #include "train/schedule.h"
@@ -82,13 +84,41 @@ TEST_CASE("train config: errors name the key and the file", "[train]") {
   CHECK_THROWS_WITH(TrainConfig::load(dir + "/missing.yaml", {}), Contains("missing.yaml"));
 }
 
+TEST_CASE("train config: `--set section.key=` puts a key back to its default", "[train]") {
+  const std::string dir = test::scratch_dir("config_reset");
+  const std::string path =
+      write_config(dir, "c.yaml", std::string(kMinimal) + "  warmup_steps: 100\n" + "  valid_bleu: true\n");
+  const TrainConfig c = TrainConfig::load(path, {"data.train_target=", "training.warmup_steps=", "model.d_model="});
+  CHECK(c.data.train_target.empty());
+  CHECK(c.data.train_source == "a.en");
+  CHECK(c.training.warmup_steps == 4000);
+  CHECK(c.model.d_model == 512);
+  CHECK(c.training.valid_bleu);  // untouched
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"training.warmup="}), Contains("training.warmup"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"trainings.max_steps="}), Contains("trainings"));
+}
+
+TEST_CASE("train config: data paths are made absolute for the run directory", "[train]") {
+  TrainConfig c;
+  c.data.train_source = "corpus/a.en";
+  c.data.valid_tsv = "/abs/dev.tsv";
+  c.make_paths_absolute();
+  CHECK(c.data.train_source == (std::filesystem::current_path() / "corpus/a.en").string());
+  CHECK(c.data.valid_tsv == "/abs/dev.tsv");
+  CHECK(c.data.train_target.empty());  // empty stays empty
+}
+
 TEST_CASE("train config: validate() refuses configs that cannot train", "[train]") {
   const std::string dir = test::scratch_dir("config_validate");
   const std::string path = write_config(dir, "c.yaml", kMinimal);
   const auto invalid = [&](const std::string& set) { return TrainConfig::load(path, {set}); };
   CHECK_THROWS_WITH(invalid("data.train_tsv=x.tsv").validate(), Contains("either"));
   CHECK_THROWS_WITH(invalid("data.train_target=\"\"").validate(), Contains("go together"));
-  CHECK_THROWS_WITH(invalid("data.train_target="), Contains("must be a string"));
+  CHECK_THROWS_WITH(invalid("data.train_target=").validate(), Contains("go together"));  // reset to ""
+  CHECK_THROWS_WITH(invalid("training.lr=-1").validate(), Contains("training.lr must be >= 0"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"training.lr=5e-4", "training.lr_factor=2"}).validate(),
+                    Contains("not both"));
+  CHECK_NOTHROW(invalid("training.lr=5e-4").validate());
   CHECK_THROWS_WITH(invalid("data.vocab_type=wordpiece").validate(), Contains("vocab_type"));
   CHECK_THROWS_WITH(invalid("training.update_freq=0").validate(), Contains("update_freq"));
   CHECK_THROWS_WITH(invalid("training.max_tokens=0").validate(), Contains("max_tokens"));
@@ -147,6 +177,13 @@ TEST_CASE("noam schedule: the paper's formula", "[train]") {
   CHECK(noam_learning_rate(4000, 512, 4000, 1.0) == Approx(1.0 / std::sqrt(512.0 * 4000.0)));
   CHECK(noam_learning_rate(2000, 512, 4000, 1.0) == Approx(0.5 * noam_learning_rate(4000, 512, 4000, 1.0)));
   CHECK(noam_learning_rate(16000, 512, 4000, 1.0) == Approx(0.5 * noam_learning_rate(4000, 512, 4000, 1.0)));
+  // The same curve given by its peak (training.lr): equal to Noam with the factor that has that peak.
+  const double peak = noam_learning_rate(4000, 512, 4000, 1.0);
+  for (const std::int64_t step : {1, 100, 3999, 4000, 4001, 10000, 100000}) {
+    CHECK(inverse_sqrt_learning_rate(step, 4000, peak) == Approx(noam_learning_rate(step, 512, 4000, 1.0)).epsilon(1e-12));
+    CHECK(learning_rate(step, 512, 4000, peak, 1.0) == inverse_sqrt_learning_rate(step, 4000, peak));
+    CHECK(learning_rate(step, 512, 4000, 0.0, 2.0) == noam_learning_rate(step, 512, 4000, 2.0));
+  }
 }
 
 }  // namespace dragoman

@@ -206,12 +206,155 @@ TEST_CASE("train: a run stopped by a signal saves its state and resumes bit-iden
   raiser.join();
   if (stopped.interrupted) {
     CHECK(stopped.step < 24);
-    CHECK(fs::exists(checkpoint_model_path(interrupted.run_dir, stopped.step)));
+    // Between scheduled checkpoints (every 8 updates) the state goes to an interrupted checkpoint,
+    // which `average-checkpoints --last N` never sees.
+    const bool scheduled = stopped.step % 8 == 0;
+    const CheckpointKind kind = scheduled ? CheckpointKind::kRegular : CheckpointKind::kInterrupted;
+    CHECK(stopped.last_checkpoint == (scheduled ? std::string() : checkpoint_model_path(interrupted.run_dir, stopped.step, kind)));
+    CHECK(fs::exists(checkpoint_model_path(interrupted.run_dir, stopped.step, kind)));
+    for (const std::int64_t step : checkpoint_steps(interrupted.run_dir)) CHECK(step % 8 == 0);
   }
   interrupted.stop_signal = nullptr;
   CHECK(train(config, interrupted).step == 24);
   CHECK(weights(checkpoint_model_path(interrupted.run_dir, 24)) ==
         weights(checkpoint_model_path(straight.run_dir, 24)));
+}
+
+TEST_CASE("train: a signal before the first update stops at once and saves no checkpoint", "[train]") {
+  const Task task("early-signal", 200);
+  TrainConfig config = task.config();
+  config.data.vocabulary.clear();  // built in the run directory: the signal stops that too
+  config.data.vocab_size = 25;
+  TrainOptions options = task.options("run");
+  std::atomic<int> stop{2};
+  options.stop_signal = &stop;
+  const TrainResult result = train(config, options);
+  CHECK(result.interrupted);
+  CHECK(result.step == 0);
+  CHECK(result.last_checkpoint.empty());
+  CHECK(resumable_checkpoints(options.run_dir).empty());
+  CHECK(!fs::exists(options.run_dir + "/vocab.model"));
+  // Not yet a run: the next start trains from scratch, with another config if need be.
+  options.stop_signal = nullptr;
+  config.model.d_ff = 48;
+  config.training.max_steps = 2;
+  CHECK(train(config, options).step == 2);
+  CHECK(fs::exists(options.run_dir + "/vocab.model"));
+}
+
+TEST_CASE("train: a failed start leaves no run behind, and the corrected command proceeds", "[train]") {
+  const Task task("typo", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 2;
+  const TrainOptions options = task.options("run");
+  TrainConfig typo = config;
+  typo.data.train_source = task.dir + "/trian.src";
+  CHECK_THROWS_WITH(train(typo, options), Contains("trian.src"));
+  CHECK(!fs::exists(options.run_dir));  // nothing written for a command that cannot run
+  TrainConfig heads = config;
+  heads.model.heads = 3;  // d_model 32 is not a multiple of 3
+  CHECK_THROWS_WITH(train(heads, options), Contains("heads"));
+  CHECK(!fs::exists(options.run_dir + "/config.yaml"));
+  // All training pairs filtered out: fails after the run directory was prepared, before any checkpoint.
+  TrainConfig filtered = config;
+  filtered.data.max_length = 1;
+  CHECK_THROWS_WITH(train(filtered, options), Contains("no training pairs left"));
+  CHECK(fs::exists(options.run_dir + "/config.yaml"));
+  TrainConfig fixed = config;
+  fixed.model.d_ff = 48;  // another config is fine: the directory holds no checkpoint yet
+  CHECK(train(fixed, options).step == 2);
+}
+
+TEST_CASE("train: a vocabulary built in the run directory is rebuilt when the data changes before a checkpoint",
+          "[train]") {
+  const Task task("stale-vocab", 200);
+  TrainConfig config = task.config();
+  config.data.vocabulary.clear();
+  config.data.vocab_size = 25;
+  config.data.max_length = 1;  // fails after the vocabulary is built
+  const TrainOptions options = task.options("run");
+  CHECK_THROWS_WITH(train(config, options), Contains("no training pairs left"));
+  const std::string record = test::read_text(options.run_dir + "/vocab.json");
+  // The user fixes the data (a new line) and the filter: the vocabulary is built again from it.
+  test::write_text(task.train.source, test::read_text(task.train.source) + "a b c\n");
+  test::write_text(task.train.target, test::read_text(task.train.target) + "c b a\n");
+  config.data.max_length = 12;
+  config.training.max_steps = 2;
+  CHECK(train(config, options).step == 2);
+  const std::string rebuilt = test::read_text(options.run_dir + "/vocab.json");
+  CHECK(rebuilt != record);
+  CHECK(nlohmann::json::parse(rebuilt)["train_source"] == task.train.source);
+  // Unchanged data: the vocabulary is reused (the record stays byte for byte).
+  config.training.max_steps = 4;
+  CHECK(train(config, options).step == 4);
+  CHECK(test::read_text(options.run_dir + "/vocab.json") == rebuilt);
+}
+
+TEST_CASE("train: a second trainer on the same run directory is refused, naming the holder", "[train]") {
+  const Task task("lock", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 2;
+  const TrainOptions options = task.options("run");
+  fs::create_directories(options.run_dir);
+  {
+    const RunLock held(options.run_dir);
+    CHECK_THROWS_WITH(train(config, options), Contains("in use by another") && Contains("pid "));
+  }
+  CHECK(train(config, options).step == 2);  // released
+}
+
+TEST_CASE("train: a damaged newest checkpoint is set aside and the run resumes from the one before", "[train]") {
+  const Task task("damaged", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 6;
+  config.checkpoint.every_steps = 2;
+  const TrainOptions straight = task.options("straight");
+  train(config, straight);
+  const TrainOptions options = task.options("run");
+  TrainConfig first = config;
+  first.training.max_steps = 4;
+  train(first, options);
+  const std::string newest = checkpoint_model_path(options.run_dir, 4);
+  fs::resize_file(newest, fs::file_size(newest) / 2);  // a crash or a full disk
+  CHECK(train(config, options).step == 6);             // resumed from step 2
+  CHECK(fs::exists(newest + ".damaged"));
+  CHECK(weights(checkpoint_model_path(options.run_dir, 6)) == weights(checkpoint_model_path(straight.run_dir, 6)));
+  CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{2, 4, 6});
+}
+
+TEST_CASE("train: a non-finite gradient stops the run before Adam, keeping the last good checkpoint", "[train]") {
+  const Task task("nan", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 4;
+  config.checkpoint.every_steps = 4;
+  const TrainOptions options = task.options("run");
+  train(config, options);
+  const std::vector<float> good = weights(checkpoint_model_path(options.run_dir, 4));
+  // Resumed with an absurd learning rate (allowed to change between restarts): the weights blow up
+  // within a few updates and the loss or gradient norm stops being finite.
+  TrainConfig diverging = config;
+  diverging.training.lr_factor = 1e30;
+  diverging.training.max_steps = 40;
+  CHECK_THROWS_WITH(train(diverging, options), Contains("non-finite") && Contains("stopping without applying it"));
+  CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{4});
+  CHECK(resumable_checkpoints(options.run_dir).size() == 1);
+  CHECK(weights(checkpoint_model_path(options.run_dir, 4)) == good);
+  // A lower learning rate resumes from the last good checkpoint.
+  CHECK(train(config, options).already_finished);
+  config.training.max_steps = 6;
+  CHECK(train(config, options).step == 6);
+}
+
+TEST_CASE("train: a finished run says so instead of training on", "[train]") {
+  const Task task("finished", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 2;
+  const TrainOptions options = task.options("run");
+  CHECK(!train(config, options).already_finished);
+  const TrainResult again = train(config, options);
+  CHECK(again.already_finished);
+  CHECK(again.step == 2);
+  CHECK(again.last_checkpoint.empty());
 }
 
 TEST_CASE("train: a run directory holding another config is refused unless overwritten", "[train]") {
@@ -281,6 +424,11 @@ TEST_CASE("train: validation without improvement for `patience` rounds stops the
   CHECK(state.validations == 3);
   CHECK(state.bad_validations == 2);
   CHECK(fs::exists(options.run_dir + "/checkpoints/checkpoint-best.safetensors"));
+  // Started again, the early-stopped run is finished, not trained on.
+  const TrainResult again = train(config, options);
+  CHECK(again.already_finished);
+  CHECK(again.early_stopped);
+  CHECK(again.step == 6);
 }
 
 TEST_CASE("train: bad data is an error naming the file", "[train]") {
