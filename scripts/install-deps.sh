@@ -11,6 +11,7 @@ packages=(
   catch2 libopenblas-dev libopenblas-openmp-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin
   libicu-dev
+  python3
   trans-de-en
 )
 

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Plots a training run's metrics.jsonl (written by `dragoman train`) as a PNG: training loss and
-perplexity, dev loss and perplexity, learning rate and gradient norm, against the update step.
+"""Plots a training run's metrics.jsonl (written by `dragoman train`) as a PNG: every curve it logs,
+against the update step. Training loss and NLL with dev loss and NLL, dev BLEU, learning rate with
+the gradient norm, throughput, and a panel for any other numeric key a newer version logs.
 
     scripts/plot-metrics.py RUN_DIR [--output RUN_DIR/metrics.png]
+
+Values that are not finite are written as null in metrics.jsonl (JSON has no NaN): they are gaps in
+the curves, as are records that lack a key. A torn last line (a run killed while writing) is
+skipped with a warning.
 
 Needs matplotlib (`pip install matplotlib` or `apt-get install python3-matplotlib`); the toolkit
 itself does not need Python.
@@ -13,9 +18,26 @@ import math
 import os
 import sys
 
+# Panels: title, y label, and the curves (key, label, transform) drawn in it.
+PANELS = [
+    ("loss", "nats per target token", [
+        ("loss", "train loss (label-smoothed)", None),
+        ("ppl", "train NLL", math.log),
+        ("valid_loss", "dev loss (label-smoothed)", None),
+        ("valid_nll", "dev NLL", None),
+    ]),
+    ("dev BLEU", "BLEU", [("valid_bleu", "dev BLEU (sacreBLEU 13a)", None)]),
+    ("learning rate", "learning rate", [("lr", "learning rate", None)]),
+    ("gradient norm", "L2 norm", [("gnorm", "gradient norm (before clipping)", None)]),
+    ("throughput", "target tokens / s", [("tgt_tokens_per_s", "target tokens per second", None)]),
+]
+# Keys that are bookkeeping, not curves.
+NOT_CURVES = {"step", "epoch", "elapsed_s", "valid_tokens", "valid_ppl"}
+
 
 def read_metrics(path):
-    train, valid = [], []
+    """The records of a metrics.jsonl file, in order; a torn line is skipped."""
+    records = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             line = line.strip()
@@ -24,9 +46,54 @@ def read_metrics(path):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                sys.exit(f"plot-metrics: {path}:{number}: not JSON ({e})")
-            (valid if "valid_nll" in record else train).append(record)
-    return train, valid
+                print(f"plot-metrics: {path}:{number}: skipped, not JSON ({e})", file=sys.stderr)
+                continue
+            if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+                records.append(record)
+    return records
+
+
+def to_number(value, transform=None):
+    """A value as a float for plotting: null, non-numbers and what the transform cannot take are NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    try:
+        value = transform(value) if transform else float(value)
+    except (ValueError, OverflowError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def series(records, key, transform=None):
+    """(steps, values) of the records that have `key`; unusable values are NaN (gaps)."""
+    steps, values = [], []
+    for r in records:
+        if key in r:
+            steps.append(r["step"])
+            values.append(to_number(r[key], transform))
+    return steps, values
+
+
+def panels(records):
+    """The panels with at least one finite value: [(title, ylabel, [(label, steps, values)])]."""
+    known = set(NOT_CURVES)
+    result = []
+    for title, ylabel, curves in PANELS:
+        drawn = []
+        for key, label, transform in curves:
+            known.add(key)
+            steps, values = series(records, key, transform)
+            if any(not math.isnan(v) for v in values):
+                drawn.append((label, steps, values))
+        if drawn:
+            result.append((title, ylabel, drawn))
+    others = sorted({k for r in records for k, v in r.items()
+                     if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)})
+    for key in others:
+        steps, values = series(records, key)
+        if any(not math.isnan(v) for v in values):
+            result.append((key, key, [(key, steps, values)]))
+    return result
 
 
 def main():
@@ -37,37 +104,25 @@ def main():
     metrics = os.path.join(args.run, "metrics.jsonl")
     if not os.path.exists(metrics):
         sys.exit(f"plot-metrics: {metrics} not found")
+    drawn = panels(read_metrics(metrics))
+    if not drawn:
+        sys.exit(f"plot-metrics: {metrics} has no finite values to plot yet")
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("plot-metrics: needs matplotlib (pip install matplotlib)")
-    train, valid = read_metrics(metrics)
-    if not train:
-        sys.exit(f"plot-metrics: {metrics} has no training records yet")
 
-    fig, (ax_loss, ax_lr) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
-    steps = [r["step"] for r in train]
-    ax_loss.plot(steps, [r["loss"] for r in train], label="train loss (label-smoothed)")
-    ax_loss.plot(steps, [math.log(r["ppl"]) for r in train], label="train NLL", alpha=0.7)
-    if valid:
-        ax_loss.plot([r["step"] for r in valid], [r["valid_nll"] for r in valid], "o-", label="dev NLL")
-        best = min(valid, key=lambda r: r["valid_nll"])
-        ax_loss.annotate(f"best {best['valid_nll']:.3f} (ppl {best['valid_ppl']:.2f})", (best["step"], best["valid_nll"]),
-                         textcoords="offset points", xytext=(0, 10), ha="center")
-    ax_loss.set_ylabel("nats per target token")
-    ax_loss.legend()
-    ax_loss.grid(alpha=0.3)
-    ax_lr.plot(steps, [r["lr"] for r in train], color="tab:green", label="learning rate")
-    ax_lr.set_ylabel("learning rate")
-    ax_norm = ax_lr.twinx()
-    ax_norm.plot(steps, [r["gnorm"] for r in train], color="tab:red", alpha=0.6, label="gradient norm")
-    ax_norm.set_ylabel("gradient norm")
-    ax_lr.set_xlabel("update step")
-    ax_lr.grid(alpha=0.3)
-    lines = ax_lr.get_lines() + ax_norm.get_lines()
-    ax_lr.legend(lines, [line.get_label() for line in lines], loc="upper right")
+    fig, axes = plt.subplots(len(drawn), 1, figsize=(9, 2.6 * len(drawn) + 1), sharex=True, squeeze=False)
+    for ax, (title, ylabel, curves) in zip(axes[:, 0], drawn):
+        for label, steps, values in curves:
+            ax.plot(steps, values, "o-" if len(steps) < 50 else "-", markersize=3, label=label)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[-1, 0].set_xlabel("update step")
     fig.suptitle(os.path.abspath(args.run))
     fig.tight_layout()
     output = args.output or os.path.join(args.run, "metrics.png")

@@ -325,7 +325,7 @@ void Trainer::resume_or_initialize() {
       if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
         throw Error("checkpoint state " + state_path + " does not match its model file");
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // dragoman::Error, or a number that does not parse
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);

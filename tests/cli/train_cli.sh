@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of `dragoman train` as a user runs it: the vocabulary built into the run
 # directory, config errors (exit 1, naming the key and file), data errors naming the file,
-# SIGTERM -> checkpoint + exit 143 -> the same command resumes, the run-directory guard, and
+# SIGTERM -> checkpoint + exit 143 -> the same command resumes, the run-directory guard and lock,
+# a typo then its fix, a damaged newest checkpoint, a diverging run, signals while the vocabulary
+# is built or the corpus encoded, resuming without -c from another directory, and
 # average-checkpoints over the run.
 # Usage: train_cli.sh DRAGOMAN_BINARY
 set -uo pipefail
@@ -48,7 +50,9 @@ check vocab-built test -s "$tmp/run/vocab.model"
 check config-saved test -s "$tmp/run/config.yaml"
 check checkpoint test -s "$tmp/run/checkpoints/checkpoint-00000020.safetensors"
 check metrics test "$(grep -c '"lr"' "$tmp/run/metrics.jsonl")" -eq 4
-expect again-is-done 0 "resuming from step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
+expect again-is-done 0 "already finished at step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
+check train-log grep -q "already finished at step 20" "$tmp/run/train.log"
+check train-log-appended test "$(grep -c "train: config" "$tmp/run/train.log")" -eq 2
 expect longer 0 "train: done at step 30" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set training.max_steps=30
 
 # Validation BLEU: the dev set translated (greedy) and scored at each validation.
@@ -56,6 +60,8 @@ expect valid-bleu 0 "valid step 10 .* \| bleu [0-9]+\.[0-9]{2} \(beam 1," -- "$d
   --run "$tmp/bleu-run" --set training.valid_bleu=true --set training.valid_beam=1
 check valid-bleu-metrics test "$(grep -c '"valid_bleu"' "$tmp/bleu-run/metrics.jsonl")" -eq 2
 check valid-translation test "$(wc -l <"$tmp/bleu-run/valid-translation.txt")" -eq 20
+check valid-translations-kept test "$(ls "$tmp/bleu-run/valid-translations")" = "$(printf '00000010.txt\n00000020.txt')"
+check valid-translation-latest cmp -s "$tmp/bleu-run/valid-translation.txt" "$tmp/bleu-run/valid-translations/00000020.txt"
 
 # average-checkpoints over the run's last checkpoints (10, 20, 30), by run or by name.
 expect average-run 0 "wrote .*avg.safetensors \(2 files, step 30\)" -- \
@@ -85,6 +91,103 @@ expect overwrite 0 "train: done at step 20" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set model.d_ff=48 --overwrite
 expect cuda-device 1 "CPU only" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:0
 
+# --dump-config prints the resolved config (data paths absolute) and touches nothing; `key=` resets.
+expect dump-config 0 "max_steps: 7" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/dump" \
+  --set training.max_steps=7 --dump-config
+expect dump-config-reset 0 'valid_source: ""' -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/dump" \
+  --set data.valid_source= --set data.valid_target= --dump-config
+check dump-config-nothing-written test ! -e "$tmp/dump"
+
+# A typo, then the corrected command: nothing of the failed start stands in the way.
+expect typo-path 1 "trian.src" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
+  --set "data.train_source=$tmp/trian.src"
+expect typo-heads 1 "heads" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" --set model.heads=3
+check typo-nothing-written test ! -e "$tmp/typo/config.yaml"
+expect typo-filtered 1 "no training pairs left" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
+  --set data.max_length=1
+expect typo-fixed 0 "train: done at step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
+  --set model.d_ff=48
+
+# Without -c, a run resumes from its own config.yaml, from any working directory (paths are stored
+# absolute); a relative path in the config is relative to where the run was started.
+mkdir -p "$tmp/rel"
+sed -e "s#$tmp/#../#" "$tmp/c.yaml" >"$tmp/rel/c.yaml"
+expect relative-start 0 "done at step 20" -- bash -c "cd '$tmp/rel' && '$dragoman' train -c c.yaml --run r"
+check relative-stored-absolute grep -q "train_source: \"$tmp/train.src\"" "$tmp/rel/r/config.yaml"
+expect resume-without-config 0 "done at step 30" -- bash -c "cd / && '$dragoman' train --run '$tmp/rel/r' \
+  --set training.max_steps=30"
+expect no-config-no-run 1 "no --config given and .*nothing/config.yaml does not exist" -- \
+  "$dragoman" train --run "$tmp/nothing"
+
+# A damaged newest checkpoint is set aside; the run resumes from the one before.
+cp -r "$tmp/typo" "$tmp/damaged"
+truncate -s 1000 "$tmp/damaged/checkpoints/checkpoint-00000020.safetensors"
+expect damaged-newest 0 "cannot resume from .*checkpoint-00000020.safetensors.*setting it aside" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/damaged" --set model.d_ff=48 --set training.max_steps=30
+check damaged-set-aside test -e "$tmp/damaged/checkpoints/checkpoint-00000020.safetensors.damaged"
+check damaged-resumed-from-10 grep -q "resuming from step 10" "$tmp/damaged/train.log"
+
+# A diverging run (an absurd learning rate from step 20 on) stops at the first non-finite update,
+# exit 1, and the last checkpoint stays the last good one; a sane learning rate resumes from it.
+expect diverged 1 "update 2[1-9] gave a non-finite .*stopping without applying it" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" --set model.d_ff=48 --set training.max_steps=40 \
+  --set training.lr_factor=1e30
+check diverged-no-new-checkpoint test "$(ls "$tmp/typo/checkpoints" | grep -c -- '-000000[34]')" -eq 0
+expect diverged-checkpoint-loads 0 "wrote" -- "$dragoman" average-checkpoints --run "$tmp/typo" --last 1 \
+  -o "$tmp/last-good.safetensors"
+expect diverged-resume 0 "resuming from step 20" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
+  --set model.d_ff=48 --set training.max_steps=22
+
+# A model file whose bytes were damaged into NaN is refused, naming the tensor.
+python3 - "$tmp/last-good.safetensors" "$tmp/nan.safetensors" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32")
+start = 8 + n + info["data_offsets"][0] + 4 * 5
+open(sys.argv[2], "wb").write(data[:start] + struct.pack("<f", float("nan")) + data[start + 4:])
+print(name)
+PY
+expect nan-model 1 "nan.safetensors: tensor '.*' holds a non-finite value .* at element 5" -- \
+  "$dragoman" average-checkpoints -i "$tmp/nan.safetensors" -o "$tmp/x.safetensors"
+
+# SIGINT while the vocabulary is built, or the corpus encoded (minutes at WMT scale), stops within
+# a second with exit 130, and writes no vocabulary and no checkpoint.
+awk 'BEGIN { srand(7); split("a b c d e f g h i j", L, " ")
+  for (i = 0; i < 400000; i++) { n = 3 + i % 5; s = ""; t = ""
+    for (k = 0; k < n; k++) w[k] = L[int(rand() * 10) + 1]
+    for (k = 0; k < n; k++) { s = s (k ? " " : "") w[k]; t = t (k ? " " : "") w[n - 1 - k] }
+    print s > "'"$tmp"'/big.src"; print t > "'"$tmp"'/big.tgt" } }'
+# interrupt_when NAME PATTERN RUN ARGS...: starts train, sends SIGINT once PATTERN is logged, and
+# checks the exit code and that it ended within a second of the signal.
+interrupt_when() {
+  local name=$1 pattern=$2 run=$3 pid rc start end
+  shift 3
+  "$dragoman" train -c "$tmp/c.yaml" --run "$run" --set "data.train_source=$tmp/big.src" \
+    --set "data.train_target=$tmp/big.tgt" "$@" >"$run.log" 2>&1 &
+  pid=$!
+  for ((i = 0; i < 300; i++)); do
+    grep -q "$pattern" "$run.log" 2>/dev/null && break
+    sleep 0.05
+  done
+  sleep 0.2
+  start=$(date +%s%N)
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  end=$(date +%s%N)
+  check "$name-exit-130" test "$rc" -eq 130
+  check "$name-within-a-second" test $(((end - start) / 1000000)) -lt 1000
+  check "$name-message" grep -q "stopped by a signal before the first update; no checkpoint written" "$run.log"
+  check "$name-no-checkpoint" test -z "$(ls "$run/checkpoints" 2>/dev/null)"
+}
+interrupt_when vocab-sigint "building a shared" "$tmp/int-vocab" --set data.vocab_sample=0
+check vocab-sigint-no-vocabulary test ! -e "$tmp/int-vocab/vocab.model"
+"$dragoman" build-vocab --input "$tmp/train.src" "$tmp/train.tgt" --vocab-size 25 --output "$tmp/letters" \
+  >/dev/null 2>&1
+interrupt_when encode-sigint "corpus: encoding" "$tmp/int-encode" --set "data.vocabulary=$tmp/letters.model"
+
 # SIGTERM: the run saves a checkpoint and exits 143; the same command resumes from it.
 "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set training.max_steps=1000000 \
   --set training.log_every=1 >"$tmp/sig.log" 2>&1 &
@@ -93,6 +196,9 @@ for ((i = 0; i < 600; i++)); do
   [[ -s $tmp/sig/metrics.jsonl ]] && break
   sleep 0.1
 done
+# A second trainer on the same run directory is refused, naming the one that holds it.
+expect second-trainer 1 "in use by another .dragoman train. \(pid $pid on " -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set training.max_steps=1000000 --set training.log_every=1
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
@@ -100,6 +206,13 @@ check sigterm-exit-143 test "$rc" -eq 143
 check sigterm-message grep -q "interrupted by signal 15 at step" "$tmp/sig.log"
 step=$(sed -n 's/.*interrupted by signal 15 at step \([0-9]*\).*/\1/p' "$tmp/sig.log")
 check sigterm-checkpoint test -s "$tmp/sig/checkpoints/checkpoint-last.safetensors"
+# Stopped between scheduled checkpoints (every 10 updates), the state is an interrupted checkpoint:
+# resumed from, never averaged.
+if ((${step:-0} % 10 != 0)); then
+  check sigterm-interrupted-kind test -s "$tmp/sig/checkpoints/interrupted-$(printf %08d "$step").safetensors"
+fi
+check sigterm-regular-only test -z "$(ls "$tmp/sig/checkpoints" | grep '^checkpoint-[0-9]*\.safetensors' |
+  sed 's/checkpoint-0*\([0-9][0-9]*\)\.safetensors/\1/' | awk '$1 % 10 != 0')"
 expect sigterm-resume 0 "resuming from step ${step:-X}" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set "training.max_steps=$((${step:-0} + 2))" \
   --set training.log_every=1
