@@ -313,6 +313,7 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
 // tried), or initialises a fresh model.
 void Trainer::resume_or_initialize() {
   const ModelConfig& mc = config_.model;
+  int set_aside = 0;
   for (const CheckpointRef& checkpoint : resumable_checkpoints(run_)) {
     const std::string model_path = checkpoint_model_path(run_, checkpoint.step, checkpoint.kind);
     const std::string state_path = checkpoint_state_path(run_, checkpoint.step, checkpoint.kind);
@@ -329,6 +330,7 @@ void Trainer::resume_or_initialize() {
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);
+      ++set_aside;
       continue;
     }
     if (loaded->config() != mc) throw Error("checkpoint " + model_path + " has another model config");
@@ -339,6 +341,11 @@ void Trainer::resume_or_initialize() {
     model_ = std::move(loaded);
     state_ = std::move(state);
     saved_step_ = state_.step;
+    if (set_aside > 0) {  // checkpoint-last still names the damaged files
+      const fs::path dir = fs::path(run_) / "checkpoints";
+      link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
+      link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
+    }
     truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), state_.step);
     spdlog::info("train: resuming from step {} (epoch {}, batch {}){}", state_.step, state_.epoch + 1,
                  state_.batch_index, checkpoint.kind == CheckpointKind::kInterrupted ? " of an interrupted run" : "");

@@ -316,7 +316,17 @@ TEST_CASE("train: a damaged newest checkpoint is set aside and the run resumes f
   train(first, options);
   const std::string newest = checkpoint_model_path(options.run_dir, 4);
   fs::resize_file(newest, fs::file_size(newest) / 2);  // a crash or a full disk
-  CHECK(train(config, options).step == 6);             // resumed from step 2
+  TrainConfig same_length = first;
+  CHECK(train(same_length, options).step == 4);  // resumed from step 2, trained to 4 again
+  CHECK(weights(checkpoint_model_path(options.run_dir, 4)) == weights(checkpoint_model_path(straight.run_dir, 4)));
+  // Damaged again, and resumed by a run that is already finished at step 2: checkpoint-last now
+  // names step 2, not the damaged file.
+  fs::resize_file(newest, fs::file_size(newest) / 2);
+  first.training.max_steps = 2;
+  CHECK(train(first, options).already_finished);
+  CHECK(weights(options.run_dir + "/checkpoints/checkpoint-last.safetensors") ==
+        weights(checkpoint_model_path(options.run_dir, 2)));
+  CHECK(train(config, options).step == 6);
   CHECK(fs::exists(newest + ".damaged"));
   CHECK(weights(checkpoint_model_path(options.run_dir, 6)) == weights(checkpoint_model_path(straight.run_dir, 6)));
   CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{2, 4, 6});
