@@ -1,49 +1,134 @@
 // The dragoman binary: registers the subcommands, sets up logging, runs the chosen command and
-// turns errors into messages and exit codes (0 ok, 1 error, 2 usage error).
+// turns errors into messages and exit codes (0 ok, 1 error, 2 usage error). Every error is printed
+// as "error: MESSAGE"; a usage error adds a line naming the help to read.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
 
+namespace {
+
+using dragoman::cli::Subcommand;
+
+// Edit distance with a swap of two neighbours counted as one edit ("trian" is 1 from "train").
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitute = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, substitute});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The first argument that is neither an option nor the value of --log-level (the one global
+// option with a value): the subcommand's name, or "" when there is none.
+std::string subcommand_argument(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--log-level") {
+      ++i;
+    } else if (arg.empty() || arg.front() != '-') {
+      return std::string(arg);
+    }
+  }
+  return "";
+}
+
+// "average-checkpoints, build-vocab, ...".
+std::string subcommand_list(const std::vector<Subcommand>& commands) {
+  std::string all;
+  for (const Subcommand& command : commands) all += (all.empty() ? "" : ", ") + command.app->get_name();
+  return all;
+}
+
+// "unknown subcommand 'trian'; did you mean 'train'?", or the list of subcommands when none is
+// close (at most 2 edits, and fewer than half the name's letters).
+std::string unknown_subcommand_message(const std::string& name, const std::vector<Subcommand>& commands) {
+  std::string nearest;
+  std::size_t best = name.size() / 2;
+  for (const Subcommand& command : commands) {
+    const std::string& candidate = command.app->get_name();
+    const std::size_t distance = edit_distance(name, candidate);
+    if (distance <= std::min<std::size_t>(best, 2) && (nearest.empty() || distance < best)) {
+      nearest = candidate;
+      best = distance;
+    }
+  }
+  const std::string message = "unknown subcommand '" + name + "'";
+  return nearest.empty() ? message + " (expected one of: " + subcommand_list(commands) + ")"
+                         : message + "; did you mean '" + nearest + "'?";
+}
+
+// A usage error: "error: MESSAGE" and the help to read (the subcommand's, once one is chosen).
+int usage_error(const CLI::App& app, const std::string& message) {
+  const auto chosen = app.get_subcommands();
+  const std::string command = chosen.empty() ? "dragoman" : "dragoman " + chosen.front()->get_name();
+  std::fprintf(stderr, "error: %s\nRun '%s --help' for more information.\n", message.c_str(), command.c_str());
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Dragoman: the Transformer of \"Attention Is All You Need\", trained and served by one binary"};
   app.require_subcommand(1);
+  // Options of dragoman itself (--log-level, --quiet) are accepted after the subcommand too: the
+  // subcommands inherit fallthrough and hand options they do not know to their parent.
+  app.fallthrough();
   app.set_version_flag("--version", [] {
     std::string info = dragoman::build_info();
     info.pop_back();  // CLI11 adds the final newline
     return info;
   });
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "Log level on standard error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
-      ->capture_default_str();
+  CLI::Option* log_level_option =
+      app.add_option("--log-level", log_level, "Log level on standard error (before or after the subcommand)")
+          ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+          ->capture_default_str();
+  bool quiet = false;
+  app.add_flag("--quiet,-q", quiet, "Log only warnings and errors (the same as --log-level warn)")
+      ->excludes(log_level_option);
 
-  const std::vector<dragoman::cli::Subcommand> commands = {
-      dragoman::cli::add_average_checkpoints(app),
-      dragoman::cli::add_build_vocab(app),
-      dragoman::cli::add_score_bleu(app),
-      dragoman::cli::add_train(app),
+  const std::vector<Subcommand> commands = {
+      dragoman::cli::add_average_checkpoints(app), dragoman::cli::add_build_vocab(app),
+      dragoman::cli::add_score_bleu(app),          dragoman::cli::add_train(app),
       dragoman::cli::add_translate(app),
   };
 
+  const std::string name = subcommand_argument(argc, argv);
+  if (!name.empty() &&
+      std::none_of(commands.begin(), commands.end(), [&](const Subcommand& c) { return c.app->get_name() == name; })) {
+    return usage_error(app, unknown_subcommand_message(name, commands));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help/version (code 0) or the usage error
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return usage_error(app, e.get_name() == "RequiredError" && app.get_subcommands().empty()
+                                ? "a subcommand is required (one of: " + subcommand_list(commands) + ")"
+                                : std::string(e.what()));
   }
 
   auto logger = spdlog::stderr_color_mt("dragoman");
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] %^%l%$: %v");
-  logger->set_level(spdlog::level::from_str(log_level));
+  logger->set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(log_level));
   spdlog::set_default_logger(logger);
 
   try {
@@ -51,8 +136,7 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) return command.run();
     }
   } catch (const CLI::ParseError& e) {  // usage errors found once the options are combined
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return usage_error(app, e.what());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory\n");
     return 1;

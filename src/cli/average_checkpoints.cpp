@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "model/average.h"
 #include "train/trainer.h"
 
@@ -44,14 +46,13 @@ Subcommand add_average_checkpoints(CLI::App& app) {
   CLI::Option* run = sub->add_option("--run", o->run, "A training run directory (with --last)")
                          ->check(CLI::ExistingDirectory)
                          ->excludes(inputs);
-  sub->add_option("--last", o->last, "Average the last N checkpoints of --run")
-      ->check(CLI::PositiveNumber)
-      ->needs(run);
+  sub->add_option("--last", o->last, "Average the last N checkpoints of --run")->check(integer_at_least(1))->needs(run);
   sub->add_option("--output,-o", o->output, "The averaged model file (written atomically)")->required();
   return {sub, [o] {
             if (o->inputs.empty() && o->run.empty()) throw CLI::ValidationError("give --inputs, or --run and --last");
             if (!o->run.empty() && o->last == 0) throw CLI::ValidationError("--run needs --last N");
             const std::vector<std::string> paths = o->inputs.empty() ? last_checkpoints(o->run, o->last) : o->inputs;
+            check_writable(o->output);  // before reading all the models
             for (const std::string& path : paths) spdlog::info("average-checkpoints: {}", path);
             const AveragedModel averaged = average_model_files(paths);
             save_model(o->output, averaged.model, averaged.info);

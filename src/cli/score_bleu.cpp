@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/error.h"
-#include "core/parallel.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/corpus.h"
@@ -110,7 +110,7 @@ void run_score_bleu(ScoreBleuOptions o) {
     }
   }
 
-  const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  const int threads = resolve_threads(o.threads, "score-bleu");
   const int width = o.width_given || !o.score_only ? o.width : 4;
   const std::size_t nrefs = corpus.refs.size();
 
@@ -167,17 +167,18 @@ Subcommand add_score_bleu(CLI::App& app) {
            o->smooth_value_given = true;
          },
          "Smoothing value for floor (default 0.1) and add-k (default 1)")
+      ->check(number_in(0, 1e6))
       ->group("BLEU");
   sub->add_option("--chrf-char-order", o->chrf_char_order, "chrF character n-gram order")
-      ->check(CLI::Range(0, 64))
+      ->check(integer_in(0, 64))
       ->capture_default_str()
       ->group("chrF");
   sub->add_option("--chrf-word-order", o->chrf_word_order, "chrF word n-gram order (2 gives chrF++)")
-      ->check(CLI::Range(0, 64))
+      ->check(integer_in(0, 64))
       ->capture_default_str()
       ->group("chrF");
   sub->add_option("--chrf-beta", o->chrf_beta, "chrF beta (recall weight)")
-      ->check(CLI::Range(0, 1000))
+      ->check(integer_in(0, 1000))
       ->capture_default_str()
       ->group("chrF");
   sub->add_flag("--chrf-whitespace", o->chrf_whitespace, "Keep whitespace in chrF character n-grams")->group("chrF");
@@ -194,13 +195,13 @@ Subcommand add_score_bleu(CLI::App& app) {
            o->width_given = true;
          },
          "Decimals of the score (default 2)")
-      ->check(CLI::Range(0, 17))
+      ->check(integer_in(0, 17))
       ->group("Output");
   sub->add_flag("--json", o->json, "JSON output (sacreBLEU's -f json, plus full-precision statistics)")
       ->group("Output");
   sub->add_flag("--short", o->short_signature, "Short signature (sacreBLEU's --short)")->group("Output");
   sub->add_flag("--force", o->force, "Do not warn about hypotheses that look tokenized")->group("Output");
-  sub->add_option("--threads", o->threads, "Threads (default: all cores)")->check(CLI::Range(0, 1024));
+  add_threads_option(sub, o->threads, "Threads");
   return {sub, [o] {
             run_score_bleu(*o);
             return 0;

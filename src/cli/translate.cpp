@@ -1,8 +1,11 @@
 // `dragoman translate`: translates text one sentence per line with a model file's embedded
 // vocabulary and beam search (options -> decode/translator.h). Input is read in chunks, so a file of
 // any size streams; each chunk is sorted by length for batching and written back in input order.
+// A chunk ends early when a pipe or terminal has no more input for now, and the lines finished
+// are written (and flushed) after each batch, so interactive use sees each translation at once.
 // Output to a file is atomic: it appears, complete, when the translation ends; an error or a
-// SIGINT/SIGTERM (exit 128 + signal) leaves no partial file.
+// SIGINT/SIGTERM (exit 128 + signal) leaves no partial file. On standard output a signal keeps
+// the lines already written, all complete and in input order.
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
+#include "cli/validators.h"
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -48,8 +52,8 @@ struct TranslateCliOptions {
   bool progress = false;
 };
 
-// Thrown from the progress callback when a signal asks translate to stop.
-struct Interrupted {};
+// Thrown from the per-batch callback when a signal asks translate to stop.
+struct StopRequested {};
 
 // Standard output, or a file written atomically.
 class Output {
@@ -117,11 +121,14 @@ std::string format_score(double score) {
   return text;
 }
 
-// The output lines of one input line (0-based `index`).
+// The output lines of one input line (0-based `index`). n-best lines are Moses's and Marian's
+// format: "I ||| TEXT ||| F0= LOG_PROB ||| SCORE", the feature being the model's unnormalised
+// log-probability (Marian's F0, one model) and SCORE the normalised one the search ranks by.
 void format_translation(const Translation& t, std::int64_t index, const TranslateCliOptions& o, std::string& out) {
   if (o.nbest > 0) {
     for (const TranslatedHypothesis& h : t.nbest) {
-      out += std::to_string(index) + " ||| " + h.text + " ||| " + format_score(h.score) + "\n";
+      out += std::to_string(index) + " ||| " + h.text + " ||| F0= " + format_score(h.log_prob) + " ||| " +
+             format_score(h.score) + "\n";
     }
   } else if (o.scores) {
     out += format_score(t.nbest.front().score) + "\t" + t.nbest.front().text + "\n";
@@ -144,7 +151,111 @@ SearchOptions search_options(const TranslateCliOptions& o) {
   return s;
 }
 
-int run_translate(const TranslateCliOptions& o) {
+// A device name Device::parse accepts (cpu, cuda, cuda:N): anything else is a usage error.
+CLI::Validator device_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          Device::parse(text);
+        } catch (const Error&) {
+          return "expected cpu, cuda or cuda:N, got '" + text + "'";
+        }
+        return {};
+      },
+      "DEVICE");
+}
+
+// What the summary and the warnings count.
+struct Totals {
+  std::int64_t lines = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;
+};
+
+// Reads up to `limit` lines into `chunk`, each checked to be UTF-8 (or repaired with
+// --replace-invalid). Once it has a line, it stops early when the input has nothing more for now
+// (a pipe or terminal fed a line at a time): those lines are translated instead of waiting for
+// more. false when the input has ended (or a signal stopped the wait) and no line was read.
+bool read_chunk(LineReader& reader, std::int64_t limit, const TranslateCliOptions& o, std::vector<std::string>& chunk,
+                Totals& totals) {
+  chunk.clear();
+  std::string line;
+  while (static_cast<std::int64_t>(chunk.size()) < limit && (chunk.empty() || reader.ready()) && reader.next(line)) {
+    const std::size_t bad = utf8::find_invalid(line);
+    if (bad != std::string::npos) {
+      if (!o.replace_invalid) {
+        throw_input_error(reader.name(), static_cast<std::size_t>(reader.line_number()),
+                          "invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                              " of the line (expected UTF-8 text; --replace-invalid replaces bad bytes with U+FFFD)");
+      }
+      line = utf8::replace_invalid(line);
+      ++totals.replaced_lines;
+    }
+    chunk.push_back(std::move(line));
+  }
+  return !chunk.empty();
+}
+
+// Writes a chunk's translations in input order as they become ready: after each batch, the lines
+// from the first unwritten one up to the first one not translated yet.
+class ChunkWriter {
+ public:
+  ChunkWriter(Output& output, const TranslateCliOptions& o, const std::string& input_name, std::int64_t max_positions,
+              Totals& totals)
+      : output_(output), o_(o), input_name_(input_name), max_positions_(max_positions), totals_(totals) {}
+
+  void write_ready(const std::vector<Translation>& results) {
+    std::string text;
+    for (; next_ < results.size() && !results[next_].nbest.empty(); ++next_) {
+      const Translation& t = results[next_];
+      const std::int64_t index = totals_.lines;
+      if (t.truncated && ++totals_.truncated <= 10) {
+        spdlog::warn("translate: {}:{}: longer than the model's {} positions: cut to its first {} tokens", input_name_,
+                     index + 1, max_positions_, t.source_tokens);
+      }
+      totals_.source_tokens += t.source_tokens;
+      totals_.target_tokens += static_cast<std::int64_t>(t.nbest.front().tokens.size());
+      format_translation(t, index, o_, text);
+      ++totals_.lines;
+    }
+    if (!text.empty()) output_.write(text);
+  }
+  void start_chunk() { next_ = 0; }
+
+ private:
+  Output& output_;
+  const TranslateCliOptions& o_;
+  const std::string& input_name_;
+  std::int64_t max_positions_;
+  Totals& totals_;
+  std::size_t next_ = 0;  // the first line of the chunk not written yet
+};
+
+// Chunks on standard output start at one batch's worth of lines and double up to --chunk-lines,
+// so the first translations appear after one batch rather than after 10,000 lines; into a file
+// (written at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
+std::int64_t next_chunk_size(std::int64_t previous, const TranslateCliOptions& o) {
+  if (o.output != "-") return o.chunk_lines;
+  return previous == 0 ? std::min(o.batch_sentences, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
+}
+
+void log_summary(const Totals& totals, double seconds, std::int64_t max_positions) {
+  seconds = std::max(seconds, 1e-9);
+  spdlog::info(
+      "translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
+      "source tokens/s, {:.0f} target tokens/s",
+      totals.lines, totals.source_tokens, totals.target_tokens, seconds, static_cast<double>(totals.lines) / seconds,
+      static_cast<double>(totals.source_tokens) / seconds, static_cast<double>(totals.target_tokens) / seconds);
+  const AllocatorStats memory = allocator_for(Device::cpu()).stats();
+  spdlog::debug("translate: CPU allocator: peak in use {} MiB, peak reserved {} MiB", memory.peak_in_use >> 20,
+                memory.peak_reserved >> 20);
+  if (totals.truncated > 0) {
+    spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", totals.truncated, max_positions);
+  }
+  if (totals.replaced_lines > 0) {
+    spdlog::warn("translate: {} line(s) had invalid UTF-8, replaced with U+FFFD", totals.replaced_lines);
+  }
+}
+
+void check_options(const TranslateCliOptions& o) {
   if (!Device::parse(o.device).is_cpu()) {
     throw Error("translate: --device " + o.device +
                 ": this version translates on the CPU only (no CUDA model "
@@ -155,8 +266,19 @@ int run_translate(const TranslateCliOptions& o) {
                                std::to_string(o.beam));
   }
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
-  set_compute_threads(o.threads);
-  LineReader reader(o.input);  // a missing input is reported before the model is loaded
+}
+
+int run_translate(const TranslateCliOptions& o) {
+  check_options(o);
+  set_compute_threads(resolve_threads(o.threads, "translate"));
+  // The input and the output are opened before the model is loaded, so that a missing input or an
+  // output that cannot be written is reported at once. Signals are caught from here on: a signal
+  // while the model loads stops translate before its first chunk, the temporary output removed.
+  StopSignals signals;
+  LineReader reader(o.input);
+  reader.stop_waiting_when(signals.flag());
+  Output output(o.output);
+  signals.remove_on_abort(output.temporary_path());
 
   ModelFileInfo info;
   const Transformer model = load_model(o.model, DType::kF32, &info);
@@ -171,82 +293,40 @@ int run_translate(const TranslateCliOptions& o) {
   options.batch_tokens = o.batch_tokens;
   options.batch_sentences = o.batch_sentences;
   const Translator translator(model, vocabulary, options);
+  const std::int64_t max_positions = model.config().max_positions;
   spdlog::info(
       "translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
       "tokens, {} thread(s)",
       o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b, compute_threads());
 
-  StopSignals signals;
-  Output output(o.output);
-  signals.remove_on_abort(output.temporary_path());
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
-  std::int64_t lines_done = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;
+  Totals totals;
+  ChunkWriter writer(output, o, reader.name(), max_positions, totals);
   std::vector<std::string> chunk;
-  std::string line;
-  bool more = true;
   try {
-    while (more) {
-      chunk.clear();
-      while (static_cast<std::int64_t>(chunk.size()) < o.chunk_lines && (more = reader.next(line))) {
-        const std::size_t bad = utf8::find_invalid(line);
-        if (bad != std::string::npos) {
-          if (!o.replace_invalid) {
-            throw_input_error(
-                reader.name(), static_cast<std::size_t>(reader.line_number()),
-                "invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                    " of the line (expected UTF-8 text; --replace-invalid replaces bad bytes with U+FFFD)");
-          }
-          line = utf8::replace_invalid(line);
-          ++replaced_lines;
-        }
-        chunk.push_back(std::move(line));
-      }
-      if (chunk.empty()) break;
-      const std::vector<Translation> translations = translator.translate(chunk, [&](std::int64_t done) {
-        if (signals.received() != 0) throw Interrupted{};
-        progress.update(lines_done + done);
+    for (std::int64_t limit = next_chunk_size(0, o); read_chunk(reader, limit, o, chunk, totals);
+         limit = next_chunk_size(limit, o)) {
+      if (signals.received() != 0) throw StopRequested{};  // e.g. while the model was loading
+      const std::int64_t chunk_start = totals.lines;
+      writer.start_chunk();
+      translator.translate_in_batches(chunk, [&](const std::vector<Translation>& results, std::int64_t done) {
+        writer.write_ready(results);
+        progress.update(chunk_start + done);
+        if (signals.received() != 0) throw StopRequested{};
       });
-      std::string text;
-      for (std::size_t i = 0; i < translations.size(); ++i) {
-        const Translation& t = translations[i];
-        const std::int64_t index = lines_done + static_cast<std::int64_t>(i);
-        if (t.truncated && ++truncated <= 10) {
-          spdlog::warn("translate: {}:{}: longer than the model's {} positions: cut to its first {} tokens",
-                       reader.name(), index + 1, model.config().max_positions, t.source_tokens);
-        }
-        source_tokens += t.source_tokens;
-        target_tokens += static_cast<std::int64_t>(t.nbest.front().tokens.size());
-        format_translation(t, index, o, text);
-      }
-      output.write(text);
-      lines_done += static_cast<std::int64_t>(chunk.size());
-      if (signals.received() != 0) throw Interrupted{};
     }
-  } catch (const Interrupted&) {
+    if (signals.received() != 0) throw StopRequested{};  // a signal while waiting for input
+  } catch (const StopRequested&) {
     progress.finish();
-    spdlog::warn("translate: interrupted by signal {} after {} lines; {}", signals.received(), lines_done,
-                 o.output == "-" ? "the lines written so far are complete" : "no output file written");
+    spdlog::warn("translate: interrupted by signal {} after {} lines; {}", signals.received(), totals.lines,
+                 o.output == "-" ? "the lines written are complete and in input order" : "no output file written");
     return 128 + signals.received();
   }
   output.commit();
   progress.finish();
-  const double seconds = std::max(seconds_since(start), 1e-9);
-  spdlog::info(
-      "translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
-      "source tokens/s, {:.0f} target tokens/s",
-      lines_done, source_tokens, target_tokens, seconds, static_cast<double>(lines_done) / seconds,
-      static_cast<double>(source_tokens) / seconds, static_cast<double>(target_tokens) / seconds);
-  const AllocatorStats memory = allocator_for(Device::cpu()).stats();
-  spdlog::debug("translate: CPU allocator: peak in use {} MiB, peak reserved {} MiB", memory.peak_in_use >> 20,
-                memory.peak_reserved >> 20);
-  if (truncated > 0) {
-    spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", truncated, model.config().max_positions);
-  }
-  if (replaced_lines > 0) {
-    spdlog::warn("translate: {} line(s) had invalid UTF-8, replaced with U+FFFD", replaced_lines);
-  }
+  log_summary(totals, seconds_since(start), max_positions);
   return 0;
 }
 
@@ -266,40 +346,41 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_option("--output,-o", o->output, "Output file, written atomically ('-': standard output)")
       ->capture_default_str();
   sub->add_option("--beam,-b", o->beam, "Beam size (1: greedy decoding)")
-      ->check(CLI::Range(1, 1024))
+      ->check(integer_in(1, 1024))
       ->capture_default_str();
   sub->add_option("--length-penalty", o->alpha, "Length normalisation exponent alpha")
-      ->check(CLI::Range(0.0, 10.0))
+      ->check(number_in(0, 10))
       ->capture_default_str();
   sub->add_option("--length-normalization", o->normalization,
                   "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none")
       ->check(CLI::IsMember({"gnmt", "power", "none"}))
       ->capture_default_str();
   sub->add_option("--word-reward", o->word_reward, "Added to a hypothesis's score per output token (EOS included)")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--max-length-a", o->max_length_a, "Output at most a * source tokens + b tokens (before EOS)")
-      ->check(CLI::Range(0.0, 1000.0))
+      ->check(number_in(0, 1000))
       ->capture_default_str();
   sub->add_option("--max-length-b", o->max_length_b, "See --max-length-a")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20))
+      ->check(integer_in(0, std::int64_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--nbest,-n", o->nbest,
-                  "Write the K best hypotheses of each line as 'i ||| text ||| score' (K <= beam)")
-      ->check(CLI::Range(1, 1024));
+                  "Write the K best hypotheses of each line as 'I ||| TEXT ||| F0= LOG_PROB ||| SCORE' (K <= beam)")
+      ->check(integer_in(1, 1024));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
   sub->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch, padding counted")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
   sub->add_option("--batch-sentences", o->batch_sentences, "Sentences per batch, at most")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
   sub->add_option("--chunk-lines", o->chunk_lines, "Lines read, sorted by length and translated at a time")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu (CUDA decoding is not in this version)")->capture_default_str();
-  sub->add_option("--threads", o->threads, "Compute threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
+  sub->add_option("--device", o->device, "cpu (CUDA decoding is not in this version)")
+      ->check(device_name())
       ->capture_default_str();
+  add_threads_option(sub, o->threads, "Compute threads");
   sub->add_flag("--replace-invalid", o->replace_invalid,
                 "Replace invalid UTF-8 with U+FFFD (counted) instead of stopping with an error");
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");

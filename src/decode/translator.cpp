@@ -46,16 +46,42 @@ Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, T
   if (options_.batch_sentences < 1) throw Error("translate: the batch size in sentences must be >= 1");
 }
 
-std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
-                                               const std::function<void(std::int64_t)>& progress) const {
+namespace {
+
+std::vector<std::vector<std::int32_t>> encode_lines(const Vocabulary& vocabulary,
+                                                    const std::vector<std::string>& lines) {
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(lines.size());
-  for (const std::string& line : lines) sources.push_back(vocabulary_.encode(line));
-  return translate_ids(std::move(sources), progress);
+  for (const std::string& line : lines) sources.push_back(vocabulary.encode(line));
+  return sources;
+}
+
+// A BatchDone that reports only the count to `progress` (if any).
+Translator::BatchDone count_only(const std::function<void(std::int64_t)>& progress) {
+  return [&progress](const std::vector<Translation>&, std::int64_t done) {
+    if (progress) progress(done);
+  };
+}
+
+}  // namespace
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines,
+                                               const std::function<void(std::int64_t)>& progress) const {
+  return search(encode_lines(vocabulary_, lines), count_only(progress));
+}
+
+std::vector<Translation> Translator::translate_in_batches(const std::vector<std::string>& lines,
+                                                          const BatchDone& batch_done) const {
+  return search(encode_lines(vocabulary_, lines), batch_done);
 }
 
 std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::int32_t>> sources,
                                                    const std::function<void(std::int64_t)>& progress) const {
+  return search(std::move(sources), count_only(progress));
+}
+
+std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t>> sources,
+                                            const BatchDone& batch_done) const {
   const std::int64_t max_positions = model_.config().max_positions;
   std::vector<Translation> results(sources.size());
   std::vector<std::int64_t> lengths(sources.size());
@@ -74,7 +100,7 @@ std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::
   }
   const std::vector<std::vector<std::int64_t>> batches =
       length_sorted_batches(lengths, options_.batch_tokens, options_.batch_sentences);
-  if (batches.empty() && progress) progress(done);
+  if (batches.empty()) batch_done(results, done);
   for (const std::vector<std::int64_t>& batch : batches) {
     std::vector<std::vector<std::int32_t>> batch_sources;
     for (const std::int64_t i : batch) batch_sources.push_back(std::move(sources[static_cast<std::size_t>(i)]));
@@ -86,7 +112,7 @@ std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::
       }
     }
     done += static_cast<std::int64_t>(batch.size());
-    if (progress) progress(done);
+    batch_done(results, done);
   }
   return results;
 }

@@ -31,8 +31,8 @@ struct TranslatorOptions {
 struct TranslatedHypothesis {
   std::string text;
   std::vector<std::int32_t> tokens;  // target ids, without BOS/EOS
-  double log_prob = 0;               // log p(tokens, EOS | source)
-  double score = 0;                  // length-normalised (beam_search.h)
+  double log_prob = 0;               // log p(tokens, EOS | source): the model's score, unnormalised
+  double score = 0;                  // length-normalised, word reward included (beam_search.h)
 };
 
 struct Translation {
@@ -55,12 +55,22 @@ class Translator {
   std::vector<Translation> translate_ids(std::vector<std::vector<std::int32_t>> sources,
                                          const std::function<void(std::int64_t done)>& progress = {}) const;
 
+  // Called after each batch with the results so far, in input order (a line not translated yet
+  // has an empty n-best list), and the number of lines finished; so a caller can write the lines
+  // that are done, or keep them when it stops (an exception it throws stops the translation).
+  using BatchDone = std::function<void(const std::vector<Translation>& results, std::int64_t done)>;
+  // translate() calling `batch_done` (which must be callable) after each batch.
+  std::vector<Translation> translate_in_batches(const std::vector<std::string>& lines,
+                                                const BatchDone& batch_done) const;
+
   const TranslatorOptions& options() const { return options_; }
 
  private:
   const Transformer& model_;
   const Vocabulary& vocabulary_;
   TranslatorOptions options_;
+
+  std::vector<Translation> search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done) const;
 };
 
 // The batches of sentences of these lengths (indices into `lengths`, zero lengths left out): sorted

@@ -2,6 +2,7 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,12 +24,33 @@ std::string directory_of(const std::string& path) {
   throw Error("cannot write " + path + ": " + what + ": " + std::strerror(error));
 }
 
+// What stops `path` from being written as a new file, if something visible beforehand does: the
+// path is a directory, or its directory is missing or not a directory. (Permissions and read-only
+// file systems show when the temporary file is created.)
+void check_destination(const std::string& path) {
+  struct stat info {};
+  if (path.empty()) throw Error("cannot write an output with an empty name");
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    throw Error("cannot write " + path + ": it is a directory (expected a file name)");
+  }
+  const std::string dir = directory_of(path);
+  if (::stat(dir.c_str(), &info) != 0) {
+    const int error = errno;
+    throw Error("cannot write " + path + ": directory " + dir +
+                (error == ENOENT ? " does not exist" : ": " + std::string(std::strerror(error))));
+  }
+  if (!S_ISDIR(info.st_mode)) throw Error("cannot write " + path + ": " + dir + " is not a directory");
+}
+
 }  // namespace
+
+void check_writable(const std::string& path) { AtomicFileWriter probe(path); }
 
 AtomicFileWriter::AtomicFileWriter(std::string path)
     : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  check_destination(path_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("cannot create " + tmp_, path_, errno);
+  if (fd_ < 0) fail("cannot create a file in " + directory_of(path_), path_, errno);
 }
 
 AtomicFileWriter::~AtomicFileWriter() { abort(); }

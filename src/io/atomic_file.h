@@ -8,6 +8,12 @@
 
 namespace dragoman {
 
+// Checks, before the expensive work that produces it, that `path` can be written: it is not a
+// directory, its directory exists, and a file can be created there (the temporary file is created
+// and removed again, as AtomicFileWriter would). Throws dragoman::Error naming the path and what
+// is wrong.
+void check_writable(const std::string& path);
+
 // Writes `bytes` to `path` atomically. Throws dragoman::Error naming the path on any failure;
 // the temporary file is removed and the old `path`, if any, is untouched.
 void write_file_atomically(const std::string& path, std::string_view bytes);
@@ -17,7 +23,9 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // (an error, an interruption) removes the temporary file and leaves PATH as it was.
 class AtomicFileWriter {
  public:
-  explicit AtomicFileWriter(std::string path);  // creates the temporary file
+  // Creates the temporary file, so a path that cannot be written fails here (check_writable's
+  // errors), before any output is produced.
+  explicit AtomicFileWriter(std::string path);
   ~AtomicFileWriter();
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;

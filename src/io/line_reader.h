@@ -3,33 +3,54 @@
 // CRLF files read as LF files; a last line without '\n' is a line; an empty file has no lines. The
 // bytes are returned as they are: checking them (UTF-8) is the caller's business, which can then
 // name the line.
+//
+// For interactive use (a pipe or a terminal fed a line at a time) the reader says whether the next
+// line is available without waiting (ready()), so a caller can work on the lines it has instead of
+// blocking for more; and a wait for input can be cut short by a stop flag (a signal).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 namespace dragoman {
 
 class LineReader {
  public:
-  explicit LineReader(const std::string& path);  // "-": standard input
+  explicit LineReader(const std::string& path);  // "-": standard input; a directory is an error
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
-  // The next line, without its end. false at the end of the input. Throws dragoman::Error naming
-  // the file if reading fails.
+  // The next line, without its end. false at the end of the input, or when the stop flag (below)
+  // became non-zero while waiting for input (stopped() then says so). Throws dragoman::Error
+  // naming the file if reading fails.
   bool next(std::string& line);
+  // Whether next() returns without waiting: a whole line is buffered, the input has ended, or the
+  // input has bytes ready to read. Always true for a regular file.
+  bool ready();
+  // While waiting for input, next() checks `flag` a few times a second and gives up when it is
+  // non-zero (nullptr: wait until input comes).
+  void stop_waiting_when(const std::atomic<int>* flag) { stop_flag_ = flag; }
+  bool stopped() const { return stopped_; }
+
   std::int64_t line_number() const { return line_number_; }  // of the last line returned, 1-based
   const std::string& name() const { return name_; }          // the path, or "<stdin>"
 
  private:
+  bool fill();  // reads more bytes; false at the end of the input or when stopped
+  bool wait_readable();
+
   std::string name_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   bool owned_ = false;
-  char* buffer_ = nullptr;
-  std::size_t capacity_ = 0;
+  bool regular_ = false;  // a regular file never blocks: no need to poll it
+  std::string buffer_;
+  std::size_t begin_ = 0;    // the unread bytes are buffer_[begin_, size)
+  std::size_t scanned_ = 0;  // buffer_[begin_, scanned_) holds no '\n'
+  bool end_ = false;
+  bool stopped_ = false;
+  const std::atomic<int>* stop_flag_ = nullptr;
   std::int64_t line_number_ = 0;
 };
 

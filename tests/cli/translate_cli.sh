@@ -3,7 +3,9 @@
 # one output line per input line in input order (empty, blank, over-long and CRLF lines among
 # them), standard input/output, batch size and thread count not changing the output, n-best and
 # score formats, invalid UTF-8 (error naming the line, or --replace-invalid), damaged and
-# other-version model files, usage errors, atomic output (nothing written on error or SIGTERM).
+# other-version model files, output paths checked before the model loads, usage errors, atomic
+# output (nothing written on error or SIGTERM), interactive use on a pipe (each translation
+# written before the input ends), SIGINT on standard output (the lines written are kept).
 # Usage: translate_cli.sh DRAGOMAN_BINARY
 set -uo pipefail
 dragoman=$1
@@ -82,17 +84,25 @@ check batch-sentences-invariance cmp -s "$tmp/big.txt" "$tmp/s3.txt"
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/greedy.txt" --beam 1 2>/dev/null
 check greedy-line-count test "$(wc -l <"$tmp/greedy.txt")" -eq 300
 
-# n-best: K lines per input, "i ||| text ||| score", ids in order, scores not increasing.
+# n-best: K lines per input in Moses/Marian's format "i ||| text ||| F0= log-prob ||| score", ids in
+# order, scores not increasing; the normalised score is the log-probability over a GNMT
+# normaliser >= 1 (alpha 0.6), so it is never below it.
 expect nbest 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/nbest.txt" --beam 4 --nbest 3
-check nbest-format test "$(grep -cE '^[0-9]+ \|\|\| [a-j ]* \|\|\| -?[0-9]+\.[0-9]{6}$' "$tmp/nbest.txt")" -eq \
+check nbest-format test "$(grep -cE '^[0-9]+ \|\|\| [a-j ]* \|\|\| F0= -?[0-9]+\.[0-9]{6} \|\|\| -?[0-9]+\.[0-9]{6}$' "$tmp/nbest.txt")" -eq \
   "$(wc -l <"$tmp/nbest.txt")"
 # Ids 0..7 in order, three hypotheses each, one (empty) for the empty and blank lines 1, 4 and 6.
 check nbest-ids test "$(cut -d' ' -f1 "$tmp/nbest.txt" | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')" == \
   "0:3 1:1 2:3 3:3 4:1 5:3 6:1 7:3 "
-check nbest-sorted awk -F' \\|\\|\\| ' 'NR > 1 && $1 == id && $3 > last + 1e-9 { bad = 1 } { id = $1; last = $3 } END { exit bad }' \
+check nbest-sorted awk -F' \\|\\|\\| ' 'NR > 1 && $1 == id && $4 > last + 1e-9 { bad = 1 } { id = $1; last = $4 } END { exit bad }' \
+  "$tmp/nbest.txt"
+check nbest-score-vs-log-prob awk -F' \\|\\|\\| ' '{ split($3, f, " ") } f[1] != "F0=" || $4 + 0 < f[2] - 1e-6 || f[2] > 0 { bad = 1 } END { exit bad }' \
   "$tmp/nbest.txt"
 check nbest-first-is-1best test "$(awk -F' \\|\\|\\| ' 'NR == 1 || $1 != id { print $2 } { id = $1 }' "$tmp/nbest.txt" | sed -n '1p;4p;6p;8p')" == \
   "$(sed -n '1p;4p;6p;8p' "$tmp/out.txt")"
+# With no length normalisation and no word reward the score is the log-probability itself.
+"$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 2 --length-normalization none 2>/dev/null >"$tmp/nbest-none.txt"
+check nbest-none-score-is-f0 awk -F' \\|\\|\\| ' '{ split($3, f, " ") } f[1] != "F0=" || $4 != f[2] { bad = 1 } END { exit bad || NR == 0 }' \
+  "$tmp/nbest-none.txt"
 expect scores 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/scores.txt" --scores
 check scores-format test "$(grep -cP '^-?[0-9]+\.[0-9]{6}\t' "$tmp/scores.txt")" -eq 8
 check scores-text test "$(cut -f2- "$tmp/scores.txt")" == "$(cat "$tmp/out.txt")"
@@ -116,6 +126,18 @@ expect random-model 1 "random.safetensors" -- "$dragoman" translate -m "$tmp/ran
 LC_ALL=C sed 's/"format_version":"1"/"format_version":"9"/' "$model" >"$tmp/v9.safetensors"
 expect other-version 1 "v9.safetensors: model format version 9 is not supported" -- \
   "$dragoman" translate -m "$tmp/v9.safetensors" -i "$tmp/in.txt"
+
+# Output paths are checked before the model is loaded: with a damaged model the error is still
+# about the output (a directory, a missing directory, a directory where no file can be created:
+# /sys refuses new files even to root), and no temporary file is left.
+mkdir "$tmp/outdir"
+expect output-is-directory 1 "cannot write .*/outdir: it is a directory" -- \
+  "$dragoman" translate -m "$tmp/truncated.safetensors" -i "$tmp/in.txt" -o "$tmp/outdir"
+expect output-directory-missing 1 "cannot write .*/nodir/out.txt: directory .*/nodir does not exist" -- \
+  "$dragoman" translate -m "$tmp/truncated.safetensors" -i "$tmp/in.txt" -o "$tmp/nodir/out.txt"
+expect output-directory-not-writable 1 "cannot write /sys/dragoman-out.txt: cannot create a file in /sys" -- \
+  "$dragoman" translate -m "$tmp/truncated.safetensors" -i "$tmp/in.txt" -o /sys/dragoman-out.txt
+check output-check-no-temporary test -z "$(find "$tmp/outdir" -name '*.tmp.*')"
 
 # Usage errors (exit 2) and unsupported devices (exit 1).
 expect nbest-over-beam 2 "--nbest 5 is larger than --beam 4" -- \
@@ -152,6 +174,40 @@ rc=$?
 check second-sigterm-exit-143 test "$rc" -eq 143
 check second-sigterm-no-output test ! -e "$tmp/long-out2.txt"
 check second-sigterm-no-temporary test -z "$(find "$tmp" -name 'long-out2.txt.tmp*')"
+
+# Interactive use: reading a pipe, translate writes a line's translation as soon as it is done,
+# before the input ends (a writer that stays open would otherwise wait for 10,000 lines).
+mkfifo "$tmp/fifo"
+"$dragoman" translate -m "$model" <"$tmp/fifo" >"$tmp/stream.txt" 2>"$tmp/stream.log" &
+pid=$!
+exec 3>"$tmp/fifo"
+echo "a b c" >&3
+for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 1; i++)); do sleep 0.1; done
+check stream-first-line-before-input-ends test "$(cat "$tmp/stream.txt")" == "$(sed -n 1p "$tmp/out.txt")"
+printf 'd e\n\n' >&3
+for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 3; i++)); do sleep 0.1; done
+check stream-next-lines-before-input-ends test "$(sed -n 2p "$tmp/stream.txt")|$(sed -n 3p "$tmp/stream.txt")" == \
+  "$(sed -n 4p "$tmp/out.txt")|"
+exec 3>&-
+wait "$pid"
+check stream-exit-0 test $? -eq 0
+
+# SIGINT while writing to standard output, once the first lines are out (the first chunk is one
+# batch long): exit 130, and what was written stays, complete lines, the first lines of the whole
+# translation.
+for ((i = 0; i < 400; i++)); do cat "$tmp/big.txt"; done >"$tmp/long-expected.txt"
+"$dragoman" translate -m "$model" -i "$tmp/long.txt" --batch-tokens 1 >"$tmp/int.txt" 2>"$tmp/int.log" &
+pid=$!
+for ((i = 0; i < 100 && $(wc -l <"$tmp/int.txt") < 1; i++)); do sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+written=$(wc -l <"$tmp/int.txt")
+check sigint-stdout-exit-130 test "$rc" -eq 130
+check sigint-stdout-kept-lines test "$written" -gt 0
+check sigint-stdout-prefix cmp -s "$tmp/int.txt" <(head -n "$written" "$tmp/long-expected.txt")
+check sigint-stdout-message grep -q "interrupted by signal 2 after $written lines; the lines written are complete" \
+  "$tmp/int.log"
 
 echo "translate_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

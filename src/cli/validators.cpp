@@ -1,0 +1,128 @@
+// Numeric command-line checks (see validators.h).
+#include "cli/validators.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "core/parallel.h"
+
+namespace dragoman::cli {
+namespace {
+
+// A bound as a person writes it: 10, 0.5, 1048576 (never 10.000000).
+std::string format_bound(double value) {
+  char text[32];
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    std::snprintf(text, sizeof text, "%.0f", value);
+  } else {
+    std::snprintf(text, sizeof text, "%g", value);
+  }
+  return text;
+}
+
+// The whole of `text` as an integer, or false (a sign, then digits; nothing else).
+bool parse_integer(const std::string& text, std::int64_t& value) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  const auto [stop, error] = std::from_chars(begin, end, value);
+  return error == std::errc() && stop == end && begin != end;
+}
+
+// The whole of `text` as a double (strtod's syntax: nan and inf parse, and are refused later).
+bool parse_number(const std::string& text, double& value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  char* stop = nullptr;
+  value = std::strtod(text.c_str(), &stop);
+  return stop == text.c_str() + text.size();
+}
+
+std::string got(const std::string& text) { return ", got '" + text + "'"; }
+
+// OMP_NUM_THREADS's first number, when it is set to one (OpenMP's list form "4,2" gives 4):
+// the standard way to give every OpenMP program a thread count, so the default follows it.
+std::optional<int> omp_num_threads() {
+  const char* value = std::getenv("OMP_NUM_THREADS");
+  if (value == nullptr) return std::nullopt;
+  int threads = 0;
+  const char* end = value + std::strlen(value);
+  const auto [stop, error] = std::from_chars(value, end, threads);
+  if (error != std::errc() || threads < 1 || (stop != end && *stop != ',')) return std::nullopt;
+  return threads;
+}
+
+}  // namespace
+
+CLI::Validator integer_in(std::int64_t min, std::int64_t max) {
+  const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [range, min, max](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        if (!parse_integer(text, value) || value < min || value > max)
+          return "expected an integer " + range + got(text);
+        return {};
+      },
+      "INT " + range);
+}
+
+CLI::Validator integer_at_least(std::int64_t min, std::int64_t max) {
+  const std::string range = ">= " + std::to_string(min);
+  return CLI::Validator(
+      [range, min, max](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        if (!parse_integer(text, value) || value < min) return "expected an integer " + range + got(text);
+        if (value > max)
+          return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + got(text);
+        return {};
+      },
+      "INT " + range);
+}
+
+CLI::Validator number_in(double min, double max) {
+  const std::string range = "from " + format_bound(min) + " to " + format_bound(max);
+  return CLI::Validator(
+      [range, min, max](std::string& text) -> std::string {
+        double value = 0;
+        if (!parse_number(text, value) || !std::isfinite(value) || value < min || value > max) {
+          return "expected a number " + range + got(text);
+        }
+        return {};
+      },
+      "NUMBER " + range);
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (!parse_number(text, value) || !std::isfinite(value)) return "expected a finite number" + got(text);
+        return {};
+      },
+      "NUMBER");
+}
+
+CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what) {
+  return sub->add_option("--threads", threads, what + " (0: OMP_NUM_THREADS if set, else all cores)")
+      ->check(integer_in(0, kMaxThreads))
+      ->capture_default_str();
+}
+
+int resolve_threads(int requested, const std::string& command) {
+  const int cores = default_thread_count();
+  if (requested < 1) return std::min(omp_num_threads().value_or(cores), kMaxThreads);
+  if (requested > cores) {
+    spdlog::warn("{}: --threads {} is more than the {} cores of this machine: the threads will wait for each other",
+                 command, requested, cores);
+  }
+  return requested;
+}
+
+}  // namespace dragoman::cli
