@@ -1,6 +1,7 @@
 // Work in a child process (see child_process.h).
 #include "train/child_process.h"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,10 +32,13 @@ std::string read_all(int fd) {
   }
 }
 
-[[noreturn]] void run_child(const std::function<void()>& work, int message_fd) {
+[[noreturn]] void run_child(const std::function<void()>& work, int message_fd, pid_t parent) {
   // Ctrl-C reaches the whole process group: the child just dies, the parent decides what to do.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  // A parent that dies (a second signal, kill -9) takes the child with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);  // it died before the line above
   int code = 0;
   try {
     work();
@@ -56,6 +60,7 @@ bool run_in_child_process(const std::function<void()>& work, const std::atomic<i
     work();
     return true;
   }
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(fds[0]);
@@ -65,7 +70,7 @@ bool run_in_child_process(const std::function<void()>& work, const std::atomic<i
   }
   if (child == 0) {
     ::close(fds[0]);
-    run_child(work, fds[1]);
+    run_child(work, fds[1], parent);
   }
   ::close(fds[1]);
   int status = 0;
