@@ -1,12 +1,15 @@
 // The dragoman binary: registers the subcommands, sets up logging, runs the chosen command and
 // turns errors into messages and exit codes (0 ok, 1 error, 2 usage error). Every error is printed
 // as "error: MESSAGE"; a usage error adds a line naming the help to read.
+#include <unistd.h>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
@@ -84,6 +87,23 @@ int usage_error(const CLI::App& app, const std::string& message) {
   return 2;
 }
 
+// OpenMP threads that wait at a barrier spin first (libgomp: 300,000 rounds, about a millisecond)
+// and only then sleep. On a machine where another program keeps a core busy, translate's team
+// keeps waiting for a thread that is not running while its spinning partner takes the core:
+// 200 lines of the demo model took 33 s beside a training run instead of 0.4 s. With 1,000 rounds
+// (what libgomp itself uses once threads outnumber cores) it took 1 s, and alone no measurable
+// time is lost; a passive wait lost 10-60 % alone (docs/PERFORMANCE.md, "translate beside other
+// work"). libgomp reads GOMP_SPINCOUNT when it loads, before main, so setting it here is too late
+// for this process: translate runs itself again with the variable set. Only when the user set
+// neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (theirs win), at most once (the new process finds
+// it set), and if the exec fails translate simply goes on with libgomp's defaults.
+void use_short_openmp_spins(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (::setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("GOMP_SPINCOUNT");  // still here: the exec failed; nothing else changed
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +137,7 @@ int main(int argc, char** argv) {
       std::none_of(commands.begin(), commands.end(), [&](const Subcommand& c) { return c.app->get_name() == name; })) {
     return usage_error(app, unknown_subcommand_message(name, commands));
   }
+  if (name == "translate") use_short_openmp_spins(argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -177,13 +177,17 @@ check second-sigterm-no-temporary test -z "$(find "$tmp" -name 'long-out2.txt.tm
 
 # Interactive use: reading a pipe, translate writes a line's translation as soon as it is done,
 # before the input ends (a writer that stays open would otherwise wait for 10,000 lines).
+# The process also shows that translate runs with short OpenMP spins (GOMP_SPINCOUNT=1000, see
+# src/main.cpp) when the user set no wait policy.
 mkfifo "$tmp/fifo"
-"$dragoman" translate -m "$model" <"$tmp/fifo" >"$tmp/stream.txt" 2>"$tmp/stream.log" &
+env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$dragoman" translate -m "$model" <"$tmp/fifo" >"$tmp/stream.txt" \
+  2>"$tmp/stream.log" &
 pid=$!
 exec 3>"$tmp/fifo"
 echo "a b c" >&3
 for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 1; i++)); do sleep 0.1; done
 check stream-first-line-before-input-ends test "$(cat "$tmp/stream.txt")" == "$(sed -n 1p "$tmp/out.txt")"
+check short-openmp-spins grep -qx "GOMP_SPINCOUNT=1000" <(tr '\0' '\n' <"/proc/$pid/environ")
 printf 'd e\n\n' >&3
 for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 3; i++)); do sleep 0.1; done
 check stream-next-lines-before-input-ends test "$(sed -n 2p "$tmp/stream.txt")|$(sed -n 3p "$tmp/stream.txt")" == \
@@ -196,9 +200,12 @@ check stream-exit-0 test $? -eq 0
 # batch long): exit 130, and what was written stays, complete lines, the first lines of the whole
 # translation.
 for ((i = 0; i < 400; i++)); do cat "$tmp/big.txt"; done >"$tmp/long-expected.txt"
-"$dragoman" translate -m "$model" -i "$tmp/long.txt" --batch-tokens 1 >"$tmp/int.txt" 2>"$tmp/int.log" &
+# (The user's own OpenMP wait policy is kept: no GOMP_SPINCOUNT is added to it.)
+OMP_WAIT_POLICY=passive "$dragoman" translate -m "$model" -i "$tmp/long.txt" --batch-tokens 1 >"$tmp/int.txt" \
+  2>"$tmp/int.log" &
 pid=$!
 for ((i = 0; i < 100 && $(wc -l <"$tmp/int.txt") < 1; i++)); do sleep 0.1; done
+check user-wait-policy-kept test -z "$(tr '\0' '\n' <"/proc/$pid/environ" | grep GOMP_SPINCOUNT)"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
