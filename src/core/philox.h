@@ -10,11 +10,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DRAGOMAN_HOST_DEVICE __host__ __device__
-#else
-#define DRAGOMAN_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace dragoman::philox {
 

@@ -248,27 +248,57 @@ void Tensor::fill_zero() {
   copy_from(Tensor::zeros(shape_, dtype_));
 }
 
+namespace {
+
+// Element conversions of Tensor::to(DType): every value goes through double (exact for every source
+// type), then to the destination: C++ conversion for f32/f64/i32, round to nearest even for bf16/f16
+// (from double via float: exact for f32 sources, the common case).
+template <typename D>
+D from_double(double v) {
+  if constexpr (std::is_same_v<D, bf16> || std::is_same_v<D, f16>) {
+    return D::from_float(static_cast<float>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+template <typename S>
+double to_double(S v) {
+  if constexpr (std::is_same_v<S, bf16> || std::is_same_v<S, f16>) {
+    return static_cast<double>(v.to_float());
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+// Calls fn(T*) with the tensor's data pointer typed by its dtype (the numeric dtypes).
+template <typename Fn>
+void with_typed_data(const Tensor& t, Fn fn) {
+  switch (t.dtype()) {
+    case DType::kF32: fn(t.data<float>()); return;
+    case DType::kF64: fn(t.data<double>()); return;
+    case DType::kI32: fn(t.data<std::int32_t>()); return;
+    case DType::kBF16: fn(t.data<bf16>()); return;
+    case DType::kF16: fn(t.data<f16>()); return;
+    case DType::kU8: break;
+  }
+  throw Error(std::string("dtype conversion of ") + dtype_name(t.dtype()) + " is not supported");
+}
+
+}  // namespace
+
 Tensor Tensor::to(DType dtype) const {
   if (!device_.is_cpu()) throw Error("dtype conversion of " + describe() + ": CPU tensors only");
   const Tensor src = contiguous();
   if (dtype == dtype_) return src.clone();
   Tensor out = empty(shape_, dtype);
   const std::int64_t n = numel();
-  const auto convert = [&](auto* dst) {
-    using D = std::remove_pointer_t<decltype(dst)>;
-    switch (dtype_) {
-      case DType::kF32: for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src.data<float>()[i]); return;
-      case DType::kF64: for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src.data<double>()[i]); return;
-      case DType::kI32: for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src.data<std::int32_t>()[i]); return;
-      default: throw Error(std::string("dtype conversion from ") + dtype_name(dtype_) + " is not supported");
-    }
-  };
-  switch (dtype) {
-    case DType::kF32: convert(out.data<float>()); break;
-    case DType::kF64: convert(out.data<double>()); break;
-    case DType::kI32: convert(out.data<std::int32_t>()); break;
-    default: throw Error(std::string("dtype conversion to ") + dtype_name(dtype) + " is not supported");
-  }
+  with_typed_data(src, [&](const auto* from) {
+    with_typed_data(out, [&](auto* to) {
+      using D = std::remove_pointer_t<decltype(to)>;
+      for (std::int64_t i = 0; i < n; ++i) to[i] = from_double<D>(to_double(from[i]));
+    });
+  });
   return out;
 }
 
@@ -294,6 +324,8 @@ DRAGOMAN_TENSOR_INSTANTIATE(float)
 DRAGOMAN_TENSOR_INSTANTIATE(double)
 DRAGOMAN_TENSOR_INSTANTIATE(std::int32_t)
 DRAGOMAN_TENSOR_INSTANTIATE(std::uint8_t)
+DRAGOMAN_TENSOR_INSTANTIATE(bf16)
+DRAGOMAN_TENSOR_INSTANTIATE(f16)
 #undef DRAGOMAN_TENSOR_INSTANTIATE
 
 }  // namespace dragoman

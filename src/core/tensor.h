@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/half.h"
 
 namespace dragoman {
 
@@ -21,7 +22,7 @@ using Shape = std::vector<std::int64_t>;
 std::string shape_string(const Shape& shape);  // "[2, 3, 4]"
 std::int64_t shape_numel(const Shape& shape);
 
-// The DType of a C++ element type (float, double, std::int32_t, std::uint8_t).
+// The DType of a C++ element type (float, double, std::int32_t, std::uint8_t, bf16, f16).
 template <typename T>
 constexpr DType dtype_of();
 template <>
@@ -32,6 +33,10 @@ template <>
 constexpr DType dtype_of<std::int32_t>() { return DType::kI32; }
 template <>
 constexpr DType dtype_of<std::uint8_t>() { return DType::kU8; }
+template <>
+constexpr DType dtype_of<bf16>() { return DType::kBF16; }
+template <>
+constexpr DType dtype_of<f16>() { return DType::kF16; }
 
 // A block of device memory; returned to its allocator when the last Tensor using it goes away.
 class Storage {
@@ -93,7 +98,8 @@ class Tensor {
   Tensor clone() const;
   // A contiguous copy on `device` (this tensor if already there and contiguous).
   Tensor to(Device device) const;
-  // A contiguous copy converted to `dtype` (CPU only; f32 <-> f64 <-> i32 by C++ conversion).
+  // A contiguous copy converted to `dtype` (CPU only): between f32, f64, i32 by C++ conversion;
+  // to bf16/f16 rounded to nearest even (core/half.h), from them exactly.
   Tensor to(DType dtype) const;
   // Copies src's elements into this tensor: same shape and dtype; any strides; any devices.
   void copy_from(const Tensor& src);
