@@ -179,6 +179,31 @@ TEST_CASE("translator: progress is reported per batch and can stop the translati
   CHECK_THROWS_WITH(translator.translate(kLines, [](std::int64_t) { throw Error("stop"); }), "stop");
 }
 
+TEST_CASE("translator: each batch hands over the results so far, the untranslated lines empty", "[decode]") {
+  const std::string dir = test::scratch_dir("translator-batches");
+  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const Transformer model = letters_model(12);
+  const Translator translator(model, vocab, options(2, 2, 1));  // one sentence a batch
+  const std::vector<Translation> reference = translator.translate(kLines);
+  std::vector<std::size_t> finished;
+  const std::vector<Translation> results =
+      translator.translate_in_batches(kLines, [&](const std::vector<Translation>& so_far, std::int64_t done) {
+        REQUIRE(so_far.size() == kLines.size());
+        std::size_t translated = 0;
+        for (std::size_t i = 0; i < so_far.size(); ++i) {
+          if (so_far[i].nbest.empty()) continue;  // not translated yet
+          ++translated;
+          REQUIRE(so_far[i].nbest.size() == reference[i].nbest.size());
+          CHECK(so_far[i].nbest.front().tokens == reference[i].nbest.front().tokens);
+        }
+        CHECK(static_cast<std::int64_t>(translated) == done);
+        finished.push_back(translated);
+      });
+  require_same(results, reference);
+  // Two lines without tokens are there from the start; then one line per batch.
+  CHECK(finished == std::vector<std::size_t>{3, 4, 5, 6, 7, 8, 9});
+}
+
 TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
   const std::string dir = test::scratch_dir("translator-checks");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));

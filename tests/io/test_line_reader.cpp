@@ -2,6 +2,10 @@
 // and atomic piecewise writing (the file appears complete on commit, never half-written).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
+
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -44,6 +48,64 @@ TEST_CASE("LineReader: lines without their ends, CRLF as LF, a last line without
   CHECK(count_lines("-") == -1);
   CHECK(count_lines(dir) == -1);  // not a regular file
   CHECK_THROWS_WITH(LineReader(dir + "/missing.txt"), Catch::StartsWith("cannot open " + dir + "/missing.txt"));
+}
+
+TEST_CASE("LineReader: on a pipe, ready() says whether a line can be had without waiting", "[io]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  LineReader reader("/dev/fd/" + std::to_string(fds[0]));  // the pipe's read end, opened again
+  ::close(fds[0]);
+  const auto write = [&](const std::string& text) {
+    REQUIRE(::write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  };
+  CHECK_FALSE(reader.ready());  // nothing written yet: next() would wait
+  write("eins\nzwei\n");
+  CHECK(reader.ready());
+  std::string line;
+  REQUIRE(reader.next(line));
+  CHECK(line == "eins");
+  CHECK(reader.ready());  // "zwei" is buffered already
+  REQUIRE(reader.next(line));
+  CHECK(line == "zwei");
+  CHECK_FALSE(reader.ready());
+  // A stop flag ends a wait for input: next() returns false and says why.
+  std::atomic<int> stop{0};
+  reader.stop_waiting_when(&stop);
+  stop = 2;
+  CHECK_FALSE(reader.next(line));
+  CHECK(reader.stopped());
+  stop = 0;
+  write("drei");  // a last line without '\n', then the end
+  ::close(fds[1]);
+  CHECK(reader.ready());
+  REQUIRE(reader.next(line));
+  CHECK(line == "drei");
+  CHECK(reader.ready());  // the end: next() returns false at once
+  CHECK_FALSE(reader.next(line));
+  CHECK(reader.line_number() == 3);
+}
+
+TEST_CASE("LineReader: a directory is refused when opened", "[io]") {
+  const std::string dir = test::scratch_dir("line-reader-dir");
+  CHECK_THROWS_WITH(LineReader(dir), Catch::Contains("cannot open " + dir + ": it is a directory"));
+}
+
+TEST_CASE("check_writable: names the path and what is wrong, and leaves nothing behind", "[io]") {
+  namespace fs = std::filesystem;
+  const std::string dir = test::scratch_dir("check-writable");
+  CHECK_NOTHROW(check_writable(dir + "/out.txt"));
+  CHECK_FALSE(fs::exists(dir + "/out.txt"));
+  CHECK(fs::is_empty(dir));
+  CHECK_THROWS_WITH(check_writable(dir), "cannot write " + dir + ": it is a directory (expected a file name)");
+  CHECK_THROWS_WITH(check_writable(dir + "/no/out.txt"),
+                    "cannot write " + dir + "/no/out.txt: directory " + dir + "/no does not exist");
+  test::write_text(dir + "/file", "x");
+  CHECK_THROWS_WITH(check_writable(dir + "/file/out.txt"),
+                    "cannot write " + dir + "/file/out.txt: " + dir + "/file is not a directory");
+  // /sys refuses new files, to root as well.
+  CHECK_THROWS_WITH(check_writable("/sys/dragoman-test.txt"),
+                    Catch::StartsWith("cannot write /sys/dragoman-test.txt: cannot create a file in /sys: "));
+  CHECK_THROWS_WITH(AtomicFileWriter(dir), Catch::Contains("it is a directory"));
 }
 
 TEST_CASE("AtomicFileWriter: the file appears complete on commit, and an abandoned one changes nothing", "[io]") {
