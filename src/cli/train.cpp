@@ -80,9 +80,10 @@ Subcommand add_train(CLI::App& app) {
                 spdlog::warn("train: interrupted by signal {} at step {}; nothing new to save", signals.received(),
                              result.step);
               } else {
-                spdlog::warn("train: interrupted by signal {} at step {}; checkpoint saved ({}); run the same "
-                             "command to resume",
-                             signals.received(), result.step, result.last_checkpoint);
+                spdlog::warn(
+                    "train: interrupted by signal {} at step {}; checkpoint saved ({}); run the same "
+                    "command to resume",
+                    signals.received(), result.step, result.last_checkpoint);
               }
               return 128 + signals.received();
             }

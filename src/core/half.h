@@ -69,7 +69,7 @@ struct f16 {
     const std::uint32_t u = half_detail::bits_of(value);
     const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
     const std::uint32_t magnitude = u & 0x7FFFFFFFu;
-    if (magnitude > 0x7F800000u) return from_bits(sign | 0x7E00u);  // NaN
+    if (magnitude > 0x7F800000u) return from_bits(sign | 0x7E00u);   // NaN
     if (magnitude >= 0x477FF000u) return from_bits(sign | 0x7C00u);  // >= 65520 (and inf): infinity
     if (magnitude >= 0x38800000u) {                                  // >= 2^-14: normal
       // Rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits, ties to even; a

@@ -133,8 +133,7 @@ RunLock::RunLock(const std::string& run_dir) {
   const std::time_t now = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  const std::string holder =
-      "pid " + std::to_string(::getpid()) + " on " + host + ", started " + when + "\n";
+  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host + ", started " + when + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, holder.data(), holder.size(), 0) < 0) {
     // The lock holds without the note; only the message of a second trainer is less helpful.
   }

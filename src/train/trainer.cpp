@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_diff.h"
@@ -66,9 +66,9 @@ std::vector<std::string> changed_keys(const nlohmann::json& before, const nlohma
 }
 
 // The files a run writes into its directory (all removed by --overwrite; train.lock stays).
-const char* const kRunFiles[] = {"checkpoints",  "metrics.jsonl", "train.cache",           "valid.cache",
-                                 "vocab.model",  "vocab.vocab",   "vocab.json",            "config.yaml",
-                                 "train.log",    "vocab-input.src", "vocab-input.tgt",     "valid-translation.txt",
+const char* const kRunFiles[] = {"checkpoints",       "metrics.jsonl",   "train.cache",     "valid.cache",
+                                 "vocab.model",       "vocab.vocab",     "vocab.json",      "config.yaml",
+                                 "train.log",         "vocab-input.src", "vocab-input.tgt", "valid-translation.txt",
                                  "valid-translations"};
 
 // What a vocabulary built in the run directory was built from: the training files' content hash
@@ -112,9 +112,10 @@ data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const Vocabulary& 
                                 const char* what, const std::atomic<int>* stop) {
   data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop);
   const data::FilterCounts& n = corpus.counts;
-  spdlog::info("train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
-               "over {}",
-               what, n.total, n.kept, n.empty, n.too_long, o.max_length, n.bad_ratio, o.max_ratio);
+  spdlog::info(
+      "train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
+      "over {}",
+      what, n.total, n.kept, n.empty, n.too_long, o.max_length, n.bad_ratio, o.max_ratio);
   if (corpus.size() == 0) throw Error(std::string("train: no ") + what + " pairs left after filtering");
   return corpus;
 }
@@ -206,7 +207,8 @@ class Trainer {
 // the config, the model config (with the vocabulary's size), the vocabulary file and the data files.
 void Trainer::check_inputs() {
   ModelConfig& mc = config_.model;
-  if (!config_.data.vocabulary.empty()) vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
+  if (!config_.data.vocabulary.empty())
+    vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
   mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
   mc.pad_id = kPadId;
   mc.bos_id = kBosId;
@@ -217,9 +219,11 @@ void Trainer::check_inputs() {
                 std::to_string(mc.max_positions));
   }
   const DataConfig& d = config_.data;
-  train_data_hash_ = data::check_parallel_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true));
+  train_data_hash_ =
+      data::check_parallel_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true));
   has_valid_ = !d.valid_source.empty() || !d.valid_tsv.empty();
-  if (has_valid_) data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
+  if (has_valid_)
+    data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
 }
 
 // With --overwrite, clears the directory; otherwise a directory that already holds a run (a
@@ -241,7 +245,8 @@ void Trainer::prepare_run_dir() {
       throw Error("run directory " + run_ + " holds a run with another config (" + difference +
                   "); use another --run, or --overwrite to start afresh");
     }
-    for (const std::string& change : changed_keys(before, now)) spdlog::info("train: changed since the last start: {}", change);
+    for (const std::string& change : changed_keys(before, now))
+      spdlog::info("train: changed since the last start: {}", change);
   } else if (fs::exists(saved)) {
     spdlog::info("train: {} has no checkpoint yet: starting it with this config", run_);
   }
@@ -264,9 +269,10 @@ void Trainer::obtain_vocabulary() {
     }
     if (has_checkpoints_) {
       if (!previous.is_null()) {
-        spdlog::warn("train: the training data changed since {} was built from it; the run's checkpoints use that "
-                     "vocabulary, so it stays (--overwrite starts a run with a new one)",
-                     built.string());
+        spdlog::warn(
+            "train: the training data changed since {} was built from it; the run's checkpoints use that "
+            "vocabulary, so it stays (--overwrite starts a run with a new one)",
+            built.string());
       }
       vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
       write_file_atomically(record_path.string(), record.dump(2) + "\n");
@@ -335,8 +341,9 @@ void Trainer::resume_or_initialize() {
     }
     if (loaded->config() != mc) throw Error("checkpoint " + model_path + " has another model config");
     if (info.vocabulary != vocab_->bytes()) {
-      throw Error("checkpoint " + model_path + " was trained with another vocabulary than " +
-                  (config_.data.vocabulary.empty() ? (fs::path(run_) / "vocab.model").string() : config_.data.vocabulary));
+      throw Error(
+          "checkpoint " + model_path + " was trained with another vocabulary than " +
+          (config_.data.vocabulary.empty() ? (fs::path(run_) / "vocab.model").string() : config_.data.vocabulary));
     }
     model_ = std::move(loaded);
     state_ = std::move(state);
@@ -504,11 +511,10 @@ void Trainer::validate(TrainResult& result) {
 // A non-finite loss or gradient norm never reaches Adam: the run stops, and its newest checkpoint
 // (written before this update) is the last good state.
 void Trainer::fail_non_finite(double loss, double grad_norm) const {
-  const std::string kept =
-      last_saved_.empty() && saved_step_ < 0
-          ? std::string("no checkpoint was written yet")
-          : "the last checkpoint (step " + std::to_string(saved_step_) + ", checkpoints/checkpoint-last.safetensors) " +
-                "is the last good state";
+  const std::string kept = last_saved_.empty() && saved_step_ < 0
+                               ? std::string("no checkpoint was written yet")
+                               : "the last checkpoint (step " + std::to_string(saved_step_) +
+                                     ", checkpoints/checkpoint-last.safetensors) " + "is the last good state";
   throw Error(fmt::format(
       "train: update {} gave a non-finite {} (loss {}, gradient norm {}); stopping without applying it, {}. Lower "
       "the learning rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set "
@@ -583,8 +589,8 @@ TrainResult Trainer::run() {
     if (batches.empty()) break;
 
     // Dropout streams per batch: a function of (seed, step, k) only.
-    const UpdateLoss update = accumulate_gradients(*model_, batches, true, t.seed,
-                                                   static_cast<std::uint64_t>(state_.step * t.update_freq));
+    const UpdateLoss update =
+        accumulate_gradients(*model_, batches, true, t.seed, static_cast<std::uint64_t>(state_.step * t.update_freq));
     grad_norm = std::sqrt(ops::sum_squares(params.grads()));
     if (!std::isfinite(grad_norm) || !std::isfinite(update.loss_sum)) {
       fail_non_finite(update.loss_sum / static_cast<double>(std::max<std::int64_t>(update.tokens, 1)), grad_norm);
@@ -613,10 +619,11 @@ TrainResult Trainer::run() {
       const std::string eta =
           t.max_steps > 0 ? format_hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
       const double tokens_per_second = static_cast<double>(window_tokens) / window_seconds;
-      spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s | "
-                   "elapsed {} | ETA {}",
-                   state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
-                   format_hms(state_.elapsed_seconds), eta);
+      spdlog::info(
+          "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s | "
+          "elapsed {} | ETA {}",
+          state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
+          format_hms(state_.elapsed_seconds), eta);
       append_metrics({{"step", state_.step},
                       {"epoch", state_.epoch + 1},
                       {"loss", loss},

@@ -145,7 +145,8 @@ TEST_CASE("cpu::cast rounds and widens element by element, in parallel or not", 
   cpu::cast(values.data(), h.data(), values.size());
   bool all_equal = true;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    all_equal = all_equal && b[i].bits == bf16::from_float(values[i]).bits && h[i].bits == f16::from_float(values[i]).bits;
+    all_equal =
+        all_equal && b[i].bits == bf16::from_float(values[i]).bits && h[i].bits == f16::from_float(values[i]).bits;
   }
   CHECK(all_equal);
   cpu::cast(h.data(), back.data(), h.size());

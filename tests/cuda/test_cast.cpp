@@ -20,9 +20,18 @@ namespace {
 std::vector<float> test_values(std::size_t n) {
   std::mt19937 rng(2026);
   std::uniform_int_distribution<std::uint32_t> bits;
-  const float specials[] = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e5f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::max(), 1.0f + std::ldexp(1.0f, -11)};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            65504.0f,
+                            65520.0f,
+                            1e5f,
+                            std::ldexp(1.0f, -24),
+                            std::ldexp(1.0f, -25),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::max(),
+                            1.0f + std::ldexp(1.0f, -11)};
   std::vector<float> values(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (i % 5 == 0) {
@@ -66,9 +75,9 @@ void check_cast(const std::vector<From>& in) {
 }  // namespace
 
 TEST_CASE("cuda::cast equals cpu::cast", "[cuda][cast]") {
-  for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{31}, std::size_t{32}, std::size_t{33},
-                              std::size_t{255}, std::size_t{513}, std::size_t{1025}, std::size_t{37000},
-                              std::size_t{65535 * 256 + 3}}) {
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{7}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{255},
+        std::size_t{513}, std::size_t{1025}, std::size_t{37000}, std::size_t{65535 * 256 + 3}}) {
     INFO("n = " << n);
     const std::vector<float> values = test_values(n);
     check_cast<float, bf16>(values);
