@@ -58,12 +58,27 @@ std::int64_t first_non_finite_of(const std::vector<unsigned char>& bytes) {
   return -1;
 }
 
+// 16-bit floats: all exponent bits set is infinity or NaN.
+std::int64_t first_non_finite_16(const std::vector<unsigned char>& bytes, std::uint16_t exponent_mask) {
+  const std::size_t n = bytes.size() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, bytes.data() + 2 * i, 2);
+    if ((bits & exponent_mask) == exponent_mask) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::int64_t SafeTensor::first_non_finite() const {
-  if (dtype == DType::kF32) return first_non_finite_of<float>(data);
-  if (dtype == DType::kF64) return first_non_finite_of<double>(data);
-  return -1;
+  switch (dtype) {
+    case DType::kF32: return first_non_finite_of<float>(data);
+    case DType::kF64: return first_non_finite_of<double>(data);
+    case DType::kBF16: return first_non_finite_16(data, 0x7F80u);
+    case DType::kF16: return first_non_finite_16(data, 0x7C00u);
+    default: return -1;
+  }
 }
 
 const SafeTensor* SafeTensorsFile::find(const std::string& name) const {

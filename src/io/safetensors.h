@@ -26,7 +26,7 @@ struct SafeTensor {
   std::vector<unsigned char> data;  // element count * dtype_size bytes, little-endian
 
   std::int64_t numel() const;
-  // The index of the first NaN or infinity of an F32/F64 tensor, or -1 (also for other dtypes).
+  // The index of the first NaN or infinity of an F32/F64/BF16/F16 tensor, or -1 (also for other dtypes).
   std::int64_t first_non_finite() const;
 };
 

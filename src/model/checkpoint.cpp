@@ -16,7 +16,8 @@ const std::set<std::string> kReservedMetadata = {"format", "format_version", "mo
 
 }  // namespace
 
-SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info) {
+SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
+                                     std::optional<DType> file_dtype) {
   SafeTensorsFile file;
   for (const auto& [key, value] : info.metadata) {
     if (kReservedMetadata.count(key) != 0) throw Error("model metadata key '" + key + "' is reserved");
@@ -28,7 +29,11 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
   file.metadata["step"] = std::to_string(info.step);
   file.metadata["dragoman_version"] = DRAGOMAN_VERSION;
   const ParameterSet& params = model.parameters();
-  const Tensor values = params.values().to(Device::cpu());
+  const DType stored = file_dtype.value_or(params.values().dtype());
+  if (stored != DType::kF32 && stored != DType::kF64 && stored != DType::kBF16 && stored != DType::kF16) {
+    throw Error(std::string("model files store F32, F64, BF16 or F16 weights, not ") + dtype_name(stored));
+  }
+  const Tensor values = params.values().to(Device::cpu()).to(stored);
   const std::size_t elem = dtype_size(values.dtype());
   for (const ParameterEntry& e : params.entries()) {
     SafeTensor t;
@@ -99,8 +104,8 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
       fail("tensor '" + t.name + "' has shape " + shape_string(t.shape) + ", the config needs " +
            shape_string(e.spec.shape));
     }
-    if (t.dtype != DType::kF32 && t.dtype != DType::kF64) {
-      fail("tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", expected F32 or F64");
+    if (t.dtype != DType::kF32 && t.dtype != DType::kF64 && t.dtype != DType::kBF16 && t.dtype != DType::kF16) {
+      fail("tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", expected F32, F64, BF16 or F16");
     }
     // Damaged bytes often decode as NaN or infinity: such a model translates to empty lines with
     // score nan, so it is refused here (one pass, cheap next to reading the file).
@@ -126,8 +131,9 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   return model;
 }
 
-void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info) {
-  write_safetensors(path, model_to_safetensors(model, info));
+void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
+                std::optional<DType> file_dtype) {
+  write_safetensors(path, model_to_safetensors(model, info, file_dtype));
 }
 
 Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info) {

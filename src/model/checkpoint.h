@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "io/safetensors.h"
@@ -27,13 +28,17 @@ struct ModelFileInfo {
   std::map<std::string, std::string> metadata;  // more __metadata__ entries (not the reserved keys)
 };
 
-// The safetensors content of a model: parameters in the model's dtype.
-SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info);
-// The model of a decoded file; `name` is used in messages. Parameters are converted to `dtype`.
+// The safetensors content of a model: parameters in the model's dtype, or in `file_dtype` (F32,
+// F64, BF16 or F16: rounded to nearest even, half the size of F32 for the 16-bit types).
+SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
+                                     std::optional<DType> file_dtype = std::nullopt);
+// The model of a decoded file (F32, F64, BF16 or F16 tensors); `name` is used in messages.
+// Parameters are converted to `dtype` (widening a 16-bit file is exact).
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info = nullptr);
 
-void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info);
+void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
+                std::optional<DType> file_dtype = std::nullopt);
 Transformer load_model(const std::string& path, DType dtype = DType::kF32, ModelFileInfo* info = nullptr);
 
 }  // namespace dragoman

@@ -5,10 +5,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include <unistd.h>
 
@@ -74,7 +74,9 @@ TEST_CASE("Model files that do not match are refused with the reason", "[model]"
   Transformer model(config, DType::kF32);
   model.initialize(1);
   const SafeTensorsFile good = model_to_safetensors(model, {});
-  const auto load = [](const SafeTensorsFile& file) { return model_from_safetensors(file, "m.safetensors", DType::kF32); };
+  const auto load = [](const SafeTensorsFile& file) {
+    return model_from_safetensors(file, "m.safetensors", DType::kF32);
+  };
   CHECK_NOTHROW(load(good));
 
   SafeTensorsFile f = good;
@@ -103,7 +105,7 @@ TEST_CASE("Model files that do not match are refused with the reason", "[model]"
   CHECK_THROWS_WITH(load(f), Catch::Contains("unexpected tensor 'output.weight'"));
   f = good;
   f.tensors[0].dtype = DType::kI32;
-  CHECK_THROWS_WITH(load(f), Catch::Contains("expected F32 or F64"));
+  CHECK_THROWS_WITH(load(f), Catch::Contains("expected F32, F64, BF16 or F16"));
 }
 
 TEST_CASE("Truncated or corrupted model files are errors, never crashes", "[model]") {
@@ -114,8 +116,8 @@ TEST_CASE("Truncated or corrupted model files are errors, never crashes", "[mode
   save_model(path.string(), model, {});
   const std::string bytes = read_bytes(path);
   const auto bad = dir / "bad.safetensors";
-  for (const std::size_t keep : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{100}, bytes.size() / 2,
-                                 bytes.size() - 1}) {
+  for (const std::size_t keep :
+       {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
     INFO("truncated to " << keep << " bytes");
     write_bytes(bad, bytes.substr(0, keep));
     CHECK_THROWS_WITH(load_model(bad.string()), Catch::Contains(bad.string()));
@@ -139,10 +141,41 @@ TEST_CASE("A model file holding NaN or infinity is refused, naming the tensor", 
     std::memcpy(t.data.data() + 4 * 3, &bad, 4);  // element 3
     const auto path = dir / "nan.safetensors";
     write_safetensors(path.string(), f);
-    CHECK_THROWS_WITH(load_model(path.string()),
-                      Catch::Contains(path.string()) && Catch::Contains("tensor '" + t.name + "'") &&
-                          Catch::Contains("non-finite") && Catch::Contains("element 3"));
+    CHECK_THROWS_WITH(load_model(path.string()), Catch::Contains(path.string()) &&
+                                                     Catch::Contains("tensor '" + t.name + "'") &&
+                                                     Catch::Contains("non-finite") && Catch::Contains("element 3"));
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Model files store BF16 or F16 weights (rounded) and load them back exactly widened", "[model]") {
+  const auto dir = temp_dir();
+  Transformer model(test::fixture_config("post_tied_only"), DType::kF32);
+  model.initialize(3);
+  const std::vector<float> weights = model.parameters().values().to_vector<float>();
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    INFO(dtype_name(dtype));
+    const auto path = dir / "half.safetensors";
+    save_model(path.string(), model, {}, dtype);
+    const SafeTensorsFile file = read_safetensors(path.string());
+    CHECK(file.tensors[0].dtype == dtype);
+    CHECK(file.tensors[0].data.size() == static_cast<std::size_t>(file.tensors[0].numel()) * 2);
+    const std::vector<float> loaded = load_model(path.string()).parameters().values().to_vector<float>();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      const float expected =
+          dtype == DType::kBF16 ? bf16::from_float(weights[i]).to_float() : f16::from_float(weights[i]).to_float();
+      wrong += loaded[i] != expected;
+    }
+    CHECK(wrong == 0);
+    // A 16-bit infinity in a file is refused like a float32 one.
+    SafeTensorsFile bad = file;
+    const std::uint16_t inf = dtype == DType::kBF16 ? 0x7F80 : 0x7C00;
+    std::memcpy(bad.tensors[1].data.data() + 2 * 7, &inf, 2);
+    CHECK_THROWS_WITH(model_from_safetensors(bad, "bad", DType::kF32),
+                      Catch::Contains("'" + bad.tensors[1].name + "'") && Catch::Contains("element 7"));
+  }
+  CHECK_THROWS_WITH(save_model((dir / "i32.safetensors").string(), model, {}, DType::kI32), Catch::Contains("I32"));
   std::filesystem::remove_all(dir);
 }
 
