@@ -89,14 +89,14 @@ int usage_error(const CLI::App& app, const std::string& message) {
 
 // OpenMP threads that wait at a barrier spin first (libgomp: 300,000 rounds, about a millisecond)
 // and only then sleep. On a machine where another program keeps a core busy, translate's team
-// keeps waiting for a thread that is not running while its spinning partner takes the core:
-// 200 lines of the demo model took 33 s beside a training run instead of 0.4 s. With 1,000 rounds
-// (what libgomp itself uses once threads outnumber cores) it took 1 s, and alone no measurable
-// time is lost; a passive wait lost 10-60 % alone (docs/PERFORMANCE.md, "translate beside other
-// work"). libgomp reads GOMP_SPINCOUNT when it loads, before main, so setting it here is too late
-// for this process: translate runs itself again with the variable set. Only when the user set
-// neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (theirs win), at most once (the new process finds
-// it set), and if the exec fails translate simply goes on with libgomp's defaults.
+// keeps waiting for a thread that is not running while its spinning partner takes the core: 200
+// lines of the demo model took 2-33 s beside a training run instead of 0.3 s. With 1,000 rounds
+// (what libgomp itself uses once threads outnumber cores) they took 0.7-0.8 s, and alone no
+// measurable time is lost; a passive wait lost 10-65 % alone (docs/PERFORMANCE.md, "translate
+// beside other work"). libgomp reads GOMP_SPINCOUNT when it loads, before main, so setting it here
+// is too late for this process: translate runs itself again with the variable set. Only when the
+// user set neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (theirs win), at most once (the new process
+// finds it set), and if the exec fails translate simply goes on with libgomp's defaults.
 void use_short_openmp_spins(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (::setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;

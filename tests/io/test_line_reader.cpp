@@ -29,6 +29,8 @@ std::vector<std::string> read_all(const std::string& path) {
   return lines;
 }
 
+std::string writer_temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
 }  // namespace
 
 TEST_CASE("LineReader: lines without their ends, CRLF as LF, a last line without newline", "[io]") {
@@ -131,6 +133,16 @@ TEST_CASE("AtomicFileWriter: the file appears complete on commit, and an abandon
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
   CHECK(files == 1);  // no temporary file left
   CHECK_THROWS_WITH(AtomicFileWriter(dir + "/no/such/dir/x.txt"), Catch::Contains("cannot write"));
+  // The last step fails: a directory appeared where the file should go, so the rename is refused;
+  // the temporary file goes, the directory stays.
+  {
+    AtomicFileWriter writer(dir + "/late");
+    writer.append("text");
+    fs::create_directory(dir + "/late");
+    CHECK_THROWS_WITH(writer.commit(), Catch::Contains("cannot write " + dir + "/late: rename failed"));
+  }
+  CHECK(fs::is_directory(dir + "/late"));
+  CHECK_FALSE(fs::exists(writer_temporary_path(dir + "/late")));
 }
 
 }  // namespace dragoman
