@@ -34,7 +34,7 @@ vocab=(build-vocab -i "$tmp/text.src" -o "$tmp/v" --vocab-size 20)
 expect log-default 0 "info: build-vocab: wrote" -- "$dragoman" "${vocab[@]}"
 for where in before after; do
   for quiet in "--log-level warn" "--quiet" "-q"; do
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2206  # $quiet is one or two words on purpose
     if [[ $where == before ]]; then args=($quiet "${vocab[@]}"); else args=("${vocab[@]}" $quiet); fi
     out=$("$dragoman" "${args[@]}" 2>&1)
     check "quiet-$where-${quiet// /-}" test $? -eq 0 -a -z "$out"
