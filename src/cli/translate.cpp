@@ -270,7 +270,7 @@ void check_options(const TranslateCliOptions& o) {
 
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
-  set_compute_threads(resolve_threads(o.threads, "translate"));
+  set_compute_threads(resolve_threads(o.threads, "translate: --threads"));
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
   // while the model loads stops translate before its first chunk, the temporary output removed.

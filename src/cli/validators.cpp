@@ -10,9 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 
-#include "core/parallel.h"
+#include "core/threads.h"
 
 namespace dragoman::cli {
 namespace {
@@ -46,18 +45,6 @@ bool parse_number(const std::string& text, double& value) {
 }
 
 std::string got(const std::string& text) { return ", got '" + text + "'"; }
-
-// OMP_NUM_THREADS's first number, when it is set to one (OpenMP's list form "4,2" gives 4):
-// the standard way to give every OpenMP program a thread count, so the default follows it.
-std::optional<int> omp_num_threads() {
-  const char* value = std::getenv("OMP_NUM_THREADS");
-  if (value == nullptr) return std::nullopt;
-  int threads = 0;
-  const char* end = value + std::strlen(value);
-  const auto [stop, error] = std::from_chars(value, end, threads);
-  if (error != std::errc() || threads < 1 || (stop != end && *stop != ',')) return std::nullopt;
-  return threads;
-}
 
 }  // namespace
 
@@ -113,16 +100,6 @@ CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& 
   return sub->add_option("--threads", threads, what + " (0: OMP_NUM_THREADS if set, else all cores)")
       ->check(integer_in(0, kMaxThreads))
       ->capture_default_str();
-}
-
-int resolve_threads(int requested, const std::string& command) {
-  const int cores = default_thread_count();
-  if (requested < 1) return std::min(omp_num_threads().value_or(cores), kMaxThreads);
-  if (requested > cores) {
-    spdlog::warn("{}: --threads {} is more than the {} cores of this machine: the threads will wait for each other",
-                 command, requested, cores);
-  }
-  return requested;
 }
 
 }  // namespace dragoman::cli

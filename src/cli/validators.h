@@ -11,6 +11,8 @@
 #include <limits>
 #include <string>
 
+#include "core/threads.h"
+
 namespace dragoman::cli {
 
 // A decimal integer in [min, max].
@@ -22,17 +24,8 @@ CLI::Validator number_in(double min, double max);
 // Any finite number (no nan, no inf).
 CLI::Validator finite_number();
 
-// The most threads any subcommand accepts: far above any machine this runs on, and below the
-// point where a typo (--threads 10000) would start that many threads.
-inline constexpr int kMaxThreads = 1024;
-
-// Adds `--threads N` to `sub`: 0 (the default) means OMP_NUM_THREADS or all cores (below), at most
-// kMaxThreads.
+// Adds `--threads N` to `sub`: 0 (the default) means OMP_NUM_THREADS or all cores, at most
+// kMaxThreads (core/threads.h; resolve_threads there turns the value into a thread count).
 CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what);
-
-// The thread count a command uses for `requested`; 0 means OMP_NUM_THREADS when that is set, else
-// all cores. Warns when the count asked for is more than the machine's cores: threads that
-// outnumber the cores wait for each other.
-int resolve_threads(int requested, const std::string& command);
 
 }  // namespace dragoman::cli

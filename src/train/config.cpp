@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/threads.h"
 
 namespace dragoman {
 namespace {
@@ -323,6 +324,9 @@ void TrainConfig::validate() const {
   if (training.valid_beam < 1 || training.valid_beam > 1024) fail("training.valid_beam must be in [1, 1024]");
   if (training.best_metric != "nll" && training.best_metric != "bleu") fail("training.best_metric must be nll or bleu");
   if (training.best_metric == "bleu" && !training.valid_bleu) fail("training.best_metric bleu needs training.valid_bleu");
+  if (training.threads < 0 || training.threads > kMaxThreads) {
+    fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(kMaxThreads));
+  }
   if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
   if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
 }

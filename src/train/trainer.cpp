@@ -524,7 +524,7 @@ void Trainer::fail_non_finite(double loss, double grad_norm) const {
 
 TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
-  set_compute_threads(static_cast<int>(t.threads));
+  set_compute_threads(resolve_threads(static_cast<int>(t.threads), "train: training.threads"));
   config_.make_paths_absolute();
   run_ = options_.run_dir;
   check_inputs();

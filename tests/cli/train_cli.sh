@@ -89,6 +89,8 @@ expect other-config 1 "another config.*model.d_ff: 32 -> 48" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set model.d_ff=48
 expect overwrite 0 "train: done at step 20" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set model.d_ff=48 --overwrite
+expect threads-bound 1 "training.threads must be from 0 .* to 1024" -- "$dragoman" train -c "$tmp/c.yaml" \
+  --run "$tmp/z" --set training.threads=2000
 expect cuda-device 1 "CPU only" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:0
 
 # --dump-config prints the resolved config (data paths absolute) and touches nothing; `key=` resets.

@@ -590,7 +590,7 @@ TEST_CASE("cpu::bias_backward, embedding_backward and layer_norm_backward give t
   CHECK(dx1 == dx2);
   CHECK(dw1 == dw2);
   CHECK(dbias1 == dbias2);
-  CHECK(compute_threads() == default_thread_count());  // ScopedThreads restored the default
+  CHECK(compute_threads() == resolve_threads(0, ""));  // ScopedThreads restored the default (OMP_NUM_THREADS or all cores)
 }
 
 // ---- Adam ---------------------------------------------------------------------------------------

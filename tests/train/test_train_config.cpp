@@ -119,6 +119,9 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(TrainConfig::load(path, {"training.lr=5e-4", "training.lr_factor=2"}).validate(),
                     Contains("not both"));
   CHECK_NOTHROW(invalid("training.lr=5e-4").validate());
+  CHECK_THROWS_WITH(invalid("training.threads=1025").validate(), Contains("training.threads must be from 0"));
+  CHECK_THROWS_WITH(invalid("training.threads=-1").validate(), Contains("training.threads"));
+  CHECK_NOTHROW(invalid("training.threads=1024").validate());
   CHECK_THROWS_WITH(invalid("data.vocab_type=wordpiece").validate(), Contains("vocab_type"));
   CHECK_THROWS_WITH(invalid("training.update_freq=0").validate(), Contains("update_freq"));
   CHECK_THROWS_WITH(invalid("training.max_tokens=0").validate(), Contains("max_tokens"));
