@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
+#include "cli/validators.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "train/trainer.h"
@@ -57,7 +58,9 @@ Subcommand add_train(CLI::App& app) {
   sub->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu (CUDA training is not in this version)")->capture_default_str();
+  sub->add_option("--device", o->device, "cpu (CUDA training is not in this version)")
+      ->check(device_name())
+      ->capture_default_str();
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
   sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
   return {sub, [o] {

@@ -151,20 +151,6 @@ SearchOptions search_options(const TranslateCliOptions& o) {
   return s;
 }
 
-// A device name Device::parse accepts (cpu, cuda, cuda:N): anything else is a usage error.
-CLI::Validator device_name() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          Device::parse(text);
-        } catch (const Error&) {
-          return "expected cpu, cuda or cuda:N, got '" + text + "'";
-        }
-        return {};
-      },
-      "DEVICE");
-}
-
 // What the summary and the warnings count.
 struct Totals {
   std::int64_t lines = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/device.h"
+#include "core/error.h"
 #include "core/threads.h"
 
 namespace dragoman::cli {
@@ -94,6 +96,19 @@ CLI::Validator finite_number() {
         return {};
       },
       "NUMBER");
+}
+
+CLI::Validator device_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          Device::parse(text);
+        } catch (const Error&) {
+          return "expected cpu, cuda or cuda:N, got '" + text + "'";
+        }
+        return {};
+      },
+      "DEVICE");
 }
 
 CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what) {

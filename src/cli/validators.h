@@ -23,6 +23,8 @@ CLI::Validator integer_at_least(std::int64_t min, std::int64_t max = std::numeri
 CLI::Validator number_in(double min, double max);
 // Any finite number (no nan, no inf).
 CLI::Validator finite_number();
+// A device name Device::parse accepts (cpu, cuda, cuda:N): anything else is a usage error.
+CLI::Validator device_name();
 
 // Adds `--threads N` to `sub`: 0 (the default) means OMP_NUM_THREADS or all cores, at most
 // kMaxThreads (core/threads.h; resolve_threads there turns the value into a thread count).

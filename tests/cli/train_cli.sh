@@ -92,6 +92,8 @@ expect overwrite 0 "train: done at step 20" -- \
 expect threads-bound 1 "training.threads must be from 0 .* to 1024" -- "$dragoman" train -c "$tmp/c.yaml" \
   --run "$tmp/z" --set training.threads=2000
 expect cuda-device 1 "CPU only" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:0
+expect bad-device 2 "expected cpu, cuda or cuda:N, got 'gpu'" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
+  --device gpu
 
 # --dump-config prints the resolved config (data paths absolute) and touches nothing; `key=` resets.
 expect dump-config 0 "max_steps: 7" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/dump" \
@@ -149,7 +151,6 @@ header = json.loads(data[8:8 + n])
 name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32")
 start = 8 + n + info["data_offsets"][0] + 4 * 5
 open(sys.argv[2], "wb").write(data[:start] + struct.pack("<f", float("nan")) + data[start + 4:])
-print(name)
 PY
 expect nan-model 1 "nan.safetensors: tensor '.*' holds a non-finite value .* at element 5" -- \
   "$dragoman" average-checkpoints -i "$tmp/nan.safetensors" -o "$tmp/x.safetensors"
