@@ -59,19 +59,20 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   require(o.dropout >= 0 && o.dropout < 1, kOp, "dropout must be in [0, 1)");
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   Tensor out = Tensor::empty({a.batch, a.queries, a.heads * a.value_size}, q.dtype(), q.device());  // [B, T, H*Kv]
-  Tensor probs = Tensor::empty({a.batch, a.heads, a.queries, a.keys}, q.dtype(), q.device());      // [B, H, T, S]
-  Tensor dropped = o.dropout > 0 ? Tensor::empty(probs.shape(), q.dtype(), q.device()) : probs;
+  Tensor lse;
+  if (saved != nullptr) lse = Tensor::empty({a.batch, a.heads, a.queries}, q.dtype(), q.device());  // [B, H, T]
   switch (q.device().type) {
     case DeviceType::kCpu:
       detail::dispatch_float(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cpu::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), key_lengths.data<std::int32_t>(), scale,
-                                  o.dropout, o.seed, o.stream, probs.data<T>(), dropped.data<T>(), out.data<T>());
+                                  o.dropout, o.seed, o.stream, saved != nullptr ? lse.data<T>() : nullptr,
+                                  out.data<T>());
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
   }
-  if (saved != nullptr) *saved = {probs, dropped};
+  if (saved != nullptr) *saved = {lse};
   return out;
 }
 
@@ -83,12 +84,10 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   require(dout.is_contiguous() && dout.dtype() == q.dtype() && dout.device() == q.device() &&
               dout.shape() == Shape{a.batch, a.queries, a.heads * a.value_size},
           kOp, "dout " + dout.describe() + " does not match the output");
-  // The kernel reads probs and dropped as [B, H, T, S] blocks: saved tensors of another call would
-  // be read out of bounds.
-  for (const Tensor* t : {&saved.probs, &saved.dropped}) {
-    detail::require_like(kOp, "saved probs", *t, q);
-    detail::require_shape(kOp, "saved probs", *t, {a.batch, a.heads, a.queries, a.keys});
-  }
+  // The kernel reads lse as a [B, H, T] block: a saved tensor of another call would be read out of
+  // bounds.
+  detail::require_like(kOp, "saved lse", saved.lse, q);
+  detail::require_shape(kOp, "saved lse", saved.lse, {a.batch, a.heads, a.queries});
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(kc.shape(), q.dtype(), q.device()),
                    Tensor::empty(vc.shape(), q.dtype(), q.device())};
@@ -97,8 +96,8 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
       detail::dispatch_float(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(),
-                                   scale, o.dropout, o.seed, o.stream, saved.probs.data<T>(), saved.dropped.data<T>(),
-                                   dout.data<T>(), g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
+                                   scale, o.dropout, o.seed, o.stream, saved.lse.data<T>(), dout.data<T>(),
+                                   g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);

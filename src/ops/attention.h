@@ -17,12 +17,14 @@ struct AttentionOptions {
   std::uint64_t seed = 0, stream = 0;
 };
 
+// What the backward pass needs besides the operands: the log-sum-exp of each query's scores. The
+// probabilities and the dropout mask are recomputed from it (kernels/cpu/attention.h), so no
+// [B, H, T, S] tensor outlives the forward pass.
 struct AttentionSaved {
-  Tensor probs;    // [B, H, T, S]
-  Tensor dropped;  // [B, H, T, S] after dropout (= probs when dropout is 0)
+  Tensor lse;  // [B, H, T]
 };
 
-// -> [B, T, H*Kv]. Fills *saved when given.
+// -> [B, T, H*Kv]. Fills *saved when given (a training forward; decoding passes nullptr).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
                  const AttentionOptions& options, AttentionSaved* saved);
 

@@ -155,6 +155,7 @@ namespace {
 struct NaiveAttention {
   std::vector<double> probs;  // [B, H, T, S]
   std::vector<double> out;    // [B, T, H*Kv] (contiguous)
+  std::vector<double> lse;    // [B, H, T]: log of the sum of exp(score) over the visible keys (0: none)
 };
 
 // Per-head softmax attention straight from the formula, with masks applied as -infinity.
@@ -163,7 +164,8 @@ NaiveAttention naive_attention(const cpu::AttentionShape& a, const std::vector<T
                                const std::vector<T>& v, const std::vector<std::int32_t>& lengths, double scale,
                                double dropout_p = 0, std::uint64_t seed = 0, std::uint64_t stream = 0) {
   const int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys, K = a.key_size, Kv = a.value_size;
-  NaiveAttention r{std::vector<double>(at(B * H * Tq * S), 0.0), std::vector<double>(at(B * Tq * H * Kv), 0.0)};
+  NaiveAttention r{std::vector<double>(at(B * H * Tq * S), 0.0), std::vector<double>(at(B * Tq * H * Kv), 0.0),
+                   std::vector<double>(at(B * H * Tq), 0.0)};
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t t = 0; t < Tq; ++t) {
@@ -182,6 +184,7 @@ NaiveAttention naive_attention(const cpu::AttentionShape& a, const std::vector<T
         }
         double z = 0;
         for (int64_t s = 0; s < S; ++s) z += std::isinf(score[at(s)]) ? 0.0 : std::exp(score[at(s)] - max_score);
+        r.lse[at((b * H + h) * Tq + t)] = z > 0 ? max_score + std::log(z) : 0.0;
         for (int64_t s = 0; s < S; ++s) {
           const std::size_t row = at(((b * H + h) * Tq + t) * S + s);
           const double p = std::isinf(score[at(s)]) ? 0.0 : std::exp(score[at(s)] - max_score) / z;
@@ -215,6 +218,19 @@ cpu::AttentionShape contiguous_shape(int64_t B, int64_t H, int64_t Tq, int64_t S
 
 }  // namespace
 
+// The probabilities of query row `row` ([B, H, T] index) as the backward pass recomputes them:
+// exp(score - lse), from the kernel's own lse.
+template <typename T>
+std::vector<double> probabilities_from_lse(const NaiveAttention& ref, const std::vector<T>& lse, int64_t S) {
+  std::vector<double> probs(ref.probs.size());
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const std::size_t row = i / at(S);
+    // ref.probs = exp(score - ref.lse): rescale by the difference of the two log-sum-exps.
+    probs[i] = ref.probs[i] * std::exp(ref.lse[row] - static_cast<double>(lse[row]));
+  }
+  return probs;
+}
+
 TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[kernels]", float, double) {
   using T = TestType;
   const int64_t B = 3, H = 2, K = 3, Kv = 2;
@@ -239,26 +255,20 @@ TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[
                            v = random_values<T>(B * S * H * Kv, 12);
       const double scale = 1.0 / std::sqrt(static_cast<double>(K));
       // Sentinels: every output element must be written.
-      std::vector<T> probs(at(B * H * Tq * S), T(7)), dropped(probs.size(), T(7)), out(at(B * Tq * H * Kv), T(7));
-      T* dropped_ptr = c.dropout > 0 ? dropped.data() : probs.data();
-      cpu::attention_forward<T>(a, q.data(), k.data(), v.data(), c.lengths.data(), scale, c.dropout, 5, 6, probs.data(),
-                                dropped_ptr, out.data());
+      std::vector<T> lse(at(B * H * Tq), T(7)), out(at(B * Tq * H * Kv), T(7));
+      cpu::attention_forward<T>(a, q.data(), k.data(), v.data(), c.lengths.data(), scale, c.dropout, 5, 6, lse.data(),
+                                out.data());
       const NaiveAttention ref = naive_attention(a, q, k, v, c.lengths, scale, c.dropout, 5, 6);
-      for (std::size_t i = 0; i < probs.size(); ++i) {
-        CHECK(probs[i] == Approx(ref.probs[i]).margin(tolerance<T>()));
-        if (ref.probs[i] == 0) CHECK(probs[i] == T(0));  // masked: exactly 0
-      }
       for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i] == Approx(ref.out[i]).margin(tolerance<T>()));
-      if (c.dropout > 0) {
-        int dropped_count = 0;
-        for (std::size_t i = 0; i < probs.size(); ++i) {
-          const bool keep = philox::uniform(5, 6, i) >= static_cast<float>(c.dropout);
-          dropped_count += keep ? 0 : 1;
-          CHECK(dropped[i] == Approx(keep ? probs[i] / (1.0 - c.dropout) : 0.0).margin(tolerance<T>()));
-        }
-        CHECK(dropped_count > 0);
+      for (std::size_t i = 0; i < lse.size(); ++i) CHECK(lse[i] == Approx(ref.lse[i]).margin(tolerance<T>()));
+      if (c.dropout > 0) {  // the mask drops some probabilities: the output differs from no dropout
+        const NaiveAttention undropped = naive_attention(a, q, k, v, c.lengths, scale);
+        double difference = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) difference += std::fabs(undropped.out[i] - ref.out[i]);
+        CHECK(difference > 0.1);
       }
-      // Every row with a visible key sums to 1.
+      // The probabilities the backward pass recomputes from lse sum to 1 in every row with a key.
+      const std::vector<double> probs = probabilities_from_lse(ref, lse, S);
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t ht = 0; ht < H * Tq; ++ht) {
           double sum = 0;
@@ -266,20 +276,32 @@ TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[
           CHECK(sum == Approx(c.lengths[at(b)] > 0 ? 1.0 : 0.0).margin(tolerance<T>()));
         }
       }
+      // Decoding passes no lse: the same output.
+      std::vector<T> out_no_lse(out.size(), T(7));
+      cpu::attention_forward<T>(a, q.data(), k.data(), v.data(), c.lengths.data(), scale, c.dropout, 5, 6, nullptr,
+                                out_no_lse.data());
+      CHECK(out_no_lse == out);
     }
   }
 }
 
-TEST_CASE("cpu::attention_forward of a fully masked row gives zero probabilities and output", "[kernels]") {
+TEST_CASE("cpu::attention_forward of a fully masked row gives zero output and log-sum-exp", "[kernels]") {
   cpu::AttentionShape a = contiguous_shape(1, 2, 2, 3, 2, 2);
   const std::vector<double> q = random_values<double>(8, 20), k = random_values<double>(12, 21),
                             v = random_values<double>(12, 22);
   const std::vector<std::int32_t> lengths = {0};
-  std::vector<double> probs(12, 7.0), out(8, 7.0);
-  cpu::attention_forward<double>(a, q.data(), k.data(), v.data(), lengths.data(), 1.0, 0.0, 0, 0, probs.data(),
-                                 probs.data(), out.data());
-  CHECK(probs == std::vector<double>(12, 0.0));
+  std::vector<double> lse(4, 7.0), out(8, 7.0);
+  cpu::attention_forward<double>(a, q.data(), k.data(), v.data(), lengths.data(), 1.0, 0.0, 0, 0, lse.data(),
+                                 out.data());
+  CHECK(lse == std::vector<double>(4, 0.0));
   CHECK(out == std::vector<double>(8, 0.0));
+  // Its backward pass gives zero gradients (and reads no key).
+  std::vector<double> dout = random_values<double>(8, 23), dq(8, 7.0), dk(12, 7.0), dv(12, 7.0);
+  cpu::attention_backward<double>(a, q.data(), k.data(), v.data(), lengths.data(), 1.0, 0.0, 0, 0, lse.data(),
+                                  dout.data(), dq.data(), dk.data(), dv.data());
+  CHECK(dq == std::vector<double>(8, 0.0));
+  CHECK(dk == std::vector<double>(12, 0.0));
+  CHECK(dv == std::vector<double>(12, 0.0));
 }
 
 TEST_CASE("cpu::attention_forward of one query against a strided key/value cache", "[kernels]") {
@@ -302,15 +324,13 @@ TEST_CASE("cpu::attention_forward of one query against a strided key/value cache
   a.v_batch_stride = P * H * Kv;
   a.causal = true;
   a.query_offset = S - 1;
-  std::vector<double> probs(at(B * H * S)), out(at(B * H * Kv));
+  std::vector<double> lse(at(B * H)), out(at(B * H * Kv));
   cpu::attention_forward<double>(a, q_last.data(), k_cache.data(), v_cache.data(), lengths.data(), scale, 0.0, 0, 0,
-                                 probs.data(), probs.data(), out.data());
+                                 lse.data(), out.data());
   const NaiveAttention ref = naive_attention(a, q_last, k_cache, v_cache, lengths, scale);
   for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i] == Approx(ref.out[i]).margin(1e-12));
-  for (std::size_t i = 0; i < probs.size(); ++i) {
-    CHECK(probs[i] == Approx(ref.probs[i]).margin(1e-12));
-    CHECK(probs[i] > 0);  // every cached key is visible
-  }
+  for (std::size_t i = 0; i < lse.size(); ++i) CHECK(lse[i] == Approx(ref.lse[i]).margin(1e-12));
+  for (const double p : ref.probs) CHECK(p > 0);  // every cached key is visible
 
   // The same as the last row of the full causal forward pass over contiguous copies of the keys.
   std::vector<double> k(at(B * S * H * K)), v(at(B * S * H * Kv));
@@ -320,9 +340,9 @@ TEST_CASE("cpu::attention_forward of one query against a strided key/value cache
   }
   cpu::AttentionShape full = contiguous_shape(B, H, S, S, K, Kv);
   full.causal = true;
-  std::vector<double> full_probs(at(B * H * S * S)), full_out(at(B * S * H * Kv));
-  cpu::attention_forward<double>(full, q_full.data(), k.data(), v.data(), lengths.data(), scale, 0.0, 0, 0,
-                                 full_probs.data(), full_probs.data(), full_out.data());
+  std::vector<double> full_out(at(B * S * H * Kv));
+  cpu::attention_forward<double>(full, q_full.data(), k.data(), v.data(), lengths.data(), scale, 0.0, 0, 0, nullptr,
+                                 full_out.data());
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < H * Kv; ++i) {
       CHECK(out[at(b * H * Kv + i)] == Approx(full_out[at((b * S + S - 1) * H * Kv + i)]).margin(1e-14));

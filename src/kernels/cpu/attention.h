@@ -3,9 +3,14 @@
 // Per batch row b and head h, for queries t < T and keys s < S:
 //   score[t, s] = scale * (q[b, t, h*K : h*K+K] . k[b, s, h*K : h*K+K])
 //   masked when s >= key_lengths[b], or (causal) s > query_offset + t: probability exactly 0
-//   probs[b, h, t, :] = softmax over the unmasked s (all zero if every key is masked)
+//   lse[b, h, t] = log(sum over the unmasked s of exp(score[t, s]))   (0 if every key is masked)
+//   probs[b, h, t, s] = exp(score[t, s] - lse[b, h, t]) (the softmax; 0 where masked)
 //   dropped = dropout(probs) (attention dropout; element index = flat index in [B, H, T, S])
 //   out[b, t, h*Kv : h*Kv+Kv] = sum_s dropped[b, h, t, s] * v[b, s, h*Kv : h*Kv+Kv]
+// The forward pass saves only lse [B, H, T] for the backward pass, which recomputes the
+// probabilities from q, k and lse, and the dropout mask from Philox (as flash attention does): no
+// [B, H, T, S] tensor is ever stored. Scores, the softmax and its gradient are computed in double;
+// lse is stored in T.
 // q/k/v/out are row-major [B, rows, H * size] blocks addressed by (batch stride, row stride), so a
 // key/value cache of capacity P can be read as its first S rows without a copy.
 // query_offset is the position of query 0 (incremental decoding: S - 1 for one query).
@@ -26,16 +31,18 @@ struct AttentionShape {
   std::int64_t query_offset = 0;
 };
 
-// probs, dropped: [B, H, T, S] (dropped may equal probs when dropout_p == 0).
+// lse: [B, H, T], written when not null (a training step's forward; decoding passes null). `stream`
+// is the Philox stream of the dropout mask.
 template <typename T>
 void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                        const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
-                       std::uint64_t stream, T* probs, T* dropped, T* out);
+                       std::uint64_t stream, T* lse, T* out);
 
-// Gradients of out with respect to q, k and v (assigned). dq has q's strides, dk k's, dv v's.
+// Gradients of out with respect to q, k and v (assigned), from the forward's lse and the same
+// dropout (p, seed, stream). dq has q's strides, dk k's, dv v's.
 template <typename T>
 void attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                         const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
-                        std::uint64_t stream, const T* probs, const T* dropped, const T* dout, T* dq, T* dk, T* dv);
+                        std::uint64_t stream, const T* lse, const T* dout, T* dq, T* dk, T* dv);
 
 }  // namespace dragoman::cpu
