@@ -140,10 +140,11 @@ int main(int argc, char** argv) {
       for (int step = 0; step <= o.steps; ++step) {
         model.parameters().zero_grads();
         auto t0 = std::chrono::steady_clock::now();
-        model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)});
+        dragoman::ForwardActivations saved;
+        model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)}, saved);
         const double f = seconds_since(t0);
         t0 = std::chrono::steady_clock::now();
-        model.backward(1.0 / static_cast<double>(batch.target_tokens()));
+        model.backward(std::move(saved), 1.0 / static_cast<double>(batch.target_tokens()));
         const double b = seconds_since(t0);
         t0 = std::chrono::steady_clock::now();
         dragoman::cpu::AdamHyper hyper;

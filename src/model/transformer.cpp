@@ -68,8 +68,8 @@ std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& c) {
   }
   if (c.positions == PositionKind::kLearned) {
     for (const char* side : {"encoder", "decoder"}) {
-      specs.push_back({std::string(side) + ".positions.weight", {c.max_positions, c.d_model}, ParameterInit::kNormal,
-                       embed_std});
+      specs.push_back(
+          {std::string(side) + ".positions.weight", {c.max_positions, c.d_model}, ParameterInit::kNormal, embed_std});
     }
   }
   for (std::int64_t i = 0; i < c.encoder_layers; ++i) {
@@ -142,7 +142,7 @@ FeedForwardParams bind_ffn(const ParameterSet& p, const std::string& name) {
 
 // ---- What the backward pass needs -----------------------------------------------------------
 
-struct Transformer::Activations {
+struct ForwardActivations::State {
   struct EncoderLayer {
     ResidualActivations attn_residual, ffn_residual;
     AttentionActivations attn;
@@ -165,6 +165,11 @@ struct Transformer::Activations {
   Tensor decoder_output;  // [B, T, D] (input of the output projection)
   Tensor log_probs;       // [B*T, V], replaced by its gradient in backward()
 };
+
+ForwardActivations::ForwardActivations() = default;
+ForwardActivations::~ForwardActivations() = default;
+ForwardActivations::ForwardActivations(ForwardActivations&&) noexcept = default;
+ForwardActivations& ForwardActivations::operator=(ForwardActivations&&) noexcept = default;
 
 Transformer::Transformer(const ModelConfig& config, DType dtype, Device device) : config_(config) {
   config_.validate();
@@ -208,13 +213,37 @@ void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
 
 // ---- Forward and backward ------------------------------------------------------------------------
 
-LossResult Transformer::forward_loss(const Batch& batch, const ForwardOptions& options) {
+LossResult Transformer::forward_loss(const Batch& batch, const ForwardOptions& options,
+                                     ForwardActivations& saved) const {
+  auto state = std::make_unique<ForwardActivations::State>();
+  const LossResult result = run_forward(batch, options, state.get(), nullptr);
+  saved.state_ = std::move(state);
+  return result;
+}
+
+LossResult Transformer::loss(const Batch& batch, const ForwardOptions& options) const {
+  return run_forward(batch, options, nullptr, nullptr);
+}
+
+Evaluation Transformer::evaluate(const Batch& batch) const {
+  Evaluation e;
+  e.loss = run_forward(batch, ForwardOptions{}, nullptr, &e);
+  return e;
+}
+
+// The forward pass. save: where the backward pass's activations go (nullptr: nothing is kept
+// beyond this call); evaluation: receives the log-probabilities and the encoder output.
+LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
+                                    Evaluation* evaluation) const {
   batch.validate(config_);
   const ModelConfig& c = config_;
   const Views& v = *views_;
-  auto act = std::make_unique<Activations>();
-  act->batch = batch;
-  act->smoothing = c.label_smoothing;
+  if (save != nullptr) {
+    save->batch = batch;
+    save->smoothing = c.label_smoothing;
+    save->encoder.resize(v.encoder.size());
+    save->decoder.resize(v.decoder.size());
+  }
   DropoutStreams streams = options.training ? DropoutStreams(options.seed, options.step) : DropoutStreams();
   const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
   const auto attention_options = [&](bool causal) {
@@ -230,83 +259,83 @@ LossResult Transformer::forward_loss(const Batch& batch, const ForwardOptions& o
 
   // Encoder.
   const Tensor src_positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
-  act->src_embed_dropout = streams.next(c.dropout);
-  Tensor x = act->src_embed_dropout.apply(ops::embedding(batch.src, v.src_embed.weight, src_positions, 0, embed_scale));
-  act->encoder.resize(v.encoder.size());
+  const Dropout src_embed_dropout = streams.next(c.dropout);
+  if (save != nullptr) save->src_embed_dropout = src_embed_dropout;
+  Tensor x = src_embed_dropout.apply(ops::embedding(batch.src, v.src_embed.weight, src_positions, 0, embed_scale));
   for (std::size_t i = 0; i < v.encoder.size(); ++i) {
     const auto& p = v.encoder[i];
-    auto& a = act->encoder[i];
+    ForwardActivations::State::EncoderLayer* a = save != nullptr ? &save->encoder[i] : nullptr;
     x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, streams.next(c.dropout),
-                                &a.attn_residual, [&](const Tensor& in) {
+                                a != nullptr ? &a->attn_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.self_attn, in, in, batch.src_lengths,
-                                                                  attention_options(false), &a.attn);
+                                                                  attention_options(false),
+                                                                  a != nullptr ? &a->attn : nullptr);
                                 });
-    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, streams.next(c.dropout), &a.ffn_residual,
-                                [&](const Tensor& in) {
-                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout), &a.ffn);
+    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, streams.next(c.dropout),
+                                a != nullptr ? &a->ffn_residual : nullptr, [&](const Tensor& in) {
+                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout),
+                                                                     a != nullptr ? &a->ffn : nullptr);
                                 });
   }
   if (c.norm == NormPlacement::kPre) {
-    act->encoder_last = x;
-    x = ops::layer_norm(x, v.encoder_final.weight, v.encoder_final.bias, c.layer_norm_eps, &act->encoder_final);
+    if (save != nullptr) save->encoder_last = x;
+    x = ops::layer_norm(x, v.encoder_final.weight, v.encoder_final.bias, c.layer_norm_eps,
+                        save != nullptr ? &save->encoder_final : nullptr);
   }
   const Tensor memory = x;  // [B, S, D]
-  act->encoder_output = memory;
+  if (save != nullptr) save->encoder_output = memory;
+  if (evaluation != nullptr) evaluation->encoder_output = memory;
 
   // Decoder.
   const Tensor tgt_positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
-  act->tgt_embed_dropout = streams.next(c.dropout);
-  Tensor y =
-      act->tgt_embed_dropout.apply(ops::embedding(batch.tgt_in, v.tgt_embed.weight, tgt_positions, 0, embed_scale));
-  act->decoder.resize(v.decoder.size());
+  const Dropout tgt_embed_dropout = streams.next(c.dropout);
+  if (save != nullptr) save->tgt_embed_dropout = tgt_embed_dropout;
+  Tensor y = tgt_embed_dropout.apply(ops::embedding(batch.tgt_in, v.tgt_embed.weight, tgt_positions, 0, embed_scale));
   for (std::size_t i = 0; i < v.decoder.size(); ++i) {
     const auto& p = v.decoder[i];
-    auto& a = act->decoder[i];
+    ForwardActivations::State::DecoderLayer* a = save != nullptr ? &save->decoder[i] : nullptr;
     y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
-                                &a.self_residual, [&](const Tensor& in) {
+                                a != nullptr ? &a->self_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.self_attn, in, in, batch.tgt_lengths,
-                                                                  attention_options(true), &a.self_attn);
+                                                                  attention_options(true),
+                                                                  a != nullptr ? &a->self_attn : nullptr);
                                 });
     y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
-                                &a.cross_residual, [&](const Tensor& in) {
+                                a != nullptr ? &a->cross_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.cross_attn, in, memory, batch.src_lengths,
-                                                                  attention_options(false), &a.cross_attn);
+                                                                  attention_options(false),
+                                                                  a != nullptr ? &a->cross_attn : nullptr);
                                 });
-    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, streams.next(c.dropout), &a.ffn_residual,
-                                [&](const Tensor& in) {
-                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout), &a.ffn);
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+                                a != nullptr ? &a->ffn_residual : nullptr, [&](const Tensor& in) {
+                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout),
+                                                                     a != nullptr ? &a->ffn : nullptr);
                                 });
   }
   if (c.norm == NormPlacement::kPre) {
-    act->decoder_last = y;
-    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, &act->decoder_final);
+    if (save != nullptr) save->decoder_last = y;
+    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps,
+                        save != nullptr ? &save->decoder_final : nullptr);
   }
-  act->decoder_output = y;
+  if (save != nullptr) save->decoder_output = y;
 
   // Output projection and loss.
   const std::int64_t rows = batch.tgt_out.numel();
   Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
   const ops::CrossEntropySums sums =
       ops::cross_entropy_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing);
-  act->log_probs = logits;
-  act_ = std::move(act);
+  if (save != nullptr) save->log_probs = logits;
+  if (evaluation != nullptr) {
+    evaluation->log_probs = logits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size});
+  }
   return {sums.loss, sums.nll, batch.target_tokens()};
 }
 
-Tensor Transformer::last_log_probs() const {
-  if (!act_) throw Error("last_log_probs: no forward pass to read");
-  const Shape& s = act_->batch.tgt_out.shape();
-  return act_->log_probs.view({s[0], s[1], config_.tgt_vocab_size});
-}
-
-Tensor Transformer::last_encoder_output() const {
-  if (!act_) throw Error("last_encoder_output: no forward pass to read");
-  return act_->encoder_output;
-}
-
-void Transformer::backward(double grad_scale) {
-  if (!act_) throw Error("backward: call forward_loss first (each forward pass allows one backward pass)");
-  const std::unique_ptr<Activations> act = std::move(act_);
+void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
+  if (!saved.state_) {
+    throw Error("backward: these activations are empty (each forward_loss allows one backward pass)");
+  }
+  const std::unique_ptr<ForwardActivations::State> act = std::move(saved.state_);
   const ModelConfig& c = config_;
   const Views& v = *views_;
   const Batch& batch = act->batch;
@@ -316,8 +345,9 @@ void Transformer::backward(double grad_scale) {
   // Loss and output projection.
   Tensor dlogits = act->log_probs;  // [B*T, V]
   ops::cross_entropy_backward_(dlogits, batch.tgt_out.view({rows}), c.pad_id, act->smoothing, grad_scale);
-  Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight, dlogits.view(
-      {batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}), v.output.dweight, Tensor());  // [B, T, D]
+  Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight,
+                                   dlogits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}),
+                                   v.output.dweight, Tensor());  // [B, T, D]
   if (c.norm == NormPlacement::kPre) {
     dy = ops::layer_norm_backward(dy, act->decoder_last, v.decoder_final.weight, act->decoder_final,
                                   v.decoder_final.dweight, v.decoder_final.dbias);
@@ -329,9 +359,8 @@ void Transformer::backward(double grad_scale) {
   for (std::size_t i = v.decoder.size(); i-- > 0;) {
     const auto& p = v.decoder[i];
     const auto& a = act->decoder[i];
-    dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy, [&](const Tensor& d) {
-      return model::feed_forward_backward(p.ffn, a.ffn, d);
-    });
+    dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy,
+                                  [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
     dy = model::residual_backward(c.norm, p.cross_attn_norm, a.cross_residual, dy, [&](const Tensor& d) {
       const model::AttentionInputGrads g = model::attention_backward(p.cross_attn, a.cross_attn, d);
       ops::add_(dmemory, g.dxkv);
@@ -356,9 +385,8 @@ void Transformer::backward(double grad_scale) {
   for (std::size_t i = v.encoder.size(); i-- > 0;) {
     const auto& p = v.encoder[i];
     const auto& a = act->encoder[i];
-    dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx, [&](const Tensor& d) {
-      return model::feed_forward_backward(p.ffn, a.ffn, d);
-    });
+    dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx,
+                                  [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
     dx = model::residual_backward(c.norm, p.self_attn_norm, a.attn_residual, dx, [&](const Tensor& d) {
       model::AttentionInputGrads g = model::attention_backward(p.self_attn, a.attn, d);
       ops::add_(g.dxq, g.dxkv);
@@ -380,10 +408,9 @@ Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
   const Tensor positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
   Tensor x = ops::embedding(src, v.src_embed.weight, positions, 0, std::sqrt(static_cast<double>(c.d_model)));
   for (const auto& p : v.encoder) {
-    x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, Dropout{}, nullptr,
-                                [&](const Tensor& in) {
-                                  return model::attention_forward(p.self_attn, in, in, src_lengths, options, nullptr);
-                                });
+    x = model::residual_forward(
+        c.norm, p.self_attn_norm, c.layer_norm_eps, x, Dropout{}, nullptr,
+        [&](const Tensor& in) { return model::attention_forward(p.self_attn, in, in, src_lengths, options, nullptr); });
     x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, Dropout{}, nullptr, [&](const Tensor& in) {
       return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
     });
@@ -394,8 +421,8 @@ Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
   return x;  // [B, S, D]
 }
 
-DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Tensor& src_lengths,
-                                         std::int64_t capacity, std::int64_t beams) const {
+DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity,
+                                         std::int64_t beams) const {
   const ModelConfig& c = config_;
   if (capacity < 1 || capacity > c.max_positions) {
     throw Error("start_decoding: capacity " + std::to_string(capacity) + " must be in [1, max_positions " +
@@ -449,36 +476,34 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
   Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,
                             std::sqrt(static_cast<double>(c.d_model)));  // [B, 1, D]
-  const Tensor self_lengths = Tensor::from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(b),
-                                                                            static_cast<std::int32_t>(t + 1)),
-                                                  {b});
+  const Tensor self_lengths = Tensor::from_vector(
+      std::vector<std::int32_t>(static_cast<std::size_t>(b), static_cast<std::int32_t>(t + 1)), {b});
   ops::AttentionOptions options;
   options.heads = c.heads;
   for (std::size_t i = 0; i < v.decoder.size(); ++i) {
     const auto& p = v.decoder[i];
-    y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr,
-                                [&](const Tensor& in) {
-                                  const AttentionParams& a = p.self_attn;
-                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias);  // [B, 1, H*K]
-                                  state.self_k[i].narrow(1, t, 1).copy_from(ops::linear(in, a.k.weight, a.k.bias));
-                                  state.self_v[i].narrow(1, t, 1).copy_from(ops::linear(in, a.v.weight, a.v.bias));
-                                  const Tensor context =
-                                      ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
-                                                     state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
-                                                     nullptr);  // [B, 1, H*Kv]
-                                  return ops::linear(context, a.out.weight, a.out.bias);
-                                });
-    y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr,
-                                [&](const Tensor& in) {
-                                  const AttentionParams& a = p.cross_attn;
-                                  // The `beams` rows of a source attend to its keys as `beams`
-                                  // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
-                                  const std::int64_t n = b / state.beams;
-                                  const Tensor q = ops::linear(in, a.q.weight, a.q.bias).view({n, state.beams, -1});
-                                  const Tensor context = ops::attention(q, state.cross_k[i], state.cross_v[i],
-                                                                       state.src_lengths, options, nullptr);
-                                  return ops::linear(context.view({b, 1, -1}), a.out.weight, a.out.bias);
-                                });
+    y = model::residual_forward(
+        c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.self_attn;
+          const Tensor q = ops::linear(in, a.q.weight, a.q.bias);  // [B, 1, H*K]
+          state.self_k[i].narrow(1, t, 1).copy_from(ops::linear(in, a.k.weight, a.k.bias));
+          state.self_v[i].narrow(1, t, 1).copy_from(ops::linear(in, a.v.weight, a.v.bias));
+          const Tensor context = ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
+                                                state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
+                                                nullptr);  // [B, 1, H*Kv]
+          return ops::linear(context, a.out.weight, a.out.bias);
+        });
+    y = model::residual_forward(
+        c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.cross_attn;
+          // The `beams` rows of a source attend to its keys as `beams`
+          // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
+          const std::int64_t n = b / state.beams;
+          const Tensor q = ops::linear(in, a.q.weight, a.q.bias).view({n, state.beams, -1});
+          const Tensor context =
+              ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
+          return ops::linear(context.view({b, 1, -1}), a.out.weight, a.out.bias);
+        });
     y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
       return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
     });
@@ -506,7 +531,8 @@ Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows,
   shape[0] = allocated_rows;
   Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, static_cast<std::int64_t>(rows.size()));
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= x.dim(0)) throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
+    if (rows[i] < 0 || rows[i] >= x.dim(0))
+      throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
     Tensor to = out.narrow(0, static_cast<std::int64_t>(i), 1), from = x.narrow(0, rows[i], 1);
     if (x.rank() > 1 && length < x.dim(1)) {
       if (length == 0) continue;

@@ -2,9 +2,10 @@
 // projection and label-smoothed loss, with an explicit backward pass, and incremental decoding with
 // cached keys and values for beam search.
 //
-// Usage for training:  zero_grads(); forward_loss(batch, {training, seed, step}); backward(scale);
-// then one optimizer call over parameters().values() / grads(). Gradients accumulate across
-// forward_loss/backward pairs until zeroed.
+// Usage for training:  zero_grads(); ForwardActivations a; forward_loss(batch, {training, seed, step}, a);
+// backward(std::move(a), scale); then one optimizer call over parameters().values() / grads().
+// Gradients accumulate across forward_loss/backward pairs until zeroed. Evaluation (validation,
+// scoring) is evaluate(batch): no dropout, and nothing kept for a backward pass.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +29,34 @@ struct LossResult {
 };
 
 struct ForwardOptions {
-  bool training = false;  // dropout on
+  bool training = false;   // dropout on
   std::uint64_t seed = 0;  // dropout masks are a function of (seed, step)
   std::uint64_t step = 0;
+};
+
+// What backward() needs from one training forward pass: every layer's saved activations. Returned
+// by forward_loss and consumed by backward, so nothing is hidden in the model between the two
+// calls: an evaluation in between cannot replace a training step's activations, and they are
+// released when backward is done with them (or when the caller drops them).
+class ForwardActivations {
+ public:
+  ForwardActivations();
+  ~ForwardActivations();
+  ForwardActivations(ForwardActivations&&) noexcept;
+  ForwardActivations& operator=(ForwardActivations&&) noexcept;
+  bool empty() const { return state_ == nullptr; }
+
+ private:
+  friend class Transformer;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// An evaluation forward pass: the loss, and what tests and scoring read.
+struct Evaluation {
+  LossResult loss;
+  Tensor log_probs;       // [B, T, V] (values at padding positions unspecified)
+  Tensor encoder_output;  // [B, S, D] (values at padding positions unspecified)
 };
 
 // The decoder's incremental state: per layer, cached self-attention keys/values of the tokens fed so
@@ -38,7 +64,7 @@ struct ForwardOptions {
 // R = N * beams rows (hypotheses); each run of `beams` consecutive rows decodes the same one of N
 // sources, whose cross-attention keys/values are kept once (beam search: N sentences x K beams).
 struct DecoderState {
-  Tensor src_lengths;                   // i32 [N]
+  Tensor src_lengths;                    // i32 [N]
   std::vector<Tensor> cross_k, cross_v;  // per layer [N, S, H*K], [N, S, H*Kv]
   std::vector<Tensor> self_k, self_v;    // per layer [R, L, H*K], [R, L, H*Kv]: L positions allocated
                                          // (grown by doubling up to capacity as tokens are fed)
@@ -67,17 +93,17 @@ class Transformer {
   // docs/MODEL.md's initialisation, a function of the seed alone.
   void initialize(std::uint64_t seed);
 
-  // Forward pass over a batch; keeps what backward() needs. Returns loss and nll sums and the
-  // number of target tokens.
-  LossResult forward_loss(const Batch& batch, const ForwardOptions& options = {});
-  // Accumulates d(grad_scale * loss_sum)/d(parameters) into parameters().grads() for the last
-  // forward_loss (which it consumes).
-  void backward(double grad_scale = 1.0);
-
-  // After forward_loss and before backward: the log-probabilities [B, T, V] and the encoder output
-  // [B, S, D] (values at padding positions are unspecified).
-  Tensor last_log_probs() const;
-  Tensor last_encoder_output() const;
+  // Forward pass over a batch (dropout as options say); `saved` receives what backward() needs.
+  // Returns loss and nll sums and the number of target tokens.
+  LossResult forward_loss(const Batch& batch, const ForwardOptions& options, ForwardActivations& saved) const;
+  // Accumulates d(grad_scale * loss_sum)/d(parameters) into parameters().grads() for the forward
+  // pass that filled `saved` (which it consumes).
+  void backward(ForwardActivations&& saved, double grad_scale = 1.0);
+  // The loss of a forward pass that keeps no activations (validation: options {} is evaluation
+  // mode; gradient checks pass training options to see the same dropout as forward_loss).
+  LossResult loss(const Batch& batch, const ForwardOptions& options = {}) const;
+  // Evaluation-mode forward pass (no dropout) that keeps no activations, with its outputs.
+  Evaluation evaluate(const Batch& batch) const;
 
   // Evaluation-mode encoder.   src: i32 [B, S], src_lengths: i32 [B] -> [B, S, D]
   Tensor encode(const Tensor& src, const Tensor& src_lengths) const;
@@ -96,13 +122,13 @@ class Transformer {
 
  private:
   struct Views;
-  struct Activations;
+  LossResult run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
+                         Evaluation* evaluation) const;
 
   ModelConfig config_;
   ParameterSet params_;
   std::unique_ptr<Views> views_;
   Tensor sinusoids_;  // [P, D] when positions are sinusoidal
-  std::unique_ptr<Activations> act_;
 };
 
 }  // namespace dragoman

@@ -463,7 +463,7 @@ void Trainer::validate(TrainResult& result) {
   double loss = 0, nll = 0;
   std::int64_t tokens = 0;
   for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
-    const LossResult r = model_->forward_loss(data::make_batch(valid_, pairs, model_->config()));
+    const LossResult r = model_->loss(data::make_batch(valid_, pairs, model_->config()));  // keeps no activations
     loss += r.loss_sum;
     nll += r.nll_sum;
     tokens += r.tokens;

@@ -1,5 +1,7 @@
 #include "train/update.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace dragoman {
@@ -11,8 +13,9 @@ UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& ba
   if (total.tokens == 0) throw Error("train: an update without target tokens");
   model.parameters().zero_grads();
   for (std::size_t k = 0; k < batches.size(); ++k) {
-    const LossResult r = model.forward_loss(batches[k], {training, seed, first_stream + k});
-    model.backward(1.0 / static_cast<double>(total.tokens));
+    ForwardActivations saved;
+    const LossResult r = model.forward_loss(batches[k], {training, seed, first_stream + k}, saved);
+    model.backward(std::move(saved), 1.0 / static_cast<double>(total.tokens));
     total.loss_sum += r.loss_sum;
     total.nll_sum += r.nll_sum;
   }

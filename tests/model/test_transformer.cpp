@@ -58,10 +58,10 @@ TEST_CASE("Incremental decode_step gives the full forward pass's log-probabiliti
       Transformer model = random_model(name);
       const ModelConfig& c = model.config();
       const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9}, {10, 11, 12}}, {{4, 5, 6, 7, 8}, {9, 10}, {}}, c);
-      model.forward_loss(batch);
-      const Tensor full = model.last_log_probs();  // [B, T, V]
+      const Evaluation e = model.evaluate(batch);
+      const Tensor full = e.log_probs;  // [B, T, V]
       const Tensor memory = model.encode(batch.src, batch.src_lengths);
-      CHECK(max_abs_difference(memory.to_vector<double>(), model.last_encoder_output().to_vector<double>()) == 0);
+      CHECK(max_abs_difference(memory.to_vector<double>(), e.encoder_output.to_vector<double>()) == 0);
       DecoderState state = model.start_decoding(memory, batch.src_lengths, batch.tgt_in.dim(1));
       const std::int64_t b = batch.size(), t_max = batch.tgt_in.dim(1);
       for (std::int64_t t = 0; t < t_max; ++t) {
@@ -92,8 +92,7 @@ TEST_CASE("decode_step grows the self-attention cache past its first positions",
     other_target.push_back(4 + (3 * i) % 5);
   }
   const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {long_target, other_target}, c);
-  model.forward_loss(batch);
-  const Tensor full = model.last_log_probs();  // [2, 41, V]
+  const Tensor full = model.evaluate(batch).log_probs;  // [2, 41, V]
   DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 41);
   model.select_rows(state, {1, 0});  // rows: sentence 1, sentence 0
   std::vector<std::int64_t> sentence_of_row = {1, 0};
@@ -111,8 +110,7 @@ TEST_CASE("A decoder state with several beams per source keeps each source's cro
   Transformer model = random_model("post_shared_tied");
   const ModelConfig& c = model.config();
   const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6, 7}, {7, 8, 9, 10}}, c);
-  model.forward_loss(batch);
-  const Tensor full = model.last_log_probs();  // [2, 5, V]
+  const Tensor full = model.evaluate(batch).log_probs;  // [2, 5, V]
   DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 5, 2);
   CHECK(state.batch_size() == 4);  // rows: sentence 0, 0, 1, 1
   CHECK(state.cross_k.front().dim(0) == 2);
@@ -136,8 +134,7 @@ TEST_CASE("select_rows reorders and duplicates the decoder state like beam searc
   Transformer model = random_model("pre_untied_learned");
   const ModelConfig& c = model.config();
   const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6}, {7, 8, 9}}, c);
-  model.forward_loss(batch);
-  const Tensor full = model.last_log_probs();
+  const Tensor full = model.evaluate(batch).log_probs;
   DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 4);
   model.decode_step(state, batch.tgt_in.narrow(1, 0, 1).contiguous().view({2}));
   model.select_rows(state, {1, 0, 1});  // rows now: sentence 1, sentence 0, sentence 1
@@ -165,16 +162,16 @@ TEST_CASE("Padding does not change the outputs of real positions", "[model]") {
       Transformer model = random_model(name);
       const ModelConfig& c = model.config();
       const Batch alone = Batch::from_sentences({{5, 6, 7}}, {{8, 9}}, c);
-      const LossResult r1 = model.forward_loss(alone);
-      const Tensor lp1 = model.last_log_probs();
+      const Evaluation e1 = model.evaluate(alone);
+      const LossResult& r1 = e1.loss;
+      const Tensor lp1 = e1.log_probs;
       // The same pair next to longer sentences: its source and target are now padded.
       const Batch padded = Batch::from_sentences({{10, 11, 12, 4, 5, 6}, {5, 6, 7}}, {{4, 5, 6, 7, 8}, {8, 9}}, c);
-      model.forward_loss(padded);
-      const Tensor lp2 = model.last_log_probs();
+      const Tensor lp2 = model.evaluate(padded).log_probs;
       for (std::int64_t t = 0; t < 3; ++t) CHECK(max_abs_difference(row_of(lp1, 0, t), row_of(lp2, 1, t)) < 1e-12);
       // And the loss of a batch is the sum of its sentences' losses.
-      const LossResult r_long = model.forward_loss(Batch::from_sentences({{10, 11, 12, 4, 5, 6}}, {{4, 5, 6, 7, 8}}, c));
-      const LossResult r_both = model.forward_loss(padded);
+      const LossResult r_long = model.loss(Batch::from_sentences({{10, 11, 12, 4, 5, 6}}, {{4, 5, 6, 7, 8}}, c));
+      const LossResult r_both = model.loss(padded);
       CHECK(r_both.loss_sum == Approx(r1.loss_sum + r_long.loss_sum).epsilon(1e-12));
       CHECK(r_both.tokens == r1.tokens + r_long.tokens);
     }
@@ -187,13 +184,13 @@ TEST_CASE("Evaluation is deterministic and dropout depends only on seed and step
   Transformer model(c, DType::kF32);
   model.initialize(1);
   const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 10}}, {{11, 12}, {13, 14, 15}}, c);
-  const double eval1 = model.forward_loss(batch).loss_sum;
-  const double eval2 = model.forward_loss(batch).loss_sum;
+  const double eval1 = model.loss(batch).loss_sum;
+  const double eval2 = model.loss(batch).loss_sum;
   CHECK(eval1 == eval2);
-  const double train_a = model.forward_loss(batch, {true, 42, 1}).loss_sum;
-  const double train_b = model.forward_loss(batch, {true, 42, 1}).loss_sum;
-  const double train_next_step = model.forward_loss(batch, {true, 42, 2}).loss_sum;
-  const double train_other_seed = model.forward_loss(batch, {true, 43, 1}).loss_sum;
+  const double train_a = model.loss(batch, {true, 42, 1}).loss_sum;
+  const double train_b = model.loss(batch, {true, 42, 1}).loss_sum;
+  const double train_next_step = model.loss(batch, {true, 42, 2}).loss_sum;
+  const double train_other_seed = model.loss(batch, {true, 43, 1}).loss_sum;
   CHECK(train_a == train_b);
   CHECK(train_a != eval1);
   CHECK(train_next_step != train_a);
@@ -217,8 +214,9 @@ TEST_CASE("A tiny Transformer overfits one small batch", "[model]") {
   double first = 0, last = 0;
   for (int step = 1; step <= 150; ++step) {
     params.zero_grads();
-    const LossResult r = model.forward_loss(batch, {true, 0, static_cast<std::uint64_t>(step)});
-    model.backward(1.0 / static_cast<double>(r.tokens));
+    ForwardActivations saved;
+    const LossResult r = model.forward_loss(batch, {true, 0, static_cast<std::uint64_t>(step)}, saved);
+    model.backward(std::move(saved), 1.0 / static_cast<double>(r.tokens));
     cpu::AdamHyper hyper;
     hyper.lr = 3e-3;
     hyper.step = step;

@@ -39,12 +39,17 @@ TEST_CASE("Transformer forward matches the numpy reference in float64", "[model]
       CHECK(model.config() == test::fixture_config(name));
       CHECK(model.config() == ModelConfig::from_json(fixture["model_config"], name));
       const Batch batch = test::batch_from_json(fixture);
-      const LossResult r = model.forward_loss(batch);
+      const Evaluation e = model.evaluate(batch);
+      const LossResult& r = e.loss;
       CHECK(r.tokens == fixture["tokens"].get<std::int64_t>());
       CHECK(r.loss_sum == Approx(fixture["loss_sum"].get<double>()).epsilon(1e-12));
       CHECK(r.nll_sum == Approx(fixture["nll_sum"].get<double>()).epsilon(1e-12));
-      CHECK(max_difference(model.last_encoder_output(), fixture["encoder_output"], batch.src_lengths) < 1e-12);
-      CHECK(max_difference(model.last_log_probs(), fixture["log_probs"], batch.tgt_lengths) < 1e-12);
+      CHECK(max_difference(e.encoder_output, fixture["encoder_output"], batch.src_lengths) < 1e-12);
+      CHECK(max_difference(e.log_probs, fixture["log_probs"], batch.tgt_lengths) < 1e-12);
+      // The training forward pass gives the same loss (no dropout here).
+      ForwardActivations saved;
+      CHECK(model.forward_loss(batch, {}, saved).loss_sum == r.loss_sum);
+      CHECK_FALSE(saved.empty());
     }
   }
 }
@@ -55,9 +60,9 @@ TEST_CASE("Transformer forward in float32 stays close to the float64 reference",
       const nlohmann::json fixture = test::read_json_fixture("model/" + name + ".json");
       Transformer model = load_model(test::fixture_path("model/" + name + ".safetensors"), DType::kF32);
       const Batch batch = test::batch_from_json(fixture);
-      const LossResult r = model.forward_loss(batch);
-      CHECK(r.loss_sum == Approx(fixture["loss_sum"].get<double>()).epsilon(1e-5));
-      CHECK(max_difference(model.last_log_probs(), fixture["log_probs"], batch.tgt_lengths) < 1e-4);
+      const Evaluation e = model.evaluate(batch);
+      CHECK(e.loss.loss_sum == Approx(fixture["loss_sum"].get<double>()).epsilon(1e-5));
+      CHECK(max_difference(e.log_probs, fixture["log_probs"], batch.tgt_lengths) < 1e-4);
     }
   }
 }

@@ -29,9 +29,10 @@ TEST_CASE("Transformer gradients match finite differences for every parameter", 
                                                 {{6, 7}, {8, 9, 10, 11, 5}, {}}, config);
       const ForwardOptions options{true, 1234, 5};
       params.zero_grads();
-      model.forward_loss(batch, options);
-      model.backward(1.0);
-      const auto loss = [&] { return model.forward_loss(batch, options).loss_sum; };
+      ForwardActivations saved;
+      model.forward_loss(batch, options, saved);
+      model.backward(std::move(saved), 1.0);
+      const auto loss = [&] { return model.loss(batch, options).loss_sum; };
       // Step 1e-6: small enough that a ReLU input near 0 rarely changes sign inside [p - h, p + h]
       // (1e-5 crossed one such kink in pre_untied_learned), large enough for float64 round-off.
       for (const ParameterEntry& e : params.entries()) {
@@ -52,14 +53,19 @@ TEST_CASE("Transformer backward accumulates and scales its gradients", "[model]"
   const Batch batch = Batch::from_sentences({{5, 6, 7}, {8}}, {{9, 10}, {11, 12, 13}}, config);
   ParameterSet& params = model.parameters();
   params.zero_grads();
-  model.forward_loss(batch);
-  model.backward(1.0);
+  ForwardActivations first, second;
+  model.forward_loss(batch, {}, first);
+  model.backward(std::move(first), 1.0);
   const std::vector<double> once = params.grads().to_vector<double>();
-  model.forward_loss(batch);
-  model.backward(0.5);
+  model.forward_loss(batch, {}, second);
+  // An evaluation in between neither needs nor disturbs the saved activations.
+  const Batch other = Batch::from_sentences({{7}}, {{8, 9, 10, 11}}, config);
+  CHECK(model.evaluate(other).loss.tokens == 5);
+  model.backward(std::move(second), 0.5);
   const std::vector<double> accumulated = params.grads().to_vector<double>();
   for (std::size_t i = 0; i < once.size(); ++i) REQUIRE(accumulated[i] == Approx(1.5 * once[i]).margin(1e-14));
-  CHECK_THROWS_WITH(model.backward(1.0), Catch::Contains("call forward_loss first"));
+  CHECK(second.empty());  // consumed
+  CHECK_THROWS_WITH(model.backward(std::move(second), 1.0), Catch::Contains("activations are empty"));
 }
 
 }  // namespace dragoman
