@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "model/layers.h"
 #include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 
@@ -154,7 +155,6 @@ struct ForwardActivations::State {
     FeedForwardActivations ffn;
   };
   Batch batch;
-  double smoothing = 0;
   Dropout src_embed_dropout, tgt_embed_dropout;
   std::vector<EncoderLayer> encoder;
   std::vector<DecoderLayer> decoder;
@@ -163,7 +163,7 @@ struct ForwardActivations::State {
   ops::LayerNormSaved encoder_final, decoder_final;
   Tensor encoder_output;  // [B, S, D]
   Tensor decoder_output;  // [B, T, D] (input of the output projection)
-  Tensor log_probs;       // [B*T, V], replaced by its gradient in backward()
+  Tensor dlogits;         // [B*T, V]: d(loss_sum)/d(logits), written by the forward pass (fused)
 };
 
 ForwardActivations::ForwardActivations() = default;
@@ -240,7 +240,6 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   const Views& v = *views_;
   if (save != nullptr) {
     save->batch = batch;
-    save->smoothing = c.label_smoothing;
     save->encoder.resize(v.encoder.size());
     save->decoder.resize(v.decoder.size());
   }
@@ -322,9 +321,11 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   // Output projection and loss.
   const std::int64_t rows = batch.tgt_out.numel();
   Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
+  // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
   const ops::CrossEntropySums sums =
-      ops::cross_entropy_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing);
-  if (save != nullptr) save->log_probs = logits;
+      save != nullptr ? ops::cross_entropy_fused_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing)
+                      : ops::cross_entropy_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing);
+  if (save != nullptr) save->dlogits = logits;
   if (evaluation != nullptr) {
     evaluation->log_probs = logits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size});
   }
@@ -339,12 +340,11 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
   const ModelConfig& c = config_;
   const Views& v = *views_;
   const Batch& batch = act->batch;
-  const std::int64_t rows = batch.tgt_out.numel();
   const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
 
   // Loss and output projection.
-  Tensor dlogits = act->log_probs;  // [B*T, V]
-  ops::cross_entropy_backward_(dlogits, batch.tgt_out.view({rows}), c.pad_id, act->smoothing, grad_scale);
+  Tensor dlogits = act->dlogits;  // [B*T, V], unscaled
+  if (grad_scale != 1.0) ops::scale_(dlogits, grad_scale);
   Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight,
                                    dlogits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}),
                                    v.output.dweight, Tensor());  // [B, T, D]

@@ -47,8 +47,8 @@ CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int3
     case DeviceType::kCpu:
       detail::dispatch_float(kOp, logits, [&](auto zero) {
         using T = decltype(zero);
-        cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                      pad, smoothing, &sums.loss, &sums.nll);
+        cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
+                                      smoothing, &sums.loss, &sums.nll);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
@@ -56,20 +56,21 @@ CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int3
   return sums;
 }
 
-void cross_entropy_backward_(Tensor& log_probs, const Tensor& targets, std::int32_t pad, double smoothing,
-                             double grad_scale) {
-  constexpr const char* kOp = "cross_entropy_backward_";
-  check_targets(kOp, log_probs, targets);
-  switch (log_probs.device().type) {
+CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
+  constexpr const char* kOp = "cross_entropy_fused_";
+  check_targets(kOp, logits, targets);
+  CrossEntropySums sums;
+  switch (logits.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, log_probs, [&](auto zero) {
+      detail::dispatch_float(kOp, logits, [&](auto zero) {
         using T = decltype(zero);
-        cpu::cross_entropy_backward<T>(log_probs.data<T>(), targets.data<std::int32_t>(), log_probs.dim(0),
-                                       log_probs.dim(1), pad, smoothing, grad_scale);
+        cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
+                                    smoothing, &sums.loss, &sums.nll);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
   }
+  return sums;
 }
 
 }  // namespace dragoman::ops

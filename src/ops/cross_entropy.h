@@ -15,12 +15,13 @@ struct CrossEntropySums {
 // In place: x[r, :] = log_softmax(x[r, :]).   x: [..., V]
 void log_softmax_(Tensor& x);
 
-// Replaces logits [N, V] by their log-probabilities (in place, for the backward pass) and returns the
-// loss and nll sums over rows whose target (i32 [N], CPU) is not pad.
+// Replaces logits [N, V] by their log-probabilities (in place) and returns the loss and nll sums
+// over rows whose target (i32 [N], CPU) is not pad. (Evaluation.)
 CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
 
-// Replaces the log-probabilities by grad_scale * d(loss_sum)/d(logits) (in place).
-void cross_entropy_backward_(Tensor& log_probs, const Tensor& targets, std::int32_t pad, double smoothing,
-                             double grad_scale);
+// The same sums, with logits replaced by d(loss_sum)/d(logits) = p - q (in place; pad rows 0): the
+// training loss fused with its gradient, so one [N, V] buffer goes from logits to dlogits in one
+// pass and backward only scales it. (Training.)
+CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
 
 }  // namespace dragoman::ops

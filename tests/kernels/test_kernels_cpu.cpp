@@ -395,8 +395,8 @@ TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "[kernels]", f
   }
 }
 
-TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and backward match the formula of docs/MODEL.md", "[kernels]", float,
-                   double) {
+TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the formula of docs/MODEL.md", "[kernels]",
+                   float, double) {
   using T = TestType;
   const int64_t rows = 5, v = 7;
   const double eps = 0.1;
@@ -405,9 +405,13 @@ TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and backward match the formula of
     // Row 1 has the pad target and is ignored; row 3's target is another row's.
     const std::vector<std::int32_t> targets = {3, pad, 6, 3, pad == 0 ? 1 : 0};
     const std::vector<T> logits = random_values<T>(rows * v, 60, 3.0);
-    std::vector<T> lp = logits;
-    double loss_sum = 1.0, nll_sum = 2.0;  // the kernel adds to these
+    std::vector<T> lp = logits, grad = logits;
+    double loss_sum = 1.0, nll_sum = 2.0;  // the kernels add to these
     cpu::cross_entropy_forward<T>(lp.data(), targets.data(), rows, v, pad, eps, &loss_sum, &nll_sum);
+    double fused_loss = 1.0, fused_nll = 2.0;
+    cpu::cross_entropy_fused<T>(grad.data(), targets.data(), rows, v, pad, eps, &fused_loss, &fused_nll);
+    CHECK(fused_loss == loss_sum);  // the same sums, bit for bit
+    CHECK(fused_nll == nll_sum);
 
     double expected_loss = 1.0, expected_nll = 2.0;
     std::vector<double> expected_grad(at(rows * v), 0.0);
@@ -427,7 +431,7 @@ TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and backward match the formula of
         const double q = (k == y ? 1.0 - eps : 0.0) + (k != pad ? eps / (v - 1) : 0.0);
         q_sum += q;
         expected_loss -= q * logp[at(k)];
-        expected_grad[at(r * v + k)] = 0.5 * (std::exp(logp[at(k)]) - q);
+        expected_grad[at(r * v + k)] = std::exp(logp[at(k)]) - q;
       }
       CHECK(q_sum == Approx(1.0).margin(1e-15));
       expected_nll -= logp[at(y)];
@@ -435,9 +439,10 @@ TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and backward match the formula of
     CHECK(loss_sum == Approx(expected_loss).margin(8 * tolerance<T>()));
     CHECK(nll_sum == Approx(expected_nll).margin(8 * tolerance<T>()));
 
-    cpu::cross_entropy_backward<T>(lp.data(), targets.data(), rows, v, pad, eps, 0.5);
-    for (std::size_t i = 0; i < lp.size(); ++i) CHECK(lp[i] == Approx(expected_grad[i]).margin(4 * tolerance<T>()));
-    for (int64_t k = 0; k < v; ++k) CHECK(lp[at(1 * v + k)] == T(0));  // the pad row
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+      CHECK(grad[i] == Approx(expected_grad[i]).margin(4 * tolerance<T>()));
+    }
+    for (int64_t k = 0; k < v; ++k) CHECK(grad[at(1 * v + k)] == T(0));  // the pad row
   }
 }
 

@@ -19,10 +19,12 @@ template <typename T>
 void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
                            std::int32_t pad, double smoothing, double* loss_sum, double* nll_sum);
 
-// Replaces the forward's log-probabilities by d(grad_scale * loss_sum)/d(logits) = grad_scale * (p - q)
-// (in place; 0 for pad rows).
+// The training loss, fused with its gradient: adds the sums as cross_entropy_forward does and
+// replaces logits by d(loss_sum)/d(logits) = p - q (in place; 0 for pad rows), so the backward pass
+// has nothing left to compute but its scale. The log-probability of each element is rounded to T
+// exactly where cross_entropy_forward stores it, so both give the same sums.
 template <typename T>
-void cross_entropy_backward(T* log_probs, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
-                            std::int32_t pad, double smoothing, double grad_scale);
+void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
+                         double smoothing, double* loss_sum, double* nll_sum);
 
 }  // namespace dragoman::cpu
