@@ -1,62 +1,118 @@
-// Per-device caching allocators. Freed blocks are kept in a free list and handed out again for a
+// Per-device caching allocators: every Tensor's storage comes from one, and their statistics are
+// what benchmarks, bench-model and translate report as memory use.
+//
+// CPU (policy kBoundedCache): freed blocks are kept whole in a free list and handed out again for a
 // request of up to their size (best fit, wasting at most a quarter of the request), so a training
-// step that allocates the same activations every step stops calling malloc/cudaMalloc after the
-// first one. The cache never holds more than the peak of the bytes in use: batches of varying
-// shapes do not make it grow without bound (reserved <= 2 x peak in use). Blocks are 64-byte aligned on the CPU.
-// Thread-safe. The statistics are what benchmarks report as memory use.
+// step that allocates the same activations every step stops calling malloc after the first one.
+// The cache never holds more than the peak of the bytes in use: batches of varying shapes do not
+// make it grow without bound (reserved <= 2 x peak in use). Blocks are 64-byte aligned.
+//
+// CUDA (policy kSplitSegments): core/block_pool.h. cudaMalloc'd segments are split into blocks and
+// merged again; nothing goes back to the driver in steady state (cudaFree synchronises the device),
+// only from empty_cache() or when a cudaMalloc fails. Blocks are reused in stream order.
+//
+// Thread-safe: one mutex per allocator, and allocator_for() takes no lock once a device's allocator
+// exists. deallocate() never throws (Storage's destructor calls it, and a throw during unwinding
+// would end the process before main could print the first error): a bad deallocate is kept and
+// thrown by the allocator's next allocate(), empty_cache() or check(). Allocators live until the
+// process ends; release_all() gives their caches and the CUDA contexts back before exit.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
-#include <unordered_map>
+#include <memory>
 #include <mutex>
-#include <vector>
+#include <optional>
+#include <string>
+#include <unordered_map>
 
+#include "core/block_pool.h"
 #include "core/device.h"
+#include "kernels/cuda/stream.h"
 
 namespace dragoman {
 
 struct AllocatorStats {
-  std::size_t in_use = 0;         // bytes handed out and not yet returned (block sizes)
-  std::size_t peak_in_use = 0;    // maximum of in_use since the last reset_peak()
-  std::size_t reserved = 0;       // bytes obtained from the system (in use + cached)
+  std::size_t in_use = 0;       // bytes handed out and not yet returned (block sizes)
+  std::size_t peak_in_use = 0;  // maximum of in_use since the last reset_peak()
+  std::size_t reserved = 0;     // bytes obtained from the system (in use + cached)
   std::size_t peak_reserved = 0;
+  std::size_t system_allocations = 0;  // calls to the system allocator (malloc, cudaMalloc) so far
+  std::size_t system_frees = 0;        // calls to the system's free (free, cudaFree) so far
+};
+
+// Where an allocator's memory comes from: the device's system allocator, or a fake in tests.
+struct SystemMemory {
+  std::function<void*(std::size_t)> allocate;  // nullptr when out of memory; other errors throw
+  std::function<void(void*)> free;
+  static SystemMemory of(Device device);  // aligned_alloc/free, or cudaMalloc/cudaFree on the device
 };
 
 class CachingAllocator {
  public:
-  explicit CachingAllocator(Device device) : device_(device) {}
+  enum class Policy {
+    kBoundedCache,   // whole blocks, bounded cache (the CPU)
+    kSplitSegments,  // segments split into blocks per stream, never freed in steady state (CUDA)
+  };
+
+  // The device's system memory and its policy (CPU: kBoundedCache, CUDA: kSplitSegments).
+  explicit CachingAllocator(Device device);
+  CachingAllocator(Device device, Policy policy, SystemMemory memory);
+  // Gives the cache back; never throws (an error is kept for cuda::rethrow_deferred_error()).
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // A block of at least `bytes` bytes (never nullptr; 0 bytes gives a valid 1-byte block).
-  // Throws dragoman::Error when the device is out of memory.
-  void* allocate(std::size_t bytes);
-  // Returns a block from allocate() with the same `bytes` (anything else: dragoman::Error).
-  void deallocate(void* block, std::size_t bytes);
+  // A block of at least `bytes` bytes (never nullptr; 0 bytes gives a valid block) for work on
+  // `stream` (CUDA; ignored on the CPU). Throws dragoman::Error when the device is out of memory, or
+  // the error a previous deallocate() kept.
+  void* allocate(std::size_t bytes, cuda::Stream stream = nullptr);
+  // Returns a block from allocate() with the same `bytes`. Never throws: anything else (a block it
+  // did not hand out, a smaller size) is kept and thrown by the next allocate(), empty_cache() or
+  // check(); the block is then left alone.
+  void deallocate(void* block, std::size_t bytes) noexcept;
   // Gives every cached (free) block back to the system.
   void empty_cache();
+  // Throws the error a deallocate() kept, if any.
+  void check();
 
   AllocatorStats stats() const;
   void reset_peak();
   Device device() const { return device_; }
+  Policy policy() const { return policy_; }
 
   // The size a request is rounded up to: 512-byte steps up to 1 MiB, then 128 KiB steps.
   static std::size_t round_size(std::size_t bytes);
 
  private:
-  void* system_allocate(std::size_t bytes);
-  void system_free(void* block);
+  void* allocate_bounded(std::size_t size, std::size_t* block_size);
+  void deallocate_bounded(void* block, std::size_t size);
+  void release_bounded_cache();
+  void throw_kept_error();  // with mutex_ held
 
   Device device_;
+  Policy policy_;
+  SystemMemory memory_;
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;  // block size -> cached blocks
-  std::unordered_map<void*, std::size_t> sizes_;  // blocks in use -> their size
   AllocatorStats stats_;
+  std::optional<std::string> kept_error_;
+  // kBoundedCache
+  std::multimap<std::size_t, void*> free_;        // block size -> cached blocks
+  std::unordered_map<void*, std::size_t> sizes_;  // blocks in use -> their size
+  // kSplitSegments
+  std::unique_ptr<BlockPool> pool_;
 };
 
-// The allocator of a device (created on first use, lives until the program ends).
+// The allocator of a device: created on first use, never destroyed (no allocator work during static
+// destruction, when the CUDA runtime may be unloading). Lock-free once created. CUDA devices
+// 0 .. cuda::kMaxDevices - 1; in a CPU-only build a CUDA device is an error.
 CachingAllocator& allocator_for(Device device);
+
+// Before the program exits, with no tensor in use any more: checks every allocator for a kept
+// error, gives every cache back to the system, destroys the CUDA contexts (kernels/cuda/context.h)
+// and throws the first error found on the way (a deferred CUDA error included), after releasing
+// everything it could. main calls it, so that a CUDA fault reaches the user as an error message.
+void release_all();
 
 }  // namespace dragoman

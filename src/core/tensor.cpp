@@ -3,14 +3,16 @@
 
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "core/allocator.h"
 #include "core/error.h"
-
-#if defined(DRAGOMAN_WITH_CUDA)
+#include "core/strided_copy.h"
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/copy.h"
 #include "kernels/cuda/memory.h"
-#endif
 
 namespace dragoman {
 
@@ -37,9 +39,11 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Storage::Storage(std::size_t bytes, Device device)
-    : data_(allocator_for(device).allocate(bytes)), bytes_(bytes), device_(device) {}
+    : allocator_(&allocator_for(device)), data_(nullptr), bytes_(bytes), device_(device) {
+  data_ = allocator_->allocate(bytes, device.is_cpu() ? nullptr : cuda::stream_of(device.index));
+}
 
-Storage::~Storage() { allocator_for(device_).deallocate(data_, bytes_); }
+Storage::~Storage() { allocator_->deallocate(data_, bytes_); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (const std::int64_t d : shape) {
@@ -169,35 +173,84 @@ Tensor Tensor::to(Device device) const {
 
 namespace {
 
-// Copies the elements of a strided CPU view into another of the same shape (strides in elements).
-// The trailing dimensions that are dense in both are copied as one run per memcpy.
-void copy_strided(const char* src, const Shape& src_strides, char* dst, const Shape& dst_strides, const Shape& shape,
-                  std::size_t elem) {
-  const std::int64_t n = shape_numel(shape);
-  if (n == 0) return;
-  std::size_t r = shape.size();
-  std::int64_t run = 1;  // elements per memcpy
-  while (r > 0 && (shape[r - 1] == 1 || (src_strides[r - 1] == run && dst_strides[r - 1] == run))) {
-    run *= shape[r - 1];
-    --r;
+// A copy as one plain or pitched (2D) memcpy: `height` rows of `width` bytes, rows `src_pitch` and
+// `dst_pitch` bytes apart. nullopt when the views need the strided kernel. cudaMemcpy2D wants
+// pitch >= width and pitches below 2^31.
+struct Pitched {
+  std::size_t width, height, src_pitch, dst_pitch;
+};
+
+std::optional<Pitched> as_pitched(const CollapsedCopy& c, std::size_t elem) {
+  const auto bytes = [elem](std::int64_t elements) { return static_cast<std::size_t>(elements) * elem; };
+  if (c.shape.empty()) return Pitched{elem, 1, elem, elem};  // one element
+  if (c.shape.size() == 1 && c.src_strides[0] == 1 && c.dst_strides[0] == 1) {
+    return Pitched{bytes(c.shape[0]), 1, bytes(c.shape[0]), bytes(c.shape[0])};
   }
-  const std::size_t run_bytes = static_cast<std::size_t>(run) * elem;
-  std::vector<std::int64_t> index(r, 0);
-  std::int64_t src_offset = 0, dst_offset = 0;
-  for (std::int64_t k = 0; k < n / run; ++k) {
-    std::memmove(dst + dst_offset * static_cast<std::int64_t>(elem), src + src_offset * static_cast<std::int64_t>(elem),
-                run_bytes);
-    for (std::size_t i = r; i-- > 0;) {  // odometer increment over the outer dimensions
-      if (++index[i] < shape[i]) {
-        src_offset += src_strides[i];
-        dst_offset += dst_strides[i];
-        break;
-      }
-      src_offset -= src_strides[i] * (shape[i] - 1);
-      dst_offset -= dst_strides[i] * (shape[i] - 1);
-      index[i] = 0;
+  Pitched p{};
+  if (c.shape.size() == 1) {  // rows of one element
+    p = {elem, static_cast<std::size_t>(c.shape[0]), bytes(c.src_strides[0]), bytes(c.dst_strides[0])};
+  } else if (c.shape.size() == 2 && c.src_strides[1] == 1 && c.dst_strides[1] == 1) {
+    p = {bytes(c.shape[1]), static_cast<std::size_t>(c.shape[0]), bytes(c.src_strides[0]), bytes(c.dst_strides[0])};
+  } else {
+    return std::nullopt;
+  }
+  constexpr std::size_t kMaxPitch = (std::size_t{1} << 31) - 1;
+  if (p.src_pitch < p.width || p.dst_pitch < p.width || p.src_pitch > kMaxPitch || p.dst_pitch > kMaxPitch) {
+    return std::nullopt;
+  }
+  return p;
+}
+
+// dst <- src where at least one is on a GPU, both on the same device or one on the host. Dense or
+// pitched views: one (2D) memcpy. Other views on one device: the strided kernel. Other views
+// between host and device: made dense on the side that has them, then the dense copy.
+void copy_with_gpu(Tensor& dst, const Tensor& src) {
+  const Device device = dst.device().is_cpu() ? src.device() : dst.device();
+  const std::size_t elem = dtype_size(dst.dtype());
+  const CollapsedCopy c = collapse_copy(dst.shape(), src.strides(), dst.strides());
+  const std::optional<Pitched> pitched = as_pitched(c, elem);
+  if (!pitched && src.device() != dst.device()) {
+    if (src.device().is_cpu()) {  // host view -> dense host -> dense device -> device view
+      Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), device);
+      staged.copy_from(src.contiguous());
+      dst.copy_from(staged);
+    } else {  // device view -> dense device -> dense host -> host view
+      Tensor staged = Tensor::empty(dst.shape(), dst.dtype());
+      staged.copy_from(src.contiguous());
+      dst.copy_from(staged);
     }
+    return;
   }
+  const cuda::DeviceGuard guard(device.index);
+  const cuda::Stream stream = cuda::stream_of(device.index);
+  if (!pitched) {
+    cuda::copy_strided(src.raw_data(), c.src_strides.data(), dst.raw_data(), c.dst_strides.data(), c.shape.data(),
+                       static_cast<int>(c.shape.size()), elem, stream);
+  } else if (pitched->height == 1) {
+    cuda::copy_async(dst.raw_data(), src.raw_data(), pitched->width, stream);
+  } else {
+    cuda::copy_2d_async(dst.raw_data(), pitched->dst_pitch, src.raw_data(), pitched->src_pitch, pitched->width,
+                        pitched->height, stream);
+  }
+  // Host code reads a CPU tensor as soon as this returns. (A host source needs no wait: the driver
+  // has taken pageable memory's bytes when the call returns.)
+  if (dst.device().is_cpu()) cuda::stream_synchronize(stream);
+}
+
+// dst <- src on two different GPUs, through a dense copy of src. Synchronous: the dense source
+// belongs to src's stream and is freed on return, so the copy on dst's stream must be done by then.
+// (Rare: parameter broadcasts and checkpoints, not per step.)
+void copy_between_gpus(Tensor& dst, const Tensor& src) {
+  const int from = src.device().index, to = dst.device().index;
+  const Tensor dense_src = src.contiguous();
+  cuda::synchronize(from);  // the source's producers on its own stream are done
+  Tensor dense_dst = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+  {
+    const cuda::DeviceGuard guard(to);
+    cuda::copy_peer_async(dense_dst.raw_data(), to, dense_src.raw_data(), from, dst.nbytes(), cuda::stream_of(to));
+    cuda::synchronize(to);
+  }
+  if (!dense_dst.shares_storage(dst)) dst.copy_from(dense_dst);
 }
 
 }  // namespace
@@ -207,45 +260,34 @@ void Tensor::copy_from(const Tensor& src) {
     throw Error("copy_from: source " + src.describe() + " does not match destination " + describe());
   }
   if (numel() == 0) return;
-  const std::size_t elem = dtype_size(dtype_);
   if (device_.is_cpu() && src.device_.is_cpu()) {
     if (is_contiguous() && src.is_contiguous()) {
       std::memmove(raw_data(), src.raw_data(), nbytes());
     } else {
-      copy_strided(static_cast<const char*>(src.raw_data()), src.strides_, static_cast<char*>(raw_data()), strides_,
-                   shape_, elem);
+      copy_strided(src.raw_data(), src.strides_.data(), raw_data(), strides_.data(), shape_.data(), rank(),
+                   dtype_size(dtype_));
     }
     return;
   }
-#if defined(DRAGOMAN_WITH_CUDA)
-  if (!is_contiguous() || !src.is_contiguous()) {
-    throw Error("copy_from: " + src.describe() + " -> " + describe() +
-                ": copies to or from a GPU need contiguous tensors");
+  if (!device_.is_cpu() && !src.device_.is_cpu() && device_ != src.device_) {
+    copy_between_gpus(*this, src);
+  } else {
+    copy_with_gpu(*this, src);
   }
-  if (!src.device_.is_cpu() && !device_.is_cpu() && src.device_ != device_) {
-    copy_from(src.to(Device::cpu()));  // between two GPUs: through the host
-    return;
-  }
-  using cuda::CopyKind;
-  const CopyKind kind = src.device_.is_cpu() ? CopyKind::kHostToDevice
-                        : device_.is_cpu()   ? CopyKind::kDeviceToHost
-                                             : CopyKind::kDeviceToDevice;
-  cuda::copy(raw_data(), src.raw_data(), nbytes(), kind, device_.is_cpu() ? src.device_.index : device_.index);
-#else
-  throw Error("copy_from: " + src.describe() + " -> " + describe() + ": this build has no CUDA");
-#endif
 }
 
 void Tensor::fill_zero() {
-  if (!device_.is_cpu()) {
-    copy_from(Tensor::zeros(shape_, dtype_));
+  if (numel() == 0) return;
+  if (!is_contiguous()) {
+    copy_from(Tensor::zeros(shape_, dtype_, device_));
     return;
   }
-  if (is_contiguous()) {
-    if (numel() > 0) std::memset(raw_data(), 0, nbytes());
+  if (device_.is_cpu()) {
+    std::memset(raw_data(), 0, nbytes());
     return;
   }
-  copy_from(Tensor::zeros(shape_, dtype_));
+  const cuda::DeviceGuard guard(device_.index);
+  cuda::memset_async(raw_data(), 0, nbytes(), cuda::stream_of(device_.index));
 }
 
 namespace {
@@ -285,12 +327,34 @@ void with_typed_data(const Tensor& t, Fn fn) {
   throw Error(std::string("dtype conversion of ") + dtype_name(t.dtype()) + " is not supported");
 }
 
+// On a GPU: the cast kernels (f32 <-> bf16/f16), asynchronous on the device's stream.
+Tensor cast_on_gpu(const Tensor& src, DType dtype) {
+  Tensor out = Tensor::empty(src.shape(), dtype, src.device());
+  const std::size_t n = static_cast<std::size_t>(src.numel());
+  const cuda::DeviceGuard guard(src.device().index);
+  const cuda::Stream stream = cuda::stream_of(src.device().index);
+  const DType from = src.dtype();
+  if (from == DType::kF32 && dtype == DType::kBF16) {
+    cuda::cast(src.data<float>(), out.data<bf16>(), n, stream);
+  } else if (from == DType::kF32 && dtype == DType::kF16) {
+    cuda::cast(src.data<float>(), out.data<f16>(), n, stream);
+  } else if (from == DType::kBF16 && dtype == DType::kF32) {
+    cuda::cast(src.data<bf16>(), out.data<float>(), n, stream);
+  } else if (from == DType::kF16 && dtype == DType::kF32) {
+    cuda::cast(src.data<f16>(), out.data<float>(), n, stream);
+  } else {
+    throw Error("dtype conversion of " + src.describe() + " to " + dtype_name(dtype) +
+                ": on a GPU only f32 <-> bf16/f16 (convert on the CPU)");
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor Tensor::to(DType dtype) const {
-  if (!device_.is_cpu()) throw Error("dtype conversion of " + describe() + ": CPU tensors only");
   const Tensor src = contiguous();
   if (dtype == dtype_) return src.clone();
+  if (!device_.is_cpu()) return cast_on_gpu(src, dtype);
   Tensor out = empty(shape_, dtype);
   const std::int64_t n = numel();
   with_typed_data(src, [&](const auto* from) {
@@ -316,7 +380,7 @@ std::string Tensor::describe() const {
   return s + shape_string(shape_) + " " + device_.str();
 }
 
-#define DRAGOMAN_TENSOR_INSTANTIATE(T)                                          \
+#define DRAGOMAN_TENSOR_INSTANTIATE(T)                                         \
   template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&); \
   template T* Tensor::data<T>() const;                                         \
   template std::vector<T> Tensor::to_vector<T>() const;

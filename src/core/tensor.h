@@ -38,11 +38,15 @@ constexpr DType dtype_of<bf16>() { return DType::kBF16; }
 template <>
 constexpr DType dtype_of<f16>() { return DType::kF16; }
 
-// A block of device memory; returned to its allocator when the last Tensor using it goes away.
+class CachingAllocator;
+
+// A block of device memory; returned to its allocator when the last Tensor using it goes away. On
+// a CUDA device the block belongs to the device's context stream (kernels/cuda/context.h): work on
+// the tensor goes to that stream, so the block can be reused in stream order once it is freed.
 class Storage {
  public:
   Storage(std::size_t bytes, Device device);
-  ~Storage();
+  ~Storage();  // never throws (the allocator keeps a bad deallocate for its next call)
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
@@ -51,6 +55,7 @@ class Storage {
   Device device() const { return device_; }
 
  private:
+  CachingAllocator* allocator_;
   void* data_;
   std::size_t bytes_;
   Device device_;
@@ -98,11 +103,16 @@ class Tensor {
   Tensor clone() const;
   // A contiguous copy on `device` (this tensor if already there and contiguous).
   Tensor to(Device device) const;
-  // A contiguous copy converted to `dtype` (CPU only): between f32, f64, i32 by C++ conversion;
-  // to bf16/f16 rounded to nearest even (core/half.h), from them exactly.
+  // A contiguous copy converted to `dtype`, on the same device. CPU: between f32, f64, i32 by C++
+  // conversion; to bf16/f16 rounded to nearest even (core/half.h), from them exactly. CUDA:
+  // f32 <-> bf16/f16 (cuda::cast, the same bits), asynchronous on the device's stream.
   Tensor to(DType dtype) const;
-  // Copies src's elements into this tensor: same shape and dtype; any strides; any devices.
+  // Copies src's elements into this tensor: same shape and dtype; any strides; any devices. On a
+  // GPU the copy is issued to the device's context stream: a copy to a CPU tensor returns when the
+  // data is there; one to a GPU tensor may return before it is done (later work on that device is
+  // ordered after it; the source may be reused at once). Between two GPUs: synchronous.
   void copy_from(const Tensor& src);
+  // Sets every element to zero (on a GPU: a memset on the device's stream).
   void fill_zero();
 
   // The elements, in row-major order, copied to the host.

@@ -2,8 +2,8 @@
 // (view with an inferred -1 dimension, narrow, transpose) that share storage and carry the right
 // strides; copies (contiguous, clone, copy_from between strided views in both directions, as when
 // writing one row of a [B, P, X] key/value cache); dtype conversion f32 <-> f64 <-> i32; typed
-// access with the wrong element type; Device::parse; and the caching allocator's block reuse,
-// size rounding and statistics.
+// access with the wrong element type; Device::parse; storage from the CPU allocator; and, in a
+// CPU-only build, the clear errors of CUDA tensors (the allocator's own tests: test_allocator.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -12,7 +12,11 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/strided_copy.h"
 #include "core/tensor.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/pinned.h"
+#include "kernels/cuda/runtime_info.h"
 
 namespace dragoman {
 namespace {
@@ -265,108 +269,6 @@ TEST_CASE("Device parse accepts cpu, cuda and cuda:N and rejects anything else",
   }
 }
 
-constexpr std::size_t kKiB = 1024, kMiB = 1024 * 1024;
-
-TEST_CASE("CachingAllocator round_size uses 512-byte then 128 KiB steps", "[core]") {
-  CHECK(CachingAllocator::round_size(0) == 512);
-  CHECK(CachingAllocator::round_size(1) == 512);
-  CHECK(CachingAllocator::round_size(512) == 512);
-  CHECK(CachingAllocator::round_size(513) == 1024);
-  CHECK(CachingAllocator::round_size(1000) == 1024);
-  CHECK(CachingAllocator::round_size(kMiB - 1) == kMiB);
-  CHECK(CachingAllocator::round_size(kMiB) == kMiB);
-  CHECK(CachingAllocator::round_size(kMiB + 1) == kMiB + 128 * kKiB);
-  CHECK(CachingAllocator::round_size(kMiB + 128 * kKiB) == kMiB + 128 * kKiB);
-  CHECK(CachingAllocator::round_size(3 * kMiB + 5) == 3 * kMiB + 128 * kKiB);
-}
-
-TEST_CASE("CachingAllocator reuses a freed block of the same rounded size and keeps statistics", "[core]") {
-  CachingAllocator alloc(Device::cpu());
-  CHECK(alloc.device() == Device::cpu());
-  void* a = alloc.allocate(1000);  // 1024 bytes
-  REQUIRE(a != nullptr);
-  CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
-  AllocatorStats s = alloc.stats();
-  CHECK(s.in_use == 1024);
-  CHECK(s.reserved == 1024);
-  CHECK(s.peak_in_use == 1024);
-
-  alloc.deallocate(a, 1000);
-  s = alloc.stats();
-  CHECK(s.in_use == 0);
-  CHECK(s.reserved == 1024);  // cached, not given back
-  CHECK(s.peak_in_use == 1024);
-
-  void* b = alloc.allocate(1500);  // 1536 bytes: a different size, a new block
-  CHECK(b != a);
-  void* c = alloc.allocate(600);  // 1024 bytes: the cached block
-  CHECK(c == a);
-  s = alloc.stats();
-  CHECK(s.in_use == 1536 + 1024);
-  CHECK(s.reserved == 1536 + 1024);
-  CHECK(s.peak_in_use == 1536 + 1024);
-  CHECK(s.peak_reserved == 1536 + 1024);
-
-  alloc.deallocate(b, 1500);
-  alloc.deallocate(c, 600);
-  alloc.reset_peak();
-  s = alloc.stats();
-  CHECK(s.in_use == 0);
-  CHECK(s.peak_in_use == 0);
-  CHECK(s.reserved == 1536 + 1024);
-  CHECK(s.peak_reserved == 1536 + 1024);
-
-  void* z = alloc.allocate(0);  // a valid block of the smallest size
-  CHECK(z != nullptr);
-  CHECK(alloc.stats().in_use == 512);
-  CHECK(alloc.stats().peak_in_use == 512);
-
-  alloc.empty_cache();  // gives back the two cached blocks, keeps the one in use
-  s = alloc.stats();
-  CHECK(s.reserved == 512);
-  CHECK(s.in_use == 512);
-  alloc.deallocate(z, 0);
-  alloc.empty_cache();
-  CHECK(alloc.stats().reserved == 0);
-  CHECK(alloc.stats().in_use == 0);
-}
-
-TEST_CASE("CachingAllocator reuses a slightly larger cached block and counts its whole size", "[core]") {
-  CachingAllocator alloc(Device::cpu());
-  const std::size_t big = 4 * kMiB, bigger = 4 * kMiB + 512 * kKiB;  // bigger <= 1.25 x big
-  void* a = alloc.allocate(bigger);
-  alloc.deallocate(a, bigger);
-  void* b = alloc.allocate(big);  // served by the cached 4.5 MiB block
-  CHECK(b == a);
-  CHECK(alloc.stats().in_use == bigger);
-  CHECK(alloc.stats().reserved == bigger);
-  alloc.deallocate(b, big);
-  void* c = alloc.allocate(2 * kMiB);  // 4.5 MiB would waste more than a quarter: a new block
-  CHECK(c != a);
-  CHECK(alloc.stats().reserved == bigger + 2 * kMiB);
-  alloc.deallocate(c, 2 * kMiB);
-  CHECK_THROWS_AS(alloc.deallocate(&alloc, 16), Error);  // not one of its blocks
-  alloc.empty_cache();
-  CHECK(alloc.stats().reserved == 0);
-}
-
-TEST_CASE("CachingAllocator's cache stays within the peak in use when sizes keep changing", "[core]") {
-  CachingAllocator alloc(Device::cpu());
-  // Batches of ever different shapes: two live blocks at a time, every size new.
-  for (std::size_t step = 0; step < 200; ++step) {
-    const std::size_t x = kMiB + step * 256 * kKiB, y = 2 * kMiB + step * 384 * kKiB;
-    void* p = alloc.allocate(x);
-    void* q = alloc.allocate(y);
-    alloc.deallocate(p, x);
-    alloc.deallocate(q, y);
-    const AllocatorStats s = alloc.stats();
-    CHECK(s.in_use == 0);
-    CHECK(s.reserved <= 2 * s.peak_in_use);
-  }
-  // Without the bound the cache would hold every size: about 20 GiB here.
-  CHECK(alloc.stats().reserved < 256 * kMiB);
-}
-
 TEST_CASE("Tensor storage comes from the device's caching allocator", "[core]") {
   CachingAllocator& alloc = allocator_for(Device::cpu());
   CHECK(&alloc == &allocator_for(Device::parse("cpu")));
@@ -380,5 +282,51 @@ TEST_CASE("Tensor storage comes from the device's caching allocator", "[core]") 
   CHECK(alloc.stats().in_use == before);
   CHECK(alloc.stats().reserved >= 2560);
 }
+
+TEST_CASE("Copies of views collapse to as few dimensions as possible", "[core]") {
+  // Two dense views: one dimension. A row of a [B, P, X] cache written from a dense [B, X]: rows.
+  CollapsedCopy c = collapse_copy({2, 3, 4}, {12, 4, 1}, {12, 4, 1});
+  CHECK(c.shape == std::vector<std::int64_t>{24});
+  CHECK(c.src_strides == std::vector<std::int64_t>{1});
+  c = collapse_copy({5, 1, 8}, {8, 8, 1}, {40, 8, 1});  // dst: cache[:, p, :] of a [5, 5, 8] cache
+  CHECK(c.shape == std::vector<std::int64_t>{5, 8});
+  CHECK(c.src_strides == std::vector<std::int64_t>{8, 1});
+  CHECK(c.dst_strides == std::vector<std::int64_t>{40, 1});
+  c = collapse_copy({3, 4}, {1, 3}, {4, 1});  // a transpose made contiguous: nothing merges
+  CHECK(c.shape == std::vector<std::int64_t>{3, 4});
+  c = collapse_copy({1, 1}, {7, 1}, {1, 1});  // one element
+  CHECK(c.shape.empty());
+}
+
+TEST_CASE("copy_strided copies every element of strided views", "[core]") {
+  // A [4, 3, 5] source read through a permuted view into a dense destination, against indexing.
+  std::vector<std::int32_t> src(60);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::int32_t>(i);
+  const std::int64_t shape[] = {5, 4, 3};  // dims (2, 0, 1) of the source
+  const std::int64_t src_strides[] = {1, 15, 5};
+  const std::int64_t dst_strides[] = {12, 3, 1};
+  std::vector<std::int32_t> dst(61, -7);  // the element after the output must stay
+  copy_strided(src.data(), src_strides, dst.data(), dst_strides, shape, 3, sizeof(std::int32_t));
+  for (std::int64_t a = 0; a < 5; ++a) {
+    for (std::int64_t b = 0; b < 4; ++b) {
+      for (std::int64_t c = 0; c < 3; ++c)
+        CHECK(dst[static_cast<std::size_t>(a * 12 + b * 3 + c)] == b * 15 + c * 5 + a);
+    }
+  }
+  CHECK(dst[60] == -7);
+}
+
+#if !defined(DRAGOMAN_WITH_CUDA)
+TEST_CASE("A CPU-only build refuses CUDA tensors and CUDA calls with a clear error", "[core]") {
+  CHECK_THROWS_WITH(Tensor::zeros({4}, DType::kF32, Device::cuda(0)),
+                    Catch::Contains("cannot allocate on cuda:0: this build has no CUDA"));
+  CHECK_THROWS_WITH(cuda::context(0), Catch::Contains("cuda::context: this build has no CUDA"));
+  CHECK_THROWS_WITH(cuda::DeviceGuard(0), Catch::Contains("this build has no CUDA"));
+  CHECK_THROWS_WITH(cuda::PinnedBuffer(16), Catch::Contains("cuda::PinnedBuffer::reserve: this build has no CUDA"));
+  CHECK(cuda::device_count() == 0);
+  CHECK_FALSE(cuda::built_with_cuda());
+  CHECK_NOTHROW(release_all());  // nothing to release on the CUDA side
+}
+#endif
 
 }  // namespace dragoman

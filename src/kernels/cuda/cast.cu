@@ -19,7 +19,7 @@ __global__ void cast_kernel(const From* in, To* out, std::size_t n) {
 }  // namespace
 
 template <typename From, typename To>
-void cast(const From* in, To* out, std::size_t n, cudaStream_t stream) {
+void cast(const From* in, To* out, std::size_t n, Stream stream) {
   if (n == 0) return;
   constexpr unsigned kThreads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535));
@@ -27,9 +27,9 @@ void cast(const From* in, To* out, std::size_t n, cudaStream_t stream) {
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
-template void cast<float, bf16>(const float*, bf16*, std::size_t, cudaStream_t);
-template void cast<float, f16>(const float*, f16*, std::size_t, cudaStream_t);
-template void cast<bf16, float>(const bf16*, float*, std::size_t, cudaStream_t);
-template void cast<f16, float>(const f16*, float*, std::size_t, cudaStream_t);
+template void cast<float, bf16>(const float*, bf16*, std::size_t, Stream);
+template void cast<float, f16>(const float*, f16*, std::size_t, Stream);
+template void cast<bf16, float>(const bf16*, float*, std::size_t, Stream);
+template void cast<f16, float>(const f16*, float*, std::size_t, Stream);
 
 }  // namespace dragoman::cuda

@@ -2,17 +2,17 @@
 // (the per-element conversion is core/half.h's, compiled for the device).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstddef>
 
 #include "core/half.h"
+#include "kernels/cuda/stream.h"
 
 namespace dragoman::cuda {
 
-// in, out: device pointers [n]. Asynchronous on `stream`; errors are checked at launch.
+// in, out: device memory [n] of the stream's device (the caller holds its DeviceGuard). Asynchronous
+// on `stream`; errors are checked at launch.
 // Instantiated for float -> bf16, float -> f16, bf16 -> float, f16 -> float.
 template <typename From, typename To>
-void cast(const From* in, To* out, std::size_t n, cudaStream_t stream);
+void cast(const From* in, To* out, std::size_t n, Stream stream);
 
 }  // namespace dragoman::cuda

@@ -21,7 +21,7 @@ __global__ void uniform_fill_kernel(float* out, std::size_t n, std::uint64_t see
 }  // namespace
 
 void uniform_fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t rng_stream, std::uint64_t offset,
-                  cudaStream_t stream) {
+                  Stream stream) {
   if (n == 0) return;
   constexpr unsigned kThreads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535));

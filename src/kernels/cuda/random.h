@@ -1,15 +1,18 @@
 // Random fills on CUDA, twins of kernels/cpu/random.h: same arguments plus a stream, same bits.
+// Naming: `rng_stream` is the Philox counter stream (the CPU spec calls it `stream`), `stream` the
+// CUDA stream (kernels/cuda/stream.h).
 #pragma once
-
-#include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/stream.h"
+
 namespace dragoman::cuda {
 
-// out: device pointer [n]. Asynchronous on `stream`; errors are checked at launch.
+// out: device memory [n] of the stream's device (the caller holds its DeviceGuard). Asynchronous on
+// `stream`; errors are checked at launch.
 void uniform_fill(float* out, std::size_t n, std::uint64_t seed, std::uint64_t rng_stream, std::uint64_t offset,
-                  cudaStream_t stream);
+                  Stream stream);
 
 }  // namespace dragoman::cuda

@@ -14,10 +14,6 @@ std::string dotted(int version) {  // CUDA's 1000 * major + 10 * minor
 
 }  // namespace
 
-void throw_cuda_error(const char* call, const std::string& what, const char* file, int line) {
-  throw Error(std::string(call) + " failed: " + what + " (" + file + ":" + std::to_string(line) + ")");
-}
-
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

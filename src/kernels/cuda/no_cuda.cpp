@@ -1,0 +1,84 @@
+// The CUDA interface of a CPU-only build: every function declared by the CUDA-free headers of
+// kernels/cuda/ exists and throws "cuda::NAME: this build has no CUDA", so ops and core/ call the
+// CUDA side without #ifdef. Linked into dragoman_core only when the build has no CUDA (the CUDA
+// build compiles the real definitions into dragoman_cuda instead). device_count() is 0 and
+// release_contexts() does nothing, because there is nothing to count or release. A new function
+// in a CUDA-free header gets its stub here.
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/copy.h"
+#include "kernels/cuda/memory.h"
+#include "kernels/cuda/pinned.h"
+#include "kernels/cuda/random.h"
+#include "kernels/cuda/runtime_info.h"
+
+namespace dragoman::cuda {
+namespace {
+
+[[noreturn]] void no_cuda(const char* name) {
+  throw Error(std::string("cuda::") + name + ": this build has no CUDA (rebuild with -DDRAGOMAN_CUDA=ON)");
+}
+
+}  // namespace
+
+// runtime_info.h
+int device_count() { return 0; }
+std::string runtime_info() { return "CUDA: no (CPU-only build)\n"; }
+
+// context.h
+DeviceGuard::DeviceGuard(int) { no_cuda("DeviceGuard"); }
+DeviceGuard::~DeviceGuard() = default;
+const Context& context(int) { no_cuda("context"); }
+void synchronize(int) { no_cuda("synchronize"); }
+void release_contexts() {}
+bool built_with_cuda() { return false; }
+
+// memory.h
+void* device_malloc(int, std::size_t) { no_cuda("device_malloc"); }
+void device_free(int, void*) { no_cuda("device_free"); }
+void* pinned_malloc(std::size_t) { no_cuda("pinned_malloc"); }
+void pinned_free(void*) { no_cuda("pinned_free"); }
+void copy_async(void*, const void*, std::size_t, Stream) { no_cuda("copy_async"); }
+void copy_2d_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, Stream) {
+  no_cuda("copy_2d_async");
+}
+void copy_peer_async(void*, int, const void*, int, std::size_t, Stream) { no_cuda("copy_peer_async"); }
+void memset_async(void*, int, std::size_t, Stream) { no_cuda("memset_async"); }
+void stream_synchronize(Stream) { no_cuda("stream_synchronize"); }
+
+// pinned.h (a PinnedBuffer can only be empty here)
+PinnedBuffer::~PinnedBuffer() = default;
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  data_ = std::exchange(other.data_, nullptr);
+  capacity_ = std::exchange(other.capacity_, 0);
+  return *this;
+}
+void PinnedBuffer::reserve(std::size_t) { no_cuda("PinnedBuffer::reserve"); }
+void PinnedBuffer::release() noexcept {}
+
+// copy.h
+void copy_strided(const void*, const std::int64_t*, void*, const std::int64_t*, const std::int64_t*, int, std::size_t,
+                  Stream) {
+  no_cuda("copy_strided");
+}
+
+// cast.h
+template <typename From, typename To>
+void cast(const From*, To*, std::size_t, Stream) {
+  no_cuda("cast");
+}
+template void cast<float, bf16>(const float*, bf16*, std::size_t, Stream);
+template void cast<float, f16>(const float*, f16*, std::size_t, Stream);
+template void cast<bf16, float>(const bf16*, float*, std::size_t, Stream);
+template void cast<f16, float>(const f16*, float*, std::size_t, Stream);
+
+// random.h
+void uniform_fill(float*, std::size_t, std::uint64_t, std::uint64_t, std::uint64_t, Stream) { no_cuda("uniform_fill"); }
+
+}  // namespace dragoman::cuda
