@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/random.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
 #include "kernels/cuda/random.h"
 
 TEST_CASE("cuda::uniform_fill equals cpu::uniform_fill", "[cuda][random]") {
@@ -19,7 +20,8 @@ TEST_CASE("cuda::uniform_fill equals cpu::uniform_fill", "[cuda][random]") {
       DRAGOMAN_CUDA_CHECK(cudaMalloc(&device, (n + 1) * sizeof(float)));
       const float sentinel = -1.0f;  // the element after the output must stay untouched
       DRAGOMAN_CUDA_CHECK(cudaMemcpy(device + n, &sentinel, sizeof(float), cudaMemcpyHostToDevice));
-      dragoman::cuda::uniform_fill(device, n, 2026, 5, offset, nullptr);
+      dragoman::cuda::uniform_fill(device, n, 2026, 5, offset, dragoman::cuda::stream_of(0));
+      dragoman::cuda::synchronize(0);
       std::vector<float> got(n + 1);
       DRAGOMAN_CUDA_CHECK(cudaMemcpy(got.data(), device, (n + 1) * sizeof(float), cudaMemcpyDeviceToHost));
       DRAGOMAN_CUDA_CHECK(cudaFree(device));
