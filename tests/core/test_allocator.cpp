@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
@@ -294,6 +295,9 @@ TEST_CASE("deallocate never throws: a bad block is reported by the allocator's n
     alloc.deallocate(b, 100);
   }
 }
+
+// Storage's destructor calls deallocate: a throw there would end the process during unwinding.
+static_assert(noexcept(std::declval<CachingAllocator&>().deallocate(nullptr, 0)));
 
 TEST_CASE("An allocator's destructor never throws: a failing free is reported later", "[core]") {
   FakeSystem system;
