@@ -36,6 +36,10 @@ CachingAllocator::CachingAllocator(Device device, Policy policy, SystemMemory me
 
 CachingAllocator::~CachingAllocator() {
   try {
+    if (kept_error_) {  // reported later, and the cache is still given back
+      cuda::defer_error(*kept_error_);
+      kept_error_.reset();
+    }
     empty_cache();
   } catch (const std::exception& e) {
     cuda::defer_error(e.what());
