@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/allocator.h"
 #include "core/build_info.h"
 #include "core/error.h"
 
@@ -152,18 +153,35 @@ int main(int argc, char** argv) {
   logger->set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(log_level));
   spdlog::set_default_logger(logger);
 
-  try {
-    for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
+  // The command's tensors are gone once it returns: release_all() then gives the allocators' caches
+  // and the CUDA contexts back, and throws a CUDA error that a destructor could only record, so it
+  // is printed like any other. On the error paths it runs too, its own errors ignored.
+  const auto release_after_error = [] {
+    try {
+      dragoman::release_all();
+    } catch (...) {
     }
+  };
+  try {
+    int code = 0;
+    for (const auto& command : commands) {
+      if (command.app->parsed()) {
+        code = command.run();
+        break;
+      }
+    }
+    dragoman::release_all();
+    return code;
   } catch (const CLI::ParseError& e) {  // usage errors found once the options are combined
+    release_after_error();
     return usage_error(app, e.what());
   } catch (const std::bad_alloc&) {
+    release_after_error();
     std::fprintf(stderr, "error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
+    release_after_error();
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  return 0;
 }
