@@ -1,11 +1,12 @@
 // Counter-based random numbers: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
-// 1, 2, 3", SC 2011). A random value is a pure function of (seed, stream, index): no state, so a
+// 1, 2, 3", SC 2011). A random value is a pure function of (seed, rng_stream, index): no state, so a
 // dropout mask is the same whatever the thread count or device, and is regenerated exactly after a
 // resume. Header-only and usable in CUDA kernels (DRAGOMAN_HOST_DEVICE), so the CUDA twin of every
 // random kernel computes the same bits as the CPU spec.
 //
-// Layout: key = seed (low word, high word); counter = (index / 4 low, index / 4 high, stream low,
-// stream high); element `index` is word index % 4 of that block.
+// Layout: key = seed (low word, high word); counter = (index / 4 low, index / 4 high, rng_stream low,
+// rng_stream high); element `index` is word index % 4 of that block. (Philox's "stream" is called
+// rng_stream everywhere, so that "stream" means a CUDA stream.)
 #pragma once
 
 #include <cstdint>
@@ -37,17 +38,17 @@ DRAGOMAN_HOST_DEVICE inline Block philox4x32_10(Block counter, std::uint32_t key
   return counter;
 }
 
-// The random bits of elements 4 * block .. 4 * block + 3 of `stream` under `seed` (one Philox call
+// The random bits of elements 4 * block .. 4 * block + 3 of `rng_stream` under `seed` (one Philox call
 // for four elements: loops over many elements should take them four at a time).
-DRAGOMAN_HOST_DEVICE inline Block block_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t block) {
+DRAGOMAN_HOST_DEVICE inline Block block_bits(std::uint64_t seed, std::uint64_t rng_stream, std::uint64_t block) {
   return philox4x32_10({{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                         static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)}},
+                         static_cast<std::uint32_t>(rng_stream), static_cast<std::uint32_t>(rng_stream >> 32)}},
                        static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
 }
 
-// 32 random bits for element `index` of `stream` under `seed`.
-DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return block_bits(seed, stream, index >> 2).v[index & 3];
+// 32 random bits for element `index` of `rng_stream` under `seed`.
+DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t rng_stream, std::uint64_t index) {
+  return block_bits(seed, rng_stream, index >> 2).v[index & 3];
 }
 
 // The float uniform in [0, 1) of 32 random bits (24 of them used: every value exactly representable).
@@ -56,8 +57,8 @@ DRAGOMAN_HOST_DEVICE inline float to_uniform(std::uint32_t bits) {
 }
 
 // A float uniform in [0, 1) with 24 random bits (every value exactly representable).
-DRAGOMAN_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return to_uniform(bits(seed, stream, index));
+DRAGOMAN_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t rng_stream, std::uint64_t index) {
+  return to_uniform(bits(seed, rng_stream, index));
 }
 
 }  // namespace dragoman::philox

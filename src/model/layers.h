@@ -35,20 +35,20 @@ struct FeedForwardParams {
   Linear fc1, fc2;  // [F, D], [D, F]
 };
 
-// One dropout site: its probability and its place in the counter-based random stream. p == 0 (or
-// evaluation) is the identity. The backward pass applies the same mask to the gradient.
+// One dropout site: its probability and its place in the counter-based random numbers (its Philox rng_stream). p == 0
+// (or evaluation) is the identity. The backward pass applies the same mask to the gradient.
 struct Dropout {
   double p = 0;
-  std::uint64_t seed = 0, stream = 0;
-  Tensor apply(const Tensor& x) const { return p > 0 ? ops::dropout(x, p, seed, stream) : x; }
+  std::uint64_t seed = 0, rng_stream = 0;
+  Tensor apply(const Tensor& x) const { return p > 0 ? ops::dropout(x, p, seed, rng_stream) : x; }
 };
 
-// Hands out dropout sites in forward order: site i of training step s uses stream (s << 24) + i, so
+// Hands out dropout sites in forward order: site i of training step s uses rng_stream (s << 24) + i, so
 // a step's masks are a function of (seed, step) alone, and the same after a resume.
-class DropoutStreams {
+class DropoutSites {
  public:
-  DropoutStreams() = default;  // evaluation: every site is the identity
-  DropoutStreams(std::uint64_t seed, std::uint64_t step) : training_(true), seed_(seed), base_(step << 24) {}
+  DropoutSites() = default;  // evaluation: every site is the identity
+  DropoutSites(std::uint64_t seed, std::uint64_t step) : training_(true), seed_(seed), base_(step << 24) {}
   Dropout next(double p) { return training_ ? Dropout{p, seed_, base_ + next_++} : Dropout{}; }
   bool training() const { return training_; }
 
@@ -60,9 +60,9 @@ class DropoutStreams {
 // ---- Multi-head attention with its projections ----------------------------------------------
 
 struct AttentionActivations {
-  Tensor xq, xkv;   // inputs [B, T, D], [B, S, D]
-  Tensor q, k, v;   // [B, T, H*K], [B, S, H*K], [B, S, H*Kv]
-  Tensor context;   // [B, T, H*Kv] (before the output projection)
+  Tensor xq, xkv;  // inputs [B, T, D], [B, S, D]
+  Tensor q, k, v;  // [B, T, H*K], [B, S, H*K], [B, S, H*Kv]
+  Tensor context;  // [B, T, H*Kv] (before the output projection)
   Tensor key_lengths;
   ops::AttentionOptions options;
   ops::AttentionSaved saved;

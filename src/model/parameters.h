@@ -53,7 +53,7 @@ class ParameterSet {
 
   void zero_grads();
   // Fills every parameter by its ParameterInit from counter-based random numbers: the values are
-  // a function of `seed` alone (parameter i uses stream i), computed in double.
+  // a function of `seed` alone (parameter i uses rng_stream i), computed in double.
   void initialize(std::uint64_t seed);
 
  private:

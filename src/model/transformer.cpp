@@ -16,7 +16,7 @@ namespace dragoman {
 using model::AttentionActivations;
 using model::AttentionParams;
 using model::Dropout;
-using model::DropoutStreams;
+using model::DropoutSites;
 using model::FeedForwardActivations;
 using model::FeedForwardParams;
 using model::LayerNormParams;
@@ -243,36 +243,36 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
     save->encoder.resize(v.encoder.size());
     save->decoder.resize(v.decoder.size());
   }
-  DropoutStreams streams = options.training ? DropoutStreams(options.seed, options.step) : DropoutStreams();
+  DropoutSites sites = options.training ? DropoutSites(options.seed, options.step) : DropoutSites();
   const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
   const auto attention_options = [&](bool causal) {
     ops::AttentionOptions o;
     o.heads = c.heads;
     o.causal = causal;
-    const Dropout d = streams.next(c.attention_dropout);
+    const Dropout d = sites.next(c.attention_dropout);
     o.dropout = d.p;
     o.seed = d.seed;
-    o.stream = d.stream;
+    o.rng_stream = d.rng_stream;
     return o;
   };
 
   // Encoder.
   const Tensor src_positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
-  const Dropout src_embed_dropout = streams.next(c.dropout);
+  const Dropout src_embed_dropout = sites.next(c.dropout);
   if (save != nullptr) save->src_embed_dropout = src_embed_dropout;
   Tensor x = src_embed_dropout.apply(ops::embedding(batch.src, v.src_embed.weight, src_positions, 0, embed_scale));
   for (std::size_t i = 0; i < v.encoder.size(); ++i) {
     const auto& p = v.encoder[i];
     ForwardActivations::State::EncoderLayer* a = save != nullptr ? &save->encoder[i] : nullptr;
-    x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, streams.next(c.dropout),
+    x = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, x, sites.next(c.dropout),
                                 a != nullptr ? &a->attn_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.self_attn, in, in, batch.src_lengths,
                                                                   attention_options(false),
                                                                   a != nullptr ? &a->attn : nullptr);
                                 });
-    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, streams.next(c.dropout),
+    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, sites.next(c.dropout),
                                 a != nullptr ? &a->ffn_residual : nullptr, [&](const Tensor& in) {
-                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout),
+                                  return model::feed_forward_forward(p.ffn, in, sites.next(c.relu_dropout),
                                                                      a != nullptr ? &a->ffn : nullptr);
                                 });
   }
@@ -287,27 +287,27 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
 
   // Decoder.
   const Tensor tgt_positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
-  const Dropout tgt_embed_dropout = streams.next(c.dropout);
+  const Dropout tgt_embed_dropout = sites.next(c.dropout);
   if (save != nullptr) save->tgt_embed_dropout = tgt_embed_dropout;
   Tensor y = tgt_embed_dropout.apply(ops::embedding(batch.tgt_in, v.tgt_embed.weight, tgt_positions, 0, embed_scale));
   for (std::size_t i = 0; i < v.decoder.size(); ++i) {
     const auto& p = v.decoder[i];
     ForwardActivations::State::DecoderLayer* a = save != nullptr ? &save->decoder[i] : nullptr;
-    y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+    y = model::residual_forward(c.norm, p.self_attn_norm, c.layer_norm_eps, y, sites.next(c.dropout),
                                 a != nullptr ? &a->self_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.self_attn, in, in, batch.tgt_lengths,
                                                                   attention_options(true),
                                                                   a != nullptr ? &a->self_attn : nullptr);
                                 });
-    y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+    y = model::residual_forward(c.norm, p.cross_attn_norm, c.layer_norm_eps, y, sites.next(c.dropout),
                                 a != nullptr ? &a->cross_residual : nullptr, [&](const Tensor& in) {
                                   return model::attention_forward(p.cross_attn, in, memory, batch.src_lengths,
                                                                   attention_options(false),
                                                                   a != nullptr ? &a->cross_attn : nullptr);
                                 });
-    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, streams.next(c.dropout),
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, sites.next(c.dropout),
                                 a != nullptr ? &a->ffn_residual : nullptr, [&](const Tensor& in) {
-                                  return model::feed_forward_forward(p.ffn, in, streams.next(c.relu_dropout),
+                                  return model::feed_forward_forward(p.ffn, in, sites.next(c.relu_dropout),
                                                                      a != nullptr ? &a->ffn : nullptr);
                                 });
   }

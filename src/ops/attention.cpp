@@ -66,7 +66,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
       detail::dispatch_float(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cpu::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), key_lengths.data<std::int32_t>(), scale,
-                                  o.dropout, o.seed, o.stream, saved != nullptr ? lse.data<T>() : nullptr,
+                                  o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<T>() : nullptr,
                                   out.data<T>());
       });
       break;
@@ -96,7 +96,7 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
       detail::dispatch_float(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(),
-                                   scale, o.dropout, o.seed, o.stream, saved.lse.data<T>(), dout.data<T>(),
+                                   scale, o.dropout, o.seed, o.rng_stream, saved.lse.data<T>(), dout.data<T>(),
                                    g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
       });
       break;

@@ -14,7 +14,7 @@ struct AttentionOptions {
   bool causal = false;
   std::int64_t query_offset = 0;  // position of query 0 for the causal mask
   double dropout = 0;             // attention dropout on the probabilities
-  std::uint64_t seed = 0, stream = 0;
+  std::uint64_t seed = 0, rng_stream = 0;
 };
 
 // What the backward pass needs besides the operands: the log-sum-exp of each query's scores. The

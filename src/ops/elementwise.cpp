@@ -94,7 +94,7 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy) {
   return dx;
 }
 
-Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t stream) {
+Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream) {
   constexpr const char* kOp = "dropout";
   require(p >= 0 && p < 1, kOp, "probability must be in [0, 1), got " + std::to_string(p));
   if (p == 0) return x;
@@ -104,7 +104,7 @@ Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t stre
     case DeviceType::kCpu:
       detail::dispatch_float(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        cpu::dropout<T>(x.data<T>(), y.data<T>(), x.numel(), p, seed, stream);
+        cpu::dropout<T>(x.data<T>(), y.data<T>(), x.numel(), p, seed, rng_stream);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);

@@ -20,8 +20,8 @@ Tensor relu(const Tensor& x);
 Tensor relu_backward(const Tensor& y, const Tensor& dy);
 
 // Inverted dropout with counter-based randomness (kernels/cpu/elementwise.h). p == 0 returns x
-// itself. The backward pass is the same call on the gradient with the same seed and stream.
-Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t stream);
+// itself. The backward pass is the same call on the gradient with the same seed and rng_stream.
+Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream);
 
 // Sum of squares, accumulated in double.
 double sum_squares(const Tensor& x);

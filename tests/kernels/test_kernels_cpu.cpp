@@ -30,12 +30,12 @@ namespace {
 
 using std::int64_t;
 
-// n values uniform in [offset - scale, offset + scale) from philox stream `stream`.
+// n values uniform in [offset - scale, offset + scale) from Philox stream `rng_stream`.
 template <typename T>
-std::vector<T> random_values(int64_t n, std::uint64_t stream, double scale = 1.0, double offset = 0.0) {
+std::vector<T> random_values(int64_t n, std::uint64_t rng_stream, double scale = 1.0, double offset = 0.0) {
   std::vector<T> v(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < v.size(); ++i) {
-    v[i] = static_cast<T>(offset + scale * (2.0 * philox::uniform(99, stream, i) - 1.0));
+    v[i] = static_cast<T>(offset + scale * (2.0 * philox::uniform(99, rng_stream, i) - 1.0));
   }
   return v;
 }
@@ -162,7 +162,7 @@ struct NaiveAttention {
 template <typename T>
 NaiveAttention naive_attention(const cpu::AttentionShape& a, const std::vector<T>& q, const std::vector<T>& k,
                                const std::vector<T>& v, const std::vector<std::int32_t>& lengths, double scale,
-                               double dropout_p = 0, std::uint64_t seed = 0, std::uint64_t stream = 0) {
+                               double dropout_p = 0, std::uint64_t seed = 0, std::uint64_t rng_stream = 0) {
   const int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys, K = a.key_size, Kv = a.value_size;
   NaiveAttention r{std::vector<double>(at(B * H * Tq * S), 0.0), std::vector<double>(at(B * Tq * H * Kv), 0.0),
                    std::vector<double>(at(B * H * Tq), 0.0)};
@@ -191,7 +191,7 @@ NaiveAttention naive_attention(const cpu::AttentionShape& a, const std::vector<T
           r.probs[row] = p;
           double pd = p;
           if (dropout_p > 0) {
-            const bool keep = philox::uniform(seed, stream, row) >= static_cast<float>(dropout_p);
+            const bool keep = philox::uniform(seed, rng_stream, row) >= static_cast<float>(dropout_p);
             pd = keep ? p / (1.0 - dropout_p) : 0.0;
           }
           for (int64_t i = 0; i < Kv; ++i) {

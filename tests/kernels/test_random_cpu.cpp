@@ -1,4 +1,4 @@
-// cpu::uniform_fill: element i is philox::uniform(seed, stream, offset + i), whatever the split.
+// cpu::uniform_fill: element i is philox::uniform(seed, rng_stream, offset + i), whatever the split.
 #include <catch2/catch.hpp>
 
 #include <vector>

@@ -58,9 +58,9 @@ ModelConfig fixture_config(const std::string& name) {
   return c;
 }
 
-Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t stream, double scale) {
+Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t rng_stream, double scale) {
   std::vector<double> values(static_cast<std::size_t>(shape_numel(shape)));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = scale * (2.0 * philox::uniform(1234, stream, i) - 1.0);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = scale * (2.0 * philox::uniform(1234, rng_stream, i) - 1.0);
   return Tensor::from_vector(values, shape).to(dtype);
 }
 

@@ -23,8 +23,8 @@ Batch batch_from_json(const nlohmann::json& fixture);
 ModelConfig fixture_config(const std::string& name);
 extern const std::vector<std::string> kFixtureCases;
 
-// A random-ish f64/f32 tensor: uniform in [-scale, scale) from (seed, stream).
-Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t stream, double scale = 1.0);
+// A random-ish f64/f32 tensor: uniform in [-scale, scale) from (seed, rng_stream).
+Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t rng_stream, double scale = 1.0);
 
 // Compares an analytic gradient with central finite differences of `loss` over the elements of
 // `param` (a contiguous f64 tensor perturbed in place and restored). Checks every element when

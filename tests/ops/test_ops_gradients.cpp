@@ -41,8 +41,8 @@ namespace {
 using std::int64_t;
 
 // f64 values uniform in [offset - scale, offset + scale).
-Tensor random64(const Shape& shape, std::uint64_t stream, double scale = 1.0, double offset = 0.0) {
-  Tensor t = test::random_tensor(shape, DType::kF64, stream, scale);
+Tensor random64(const Shape& shape, std::uint64_t rng_stream, double scale = 1.0, double offset = 0.0) {
+  Tensor t = test::random_tensor(shape, DType::kF64, rng_stream, scale);
   double* p = t.data<double>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] += offset;
   return t;
@@ -75,8 +75,8 @@ void check_gradient(const std::string& what, const std::function<double()>& loss
   if (!may_be_zero) CHECK(ops::sum_squares(grad.contiguous()) > 0);
 }
 
-model::Linear make_linear(int64_t out, int64_t in, std::uint64_t stream) {
-  return {random64({out, in}, stream, 0.6), random64({out}, stream + 1, 0.3), zeros64({out, in}), zeros64({out})};
+model::Linear make_linear(int64_t out, int64_t in, std::uint64_t rng_stream) {
+  return {random64({out, in}, rng_stream, 0.6), random64({out}, rng_stream + 1, 0.3), zeros64({out, in}), zeros64({out})};
 }
 
 void zero_grads(model::Linear& l) {
@@ -195,7 +195,7 @@ TEST_CASE("ops::attention gradients match finite differences", "[ops]") {
       options.query_offset = c.query_offset;
       options.dropout = c.dropout;
       options.seed = 17;
-      options.stream = 3;
+      options.rng_stream = 3;
       const auto loss = [&] { return dot(ops::attention(q, k, v, lengths, options, nullptr), r); };
       ops::AttentionSaved saved;
       ops::attention(q, k, v, lengths, options, &saved);
@@ -324,7 +324,7 @@ TEST_CASE("model attention backward matches finite differences", "[ops]") {
     options.causal = true;
     options.dropout = 0.1;
     options.seed = 5;
-    options.stream = 6;
+    options.rng_stream = 6;
     const auto loss = [&] { return dot(model::attention_forward(p, x, x, lengths, options, nullptr), r); };
     model::AttentionActivations act;
     model::attention_forward(p, x, x, lengths, options, &act);

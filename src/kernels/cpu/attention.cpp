@@ -36,15 +36,15 @@ double scores(const AttentionShape& a, const T* q, const T* k, std::int64_t b, s
 }
 
 // Whether attention dropout keeps element `index` of [B, H, T, S].
-bool kept(double dropout_p, std::uint64_t seed, std::uint64_t stream, std::int64_t index) {
-  return philox::uniform(seed, stream, static_cast<std::uint64_t>(index)) >= static_cast<float>(dropout_p);
+bool kept(double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, std::int64_t index) {
+  return philox::uniform(seed, rng_stream, static_cast<std::uint64_t>(index)) >= static_cast<float>(dropout_p);
 }
 
 }  // namespace
 
 template <typename T>
 void attention_forward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
-                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t stream, T* lse, T* out) {
+                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, T* lse, T* out) {
   const std::int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys, Kv = a.value_size;
   const T keep_scale = static_cast<T>(1.0 / (1.0 - dropout_p));
 #pragma omp parallel for schedule(static)
@@ -65,7 +65,7 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
       std::fill(out_t, out_t + Kv, T(0));
       for (std::int64_t s = 0; s < n; ++s) {
         const T p = static_cast<T>(score[static_cast<std::size_t>(s)] / sum);
-        const T pd = dropout_p <= 0 ? p : kept(dropout_p, seed, stream, row + s) ? p * keep_scale : T(0);
+        const T pd = dropout_p <= 0 ? p : kept(dropout_p, seed, rng_stream, row + s) ? p * keep_scale : T(0);
         if (pd == T(0)) continue;
         const T* vs = v + b * a.v_batch_stride + s * a.v_row_stride + h * Kv;
         for (std::int64_t i = 0; i < Kv; ++i) out_t[i] += pd * vs[i];
@@ -76,7 +76,7 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
 
 template <typename T>
 void attention_backward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
-                        double scale, double dropout_p, std::uint64_t seed, std::uint64_t stream, const T* lse,
+                        double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, const T* lse,
                         const T* dout, T* dq, T* dk, T* dv) {
   const std::int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys, K = a.key_size, Kv = a.value_size;
   const double keep_scale = 1.0 / (1.0 - dropout_p);
@@ -106,7 +106,7 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
         const T* vs = v + b * a.v_batch_stride + s * a.v_row_stride + h * Kv;
         double dp = 0;
         for (std::int64_t i = 0; i < Kv; ++i) dp += static_cast<double>(do_t[i]) * vs[i];
-        const bool keep = dropout_p <= 0 || kept(dropout_p, seed, stream, row + s);
+        const bool keep = dropout_p <= 0 || kept(dropout_p, seed, rng_stream, row + s);
         const double mask = dropout_p <= 0 ? 1.0 : keep ? keep_scale : 0.0;
         dp *= mask;
         dprob[static_cast<std::size_t>(s)] = dp;

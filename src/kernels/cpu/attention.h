@@ -31,18 +31,17 @@ struct AttentionShape {
   std::int64_t query_offset = 0;
 };
 
-// lse: [B, H, T], written when not null (a training step's forward; decoding passes null). `stream`
+// lse: [B, H, T], written when not null (a training step's forward; decoding passes null). `rng_stream`
 // is the Philox stream of the dropout mask.
 template <typename T>
-void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v,
-                       const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
-                       std::uint64_t stream, T* lse, T* out);
+void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
+                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, T* lse, T* out);
 
 // Gradients of out with respect to q, k and v (assigned), from the forward's lse and the same
-// dropout (p, seed, stream). dq has q's strides, dk k's, dv v's.
+// dropout (p, seed, rng_stream). dq has q's strides, dk k's, dv v's.
 template <typename T>
 void attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                         const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
-                        std::uint64_t stream, const T* lse, const T* dout, T* dq, T* dk, T* dv);
+                        std::uint64_t rng_stream, const T* lse, const T* dout, T* dq, T* dk, T* dv);
 
 }  // namespace dragoman::cpu

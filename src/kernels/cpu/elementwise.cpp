@@ -65,13 +65,13 @@ void bias_backward(const T* dy, T* db, std::int64_t rows, std::int64_t cols) {
 }
 
 template <typename T>
-void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t stream) {
+void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream) {
   const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
-  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, stream, i)
+  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i)
 #pragma omp parallel for schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const philox::Block r = philox::block_bits(seed, stream, static_cast<std::uint64_t>(b));
+    const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
     for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
       const std::int64_t i = 4 * b + j;
       y[i] = philox::to_uniform(r.v[j]) >= threshold ? x[i] * keep_scale : T(0);

@@ -35,11 +35,11 @@ template <typename T>
 void bias_backward(const T* dy, T* db, std::int64_t rows, std::int64_t cols);
 
 // Inverted dropout with counter-based randomness: element i is kept when
-// philox::uniform(seed, stream, i) >= p, and then scaled by 1 / (1 - p); otherwise 0.
-// The backward pass is the same function applied to the gradient (same seed and stream).
+// philox::uniform(seed, rng_stream, i) >= p, and then scaled by 1 / (1 - p); otherwise 0.
+// The backward pass is the same function applied to the gradient (same seed and rng_stream).
 // x, y: [n] (y may alias x); 0 <= p < 1.
 template <typename T>
-void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t stream);
+void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream);
 
 // Sum of squares accumulated in double, in fixed blocks summed in order (thread-count independent).
 template <typename T>
