@@ -43,7 +43,8 @@ std::string read_all(int fd) {
   try {
     work();
   } catch (const std::exception& e) {
-    const std::string message = e.what();
+    // At most what an empty pipe takes without blocking (the parent reads it after the child exits).
+    const std::string message = std::string(e.what()).substr(0, 4000);
     [[maybe_unused]] const ssize_t written = ::write(message_fd, message.data(), message.size());
     code = 1;
   } catch (...) {
@@ -60,6 +61,18 @@ bool run_in_child_process(const std::function<void()>& work, const std::atomic<i
     work();
     return true;
   }
+  // With SIGCHLD ignored (inherited from some launchers) the kernel would reap the child itself and
+  // waitpid would fail: the default disposition while the child runs.
+  struct DefaultSigchld {
+    struct sigaction previous {};
+    DefaultSigchld() {
+      struct sigaction action {};
+      action.sa_handler = SIG_DFL;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(SIGCHLD, &action, &previous);
+    }
+    ~DefaultSigchld() { ::sigaction(SIGCHLD, &previous, nullptr); }
+  } default_sigchld;
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {

@@ -66,10 +66,9 @@ std::vector<std::string> changed_keys(const nlohmann::json& before, const nlohma
 }
 
 // The files a run writes into its directory (all removed by --overwrite; train.lock stays).
-const char* const kRunFiles[] = {"checkpoints",       "metrics.jsonl",   "train.cache",     "valid.cache",
-                                 "vocab.model",       "vocab.vocab",     "vocab.json",      "config.yaml",
-                                 "train.log",         "vocab-input.src", "vocab-input.tgt", "valid-translation.txt",
-                                 "valid-translations"};
+const char* const kRunFiles[] = {
+    "checkpoints", "metrics.jsonl", "train.cache", "valid.cache",     "vocab.model",           "vocab.vocab",
+    "vocab.json",  "config.yaml",   "train.log",   "vocab-build.tmp", "valid-translation.txt", "valid-translations"};
 
 // What a vocabulary built in the run directory was built from: the training files' content hash
 // and the settings. A vocab.model whose record differs is stale.
@@ -186,6 +185,7 @@ class Trainer {
   double translate_valid();
   void append_metrics(const nlohmann::json& line);
   [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
+  void require_finite_weights() const;
 
   TrainConfig config_;
   TrainOptions options_;
@@ -199,6 +199,7 @@ class Trainer {
   bool has_valid_ = false;
   bool has_checkpoints_ = false;  // the run directory held a checkpoint when this start began
   std::int64_t saved_step_ = -1;
+  std::int64_t resumed_from_ = -1;
   std::string last_saved_;  // the model file saved last ("" until one is)
   Clock::time_point last_save_ = Clock::now();
 };
@@ -226,15 +227,11 @@ void Trainer::check_inputs() {
     data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
 }
 
-// With --overwrite, clears the directory; otherwise a directory that already holds a run (a
-// checkpoint) must have been started with the same run-defining keys. Then writes config.yaml.
+// A directory that already holds a run (a checkpoint) must have been started with the same
+// run-defining keys (--overwrite has cleared it before). Then writes config.yaml.
 void Trainer::prepare_run_dir() {
   const fs::path run(run_);
   const fs::path saved = run / "config.yaml";
-  if (options_.overwrite) {
-    spdlog::warn("train: --overwrite: removing the previous run in {}", run_);
-    for (const char* name : kRunFiles) fs::remove_all(run / name);
-  }
   has_checkpoints_ = !resumable_checkpoints(run_).empty();
   if (has_checkpoints_ && fs::exists(saved)) {
     TrainConfig before_config = TrainConfig::load(saved.string(), {});
@@ -295,9 +292,21 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
   v.input_sentence_size = config_.data.vocab_sample;
   v.seed = static_cast<std::uint32_t>(config_.training.seed);
   v.threads = compute_threads();
+  // Everything the child writes goes to a scratch directory that is removed however the build ends
+  // (a killed child leaves its temporary files there too); the result is moved into place after.
+  const fs::path scratch = fs::path(run_) / "vocab-build.tmp";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  struct RemoveScratch {
+    fs::path path;
+    ~RemoveScratch() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } remove_scratch{scratch};
   std::vector<std::string> temporary;
   if (!config_.data.train_tsv.empty()) {
-    temporary = {(fs::path(run_) / "vocab-input.src").string(), (fs::path(run_) / "vocab-input.tgt").string()};
+    temporary = {(scratch / "input.src").string(), (scratch / "input.tgt").string()};
     v.inputs = temporary;
   } else {
     v.inputs = {config_.data.train_source, config_.data.train_target};
@@ -308,11 +317,12 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
   const bool built = run_in_child_process(
       [&] {
         if (!tsv.empty()) data::split_tsv_file(tsv, temporary[0], temporary[1]);
-        Vocabulary::train(v).save(prefix.string());
+        Vocabulary::train(v).save((scratch / "vocab").string());
       },
       options_.stop_signal);
-  for (const std::string& path : temporary) fs::remove(path);
   if (!built) throw Interrupted("train: interrupted while building the vocabulary");
+  fs::rename(scratch / "vocab.vocab", prefix.string() + ".vocab");
+  fs::rename(scratch / "vocab.model", prefix.string() + ".model");
 }
 
 // Loads the newest checkpoint that loads (a damaged one is set aside, and the next older one is
@@ -326,13 +336,22 @@ void Trainer::resume_or_initialize() {
     ModelFileInfo info;
     std::unique_ptr<Transformer> loaded;
     TrainState state;
+    for (const std::string& path : {model_path, state_path}) {  // unreadable is not damaged: say so, keep it
+      if (!std::ifstream(path, std::ios::binary)) throw Error("cannot read checkpoint file " + path);
+    }
     try {
       loaded = std::make_unique<Transformer>(load_model(model_path, DType::kF32, &info));
       state = load_train_state(state_path);
       if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
         throw Error("checkpoint state " + state_path + " does not match its model file");
       }
-    } catch (const std::exception& e) {  // dragoman::Error, or a number that does not parse
+    } catch (const Error& e) {  // the contents: truncated, not a model, non-finite values, ...
+      spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
+                   model_path, e.what());
+      set_aside_damaged_checkpoint(run_, checkpoint);
+      ++set_aside;
+      continue;
+    } catch (const std::logic_error& e) {  // a number in the state file that does not parse
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);
@@ -348,6 +367,7 @@ void Trainer::resume_or_initialize() {
     model_ = std::move(loaded);
     state_ = std::move(state);
     saved_step_ = state_.step;
+    resumed_from_ = state_.step;
     if (set_aside > 0) {  // checkpoint-last still names the damaged files
       const fs::path dir = fs::path(run_) / "checkpoints";
       link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
@@ -357,6 +377,11 @@ void Trainer::resume_or_initialize() {
     spdlog::info("train: resuming from step {} (epoch {}, batch {}){}", state_.step, state_.epoch + 1,
                  state_.batch_index, checkpoint.kind == CheckpointKind::kInterrupted ? " of an interrupted run" : "");
     return;
+  }
+  if (set_aside > 0) {  // never start afresh silently over a run's checkpoints
+    throw Error("run directory " + run_ + " has no loadable checkpoint (" + std::to_string(set_aside) +
+                " set aside as *.damaged in " + (fs::path(run_) / "checkpoints").string() +
+                "); restore one, or use --overwrite to start afresh");
   }
   model_ = std::make_unique<Transformer>(mc, DType::kF32);
   model_->initialize(config_.training.seed);
@@ -401,6 +426,7 @@ void Trainer::append_metrics(const nlohmann::json& line) {
 // new ones are complete. A regular checkpoint replaces every interrupted one and keeps the newest
 // keep_last regular ones; an interrupted one replaces the previous interrupted one only.
 void Trainer::save_checkpoint(CheckpointKind kind) {
+  require_finite_weights();
   const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
   const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
   ModelFileInfo info;
@@ -483,6 +509,7 @@ void Trainer::validate(TrainResult& result) {
   if (improved) {
     state_.best_step = state_.step;
     state_.bad_validations = 0;
+    require_finite_weights();
     ModelFileInfo info;
     info.step = state_.step;
     info.vocabulary = vocab_->bytes();
@@ -522,6 +549,17 @@ void Trainer::fail_non_finite(double loss, double grad_norm) const {
       state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, kept));
 }
 
+// Adam can overflow weights even from finite gradients (an absurd learning rate): such weights are
+// never saved, so the newest checkpoint stays the last good state.
+void Trainer::require_finite_weights() const {
+  if (std::isfinite(ops::sum_squares(model_->parameters().values()))) return;
+  throw Error(fmt::format(
+      "train: update {} made the weights non-finite; stopping without saving them. The last checkpoint (step {}) is "
+      "the last good state. Lower the learning rate (training.lr_factor or training.lr), lengthen "
+      "training.warmup_steps or set training.clip_norm, then run the same command to resume",
+      state_.step, saved_step_));
+}
+
 TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
   set_compute_threads(resolve_threads(static_cast<int>(t.threads), "train: training.threads"));
@@ -530,8 +568,12 @@ TrainResult Trainer::run() {
   check_inputs();
   fs::create_directories(run_);
   const RunLock lock(run_);
+  if (options_.overwrite) {
+    for (const char* name : kRunFiles) fs::remove_all(fs::path(run_) / name);
+  }
+  const RunLogFile log_file((fs::path(run_) / "train.log").string());  // from here on, everything logged is kept
+  if (options_.overwrite) spdlog::warn("train: --overwrite: removed the previous run in {}", run_);
   prepare_run_dir();
-  const RunLogFile log_file((fs::path(run_) / "train.log").string());
   spdlog::info("train: config ({}/config.yaml):\n{}", run_, to_yaml(config_.to_json()));
 
   TrainResult result;
@@ -542,6 +584,7 @@ TrainResult Trainer::run() {
       spdlog::info("train: the run in {} is already finished at step {} ({}); nothing to do", run_, state_.step,
                    reason);
       result.step = state_.step;
+      result.resumed_from = resumed_from_;
       result.already_finished = true;
       result.early_stopped = reason.rfind("early", 0) == 0;
       return result;
@@ -658,6 +701,7 @@ TrainResult Trainer::run() {
   }
   result.step = state_.step;
   result.last_checkpoint = last_saved_;
+  result.resumed_from = resumed_from_;
   return result;
 }
 

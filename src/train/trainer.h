@@ -41,11 +41,12 @@ struct TrainResult {
   std::int64_t step = 0;
   bool interrupted = false;
   bool early_stopped = false;
-  bool already_finished = false;  // the run had reached its end before this call; nothing was trained
-  std::string last_checkpoint;    // the model file saved last by this call ("": none)
-  double last_train_loss = 0;     // label-smoothed loss per target token over the last log window
-  double best_valid_nll = 0;      // per target token, when validation ran
-  double best_valid_bleu = 0;     // when validation scored BLEU
+  bool already_finished = false;   // the run had reached its end before this call; nothing was trained
+  std::int64_t resumed_from = -1;  // the step of the checkpoint this call resumed from (-1: a fresh start)
+  std::string last_checkpoint;     // the model file saved last by this call ("": none)
+  double last_train_loss = 0;      // label-smoothed loss per target token over the last log window
+  double best_valid_nll = 0;       // per target token, when validation ran
+  double best_valid_bleu = 0;      // when validation scored BLEU
 };
 
 // Trains (or resumes) the run in options.run_dir. A non-finite loss or gradient norm stops the run

@@ -210,7 +210,7 @@ TEST_CASE("train: a run stopped by a signal saves its state and resumes bit-iden
     // which `average-checkpoints --last N` never sees.
     const bool scheduled = stopped.step % 8 == 0;
     const CheckpointKind kind = scheduled ? CheckpointKind::kRegular : CheckpointKind::kInterrupted;
-    CHECK(stopped.last_checkpoint == (scheduled ? std::string() : checkpoint_model_path(interrupted.run_dir, stopped.step, kind)));
+    CHECK(stopped.last_checkpoint == checkpoint_model_path(interrupted.run_dir, stopped.step, kind));
     CHECK(fs::exists(checkpoint_model_path(interrupted.run_dir, stopped.step, kind)));
     for (const std::int64_t step : checkpoint_steps(interrupted.run_dir)) CHECK(step % 8 == 0);
   }
@@ -275,19 +275,30 @@ TEST_CASE("train: a vocabulary built in the run directory is rebuilt when the da
   const TrainOptions options = task.options("run");
   CHECK_THROWS_WITH(train(config, options), Contains("no training pairs left"));
   const std::string record = test::read_text(options.run_dir + "/vocab.json");
-  // The user fixes the data (a new line) and the filter: the vocabulary is built again from it.
-  test::write_text(task.train.source, test::read_text(task.train.source) + "a b c\n");
-  test::write_text(task.train.target, test::read_text(task.train.target) + "c b a\n");
+  const std::string first_vocab = test::read_text(options.run_dir + "/vocab.model");
+  // The user fixes the data (lines with letters the first data lacked) and the filter: the
+  // vocabulary is built again from it.
+  std::string more_src, more_tgt;
+  for (int i = 0; i < 50; ++i) {
+    more_src += "k l m n o\n";
+    more_tgt += "o n m l k\n";
+  }
+  test::write_text(task.train.source, test::read_text(task.train.source) + more_src);
+  test::write_text(task.train.target, test::read_text(task.train.target) + more_tgt);
   config.data.max_length = 12;
   config.training.max_steps = 2;
   CHECK(train(config, options).step == 2);
   const std::string rebuilt = test::read_text(options.run_dir + "/vocab.json");
   CHECK(rebuilt != record);
+  const std::string second_vocab = test::read_text(options.run_dir + "/vocab.model");
+  CHECK(second_vocab != first_vocab);
+  CHECK(!fs::exists(options.run_dir + "/vocab-build.tmp"));  // the scratch directory is gone
   CHECK(nlohmann::json::parse(rebuilt)["train_source"] == task.train.source);
   // Unchanged data: the vocabulary is reused (the record stays byte for byte).
   config.training.max_steps = 4;
   CHECK(train(config, options).step == 4);
   CHECK(test::read_text(options.run_dir + "/vocab.json") == rebuilt);
+  CHECK(test::read_text(options.run_dir + "/vocab.model") == second_vocab);
 }
 
 TEST_CASE("train: a second trainer on the same run directory is refused, naming the holder", "[train]") {
@@ -317,7 +328,9 @@ TEST_CASE("train: a damaged newest checkpoint is set aside and the run resumes f
   const std::string newest = checkpoint_model_path(options.run_dir, 4);
   fs::resize_file(newest, fs::file_size(newest) / 2);  // a crash or a full disk
   TrainConfig same_length = first;
-  CHECK(train(same_length, options).step == 4);  // resumed from step 2, trained to 4 again
+  const TrainResult again = train(same_length, options);
+  CHECK(again.resumed_from == 2);
+  CHECK(again.step == 4);
   CHECK(weights(checkpoint_model_path(options.run_dir, 4)) == weights(checkpoint_model_path(straight.run_dir, 4)));
   // Damaged again, and resumed by a run that is already finished at step 2: checkpoint-last now
   // names step 2, not the damaged file.
@@ -326,10 +339,43 @@ TEST_CASE("train: a damaged newest checkpoint is set aside and the run resumes f
   CHECK(train(first, options).already_finished);
   CHECK(weights(options.run_dir + "/checkpoints/checkpoint-last.safetensors") ==
         weights(checkpoint_model_path(options.run_dir, 2)));
-  CHECK(train(config, options).step == 6);
+  const TrainResult resumed = train(config, options);
+  CHECK(resumed.resumed_from == 2);
+  CHECK(resumed.step == 6);
   CHECK(fs::exists(newest + ".damaged"));
   CHECK(weights(checkpoint_model_path(options.run_dir, 6)) == weights(checkpoint_model_path(straight.run_dir, 6)));
   CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{2, 4, 6});
+}
+
+TEST_CASE("train: a run whose every checkpoint is damaged is refused, never restarted from scratch", "[train]") {
+  const Task task("all-damaged", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 4;
+  config.checkpoint.every_steps = 2;
+  const TrainOptions options = task.options("run");
+  train(config, options);
+  for (const std::int64_t step : {2, 4}) fs::resize_file(checkpoint_model_path(options.run_dir, step), 100);
+  config.training.max_steps = 6;
+  CHECK_THROWS_WITH(train(config, options), Contains("no loadable checkpoint") && Contains("--overwrite"));
+  CHECK(!fs::exists(checkpoint_model_path(options.run_dir, 6)));
+  CHECK(fs::exists(checkpoint_model_path(options.run_dir, 4) + ".damaged"));
+}
+
+TEST_CASE("train: weights made non-finite by Adam are never saved", "[train]") {
+  const Task task("inf-weights", 200);
+  TrainConfig config = task.config();
+  config.training.max_steps = 2;
+  config.checkpoint.every_steps = 2;
+  const TrainOptions options = task.options("run");
+  train(config, options);
+  // A learning rate beyond float's range: the first update's Adam step overflows the weights to
+  // infinity while its loss and gradients were finite; the checkpoint due at that step is refused.
+  config.training.lr_factor = 1e300;
+  config.training.max_steps = 4;
+  config.checkpoint.every_steps = 1;
+  CHECK_THROWS_WITH(train(config, options), Contains("made the weights non-finite") && Contains("step 2"));
+  CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{2});
+  CHECK(resumable_checkpoints(options.run_dir).size() == 1);
 }
 
 TEST_CASE("train: a non-finite gradient stops the run before Adam, keeping the last good checkpoint", "[train]") {
@@ -360,7 +406,9 @@ TEST_CASE("train: a finished run says so instead of training on", "[train]") {
   TrainConfig config = task.config();
   config.training.max_steps = 2;
   const TrainOptions options = task.options("run");
-  CHECK(!train(config, options).already_finished);
+  const TrainResult first = train(config, options);
+  CHECK(!first.already_finished);
+  CHECK(first.resumed_from == -1);
   const TrainResult again = train(config, options);
   CHECK(again.already_finished);
   CHECK(again.step == 2);
