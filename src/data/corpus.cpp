@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string_view>
 
 #include "core/error.h"
@@ -19,8 +20,8 @@ namespace dragoman::data {
 namespace {
 
 constexpr char kCacheMagic[16] = {'D', 'R', 'A', 'G', 'O', 'M', 'A', 'N', '-', 'C', 'O', 'R', 'P', 'U', 'S', '\0'};
-constexpr std::uint64_t kCacheVersion = 1;
-constexpr std::size_t kChunk = 1 << 16;  // lines encoded per parallel chunk (bounds the scratch memory)
+constexpr std::uint64_t kCacheVersion = 2;  // 2: the key hashes the inputs' content hash
+constexpr std::size_t kChunk = 1 << 16;     // lines encoded per parallel chunk (bounds the scratch memory)
 
 // The two sides' lines, aligned.
 struct RawCorpus {
@@ -31,7 +32,8 @@ struct RawCorpus {
 RawCorpus read_raw(const CorpusOptions& o) {
   RawCorpus raw;
   if (!o.tsv.empty()) {
-    if (!o.source.empty() || !o.target.empty()) throw Error("corpus: give a TSV file or source and target files, not both");
+    if (!o.source.empty() || !o.target.empty())
+      throw Error("corpus: give a TSV file or source and target files, not both");
     raw.files.push_back(read_text_lines(o.tsv));
     const TextLines& t = raw.files.back();
     raw.src.reserve(t.lines.size());
@@ -47,24 +49,32 @@ RawCorpus read_raw(const CorpusOptions& o) {
     }
     return raw;
   }
-  if (o.source.empty() || o.target.empty()) throw Error("corpus: a source and a target file are needed (or a TSV file)");
+  if (o.source.empty() || o.target.empty())
+    throw Error("corpus: a source and a target file are needed (or a TSV file)");
   raw.files.push_back(read_text_lines(o.source));
   raw.files.push_back(read_text_lines(o.target));
   const TextLines& s = raw.files[0];
   const TextLines& t = raw.files[1];
   if (s.lines.size() != t.lines.size()) {
-    throw Error("corpus: " + o.source + " has " + std::to_string(s.lines.size()) + " lines but " + o.target +
-                " has " + std::to_string(t.lines.size()) + "; the files must be aligned line by line");
+    throw Error("corpus: " + o.source + " has " + std::to_string(s.lines.size()) + " lines but " + o.target + " has " +
+                std::to_string(t.lines.size()) + "; the files must be aligned line by line");
   }
   raw.src = s.lines;
   raw.tgt = t.lines;
   return raw;
 }
 
-std::uint64_t cache_key(const RawCorpus& raw, const CorpusOptions& o, const Vocabulary& vocab) {
+// A hash of the input files' bytes (what check_parallel_corpus returns).
+std::uint64_t content_hash(const RawCorpus& raw) {
+  ContentHash h;
+  for (const TextLines& f : raw.files) h.add(std::string_view(f.data.data(), f.data.size()));
+  return h.value();
+}
+
+std::uint64_t cache_key(std::uint64_t inputs_hash, const CorpusOptions& o, const Vocabulary& vocab) {
   ContentHash h;
   h.add_word(kCacheVersion).add(o.tsv.empty() ? "pair" : "tsv");
-  for (const TextLines& f : raw.files) h.add(std::string_view(f.data.data(), f.data.size()));
+  h.add_word(inputs_hash);
   h.add(vocab.bytes());
   std::uint64_t ratio_bits;
   std::memcpy(&ratio_bits, &o.max_ratio, sizeof ratio_bits);
@@ -88,7 +98,8 @@ std::string serialize(const EncodedCorpus& c, std::uint64_t key) {
   std::string out(kCacheMagic, sizeof kCacheMagic);
   put(out, kCacheVersion);
   put(out, key);
-  for (std::int64_t v : {c.counts.total, c.counts.empty, c.counts.too_long, c.counts.bad_ratio, c.counts.kept}) put(out, v);
+  for (std::int64_t v : {c.counts.total, c.counts.empty, c.counts.too_long, c.counts.bad_ratio, c.counts.kept})
+    put(out, v);
   put(out, c.size());
   put(out, static_cast<std::int64_t>(c.src_tokens.size()));
   put(out, static_cast<std::int64_t>(c.tgt_tokens.size()));
@@ -233,20 +244,24 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
   write_file_atomically(target, tgt);
 }
 
-std::uint64_t check_parallel_corpus(const CorpusOptions& options) {
-  ContentHash h;
-  for (const TextLines& f : read_raw(options).files) h.add(std::string_view(f.data.data(), f.data.size()));
-  return h.value();
-}
+std::uint64_t check_parallel_corpus(const CorpusOptions& options) { return content_hash(read_raw(options)); }
 
-EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
-                                   const std::string& cache_path, int threads, const std::atomic<int>* stop) {
+EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab, const std::string& cache_path,
+                                   int threads, const std::atomic<int>* stop,
+                                   std::optional<std::uint64_t> checked_hash) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");
   if (options.max_ratio < 0) throw Error("corpus: max_ratio must be >= 0 (0: no ratio filter)");
-  const RawCorpus raw = read_raw(options);
-  const std::uint64_t key = cache_key(raw, options, vocab);
+  const bool have_cache = !cache_path.empty() && std::filesystem::exists(cache_path);
   EncodedCorpus corpus;
-  if (!cache_path.empty() && std::filesystem::exists(cache_path)) {
+  // With the inputs' hash from check_parallel_corpus, a valid cache needs no second read of them.
+  if (have_cache && checked_hash && read_cache(cache_path, cache_key(*checked_hash, options, vocab), corpus)) {
+    spdlog::debug("corpus: using the cache {}", cache_path);
+    return corpus;
+  }
+  corpus = EncodedCorpus();
+  const RawCorpus raw = read_raw(options);
+  const std::uint64_t key = cache_key(content_hash(raw), options, vocab);
+  if (have_cache) {
     if (read_cache(cache_path, key, corpus)) {
       spdlog::debug("corpus: using the cache {}", cache_path);
       return corpus;

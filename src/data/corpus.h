@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,9 +54,12 @@ struct EncodedCorpus {
 // an unreadable one, is rebuilt. Errors name the file and line: invalid UTF-8, a TSV line without
 // exactly one tab, and files with different line counts. `stop` (may be nullptr) is checked before
 // each sentence is encoded: when it is set, dragoman::Interrupted is thrown within a sentence's time.
+// checked_hash: what check_parallel_corpus returned for these inputs in this process; with it, a
+// valid cache is used without reading the inputs again.
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
                                    const std::string& cache_path, int threads,
-                                   const std::atomic<int>* stop = nullptr);
+                                   const std::atomic<int>* stop = nullptr,
+                                   std::optional<std::uint64_t> checked_hash = std::nullopt);
 
 // The checks of load_parallel_corpus without the encoding (so a run can refuse bad data before it
 // writes anything); returns a hash of the input files' bytes, which changes whenever they do.

@@ -108,8 +108,8 @@ data::CorpusOptions corpus_options(const std::string& source, const std::string&
 }
 
 data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const Vocabulary& vocab, const std::string& cache,
-                                const char* what, const std::atomic<int>* stop) {
-  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop);
+                                const char* what, const std::atomic<int>* stop, std::uint64_t checked_hash) {
+  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop, checked_hash);
   const data::FilterCounts& n = corpus.counts;
   spdlog::info(
       "train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
@@ -193,7 +193,7 @@ class Trainer {
   std::unique_ptr<Vocabulary> vocab_;
   std::unique_ptr<Transformer> model_;
   TrainState state_;
-  std::uint64_t train_data_hash_ = 0;
+  std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs
   data::EncodedCorpus train_, valid_;
   std::vector<std::string> valid_references_;  // the target text of each kept dev pair (valid_bleu)
   bool has_valid_ = false;
@@ -223,8 +223,10 @@ void Trainer::check_inputs() {
   train_data_hash_ =
       data::check_parallel_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true));
   has_valid_ = !d.valid_source.empty() || !d.valid_tsv.empty();
-  if (has_valid_)
-    data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
+  if (has_valid_) {
+    valid_data_hash_ =
+        data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
+  }
 }
 
 // A directory that already holds a run (a checkpoint) must have been started with the same
@@ -406,10 +408,11 @@ std::string Trainer::finished_reason() const {
 void Trainer::load_corpora() {
   const DataConfig& d = config_.data;
   train_ = load_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true), *vocab_,
-                       (fs::path(run_) / "train.cache").string(), "training", options_.stop_signal);
+                       (fs::path(run_) / "train.cache").string(), "training", options_.stop_signal, train_data_hash_);
   if (has_valid_) {
-    valid_ = load_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false), *vocab_,
-                         (fs::path(run_) / "valid.cache").string(), "validation", options_.stop_signal);
+    valid_ =
+        load_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false), *vocab_,
+                    (fs::path(run_) / "valid.cache").string(), "validation", options_.stop_signal, valid_data_hash_);
     if (config_.training.valid_bleu) valid_references_ = read_references(d, valid_);
   } else if (config_.training.valid_bleu) {
     spdlog::warn("train: training.valid_bleu is on but there is no dev set (data.valid_source/valid_tsv)");

@@ -123,6 +123,15 @@ TEST_CASE("corpus: the cache is used when valid and rebuilt when its inputs chan
   CHECK(again.tgt_offsets == first.tgt_offsets);
   CHECK(test::read_text(cache) == cached);
 
+  SECTION("with the hash check_parallel_corpus gave, a valid cache is used without reading the inputs") {
+    const std::uint64_t checked = data::check_parallel_corpus(o);
+    std::filesystem::rename(o.source, o.source + ".away");  // not read again: the cache answers
+    const data::EncodedCorpus cached_again = data::load_parallel_corpus(o, f.vocab, cache, 1, nullptr, checked);
+    CHECK(cached_again.src_tokens == first.src_tokens);
+    CHECK_THROWS_WITH(data::load_parallel_corpus(o, f.vocab, cache, 1, nullptr, checked + 1),
+                      Catch::Contains("c.src"));  // another hash: the inputs are read (and one is away)
+    std::filesystem::rename(o.source + ".away", o.source);
+  }
   SECTION("a changed input file") {
     test::write_text(o.target, "b a\nd c e\n");
     const data::EncodedCorpus changed = data::load_parallel_corpus(o, f.vocab, cache, 1);
