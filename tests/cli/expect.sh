@@ -30,6 +30,17 @@ check() {
   if "$@"; then passes=$((passes + 1)); else echo "FAIL $name"; failures=$((failures + 1)); fi
 }
 
+# wait_for_lines FILE N: waits (up to 30 s) until FILE exists and holds at least N lines; fails
+# otherwise. A background command's redirection may not have created FILE yet when this starts.
+wait_for_lines() {
+  local file=$1 n=$2 i
+  for ((i = 0; i < 300; i++)); do
+    if [[ -e $file ]] && (($(wc -l <"$file") >= n)); then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
 # write_reversal_corpus PREFIX LINES SEED: PREFIX.src holds LINES lines of 3..7 letters a..j
 # (deterministic in SEED), PREFIX.tgt the same lines reversed.
 write_reversal_corpus() {

@@ -185,11 +185,11 @@ env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$dragoman" translate -m "$model" <"$tm
 pid=$!
 exec 3>"$tmp/fifo"
 echo "a b c" >&3
-for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 1; i++)); do sleep 0.1; done
+wait_for_lines "$tmp/stream.txt" 1
 check stream-first-line-before-input-ends test "$(cat "$tmp/stream.txt")" == "$(sed -n 1p "$tmp/out.txt")"
 check short-openmp-spins grep -qx "GOMP_SPINCOUNT=1000" <(tr '\0' '\n' <"/proc/$pid/environ")
 printf 'd e\n\n' >&3
-for ((i = 0; i < 100 && $(wc -l <"$tmp/stream.txt") < 3; i++)); do sleep 0.1; done
+wait_for_lines "$tmp/stream.txt" 3
 check stream-next-lines-before-input-ends test "$(sed -n 2p "$tmp/stream.txt")|$(sed -n 3p "$tmp/stream.txt")" == \
   "$(sed -n 4p "$tmp/out.txt")|"
 exec 3>&-
@@ -204,7 +204,9 @@ for ((i = 0; i < 400; i++)); do cat "$tmp/big.txt"; done >"$tmp/long-expected.tx
 OMP_WAIT_POLICY=passive "$dragoman" translate -m "$model" -i "$tmp/long.txt" --batch-tokens 1 >"$tmp/int.txt" \
   2>"$tmp/int.log" &
 pid=$!
-for ((i = 0; i < 100 && $(wc -l <"$tmp/int.txt") < 1; i++)); do sleep 0.1; done
+# (Waiting for the first line also means the signal handlers are installed: a background job of a
+# script starts with SIGINT ignored, so a signal sent earlier would be lost.)
+check sigint-first-lines wait_for_lines "$tmp/int.txt" 1
 check user-wait-policy-kept test -z "$(tr '\0' '\n' <"/proc/$pid/environ" | grep GOMP_SPINCOUNT)"
 kill -INT "$pid"
 wait "$pid"
