@@ -1,10 +1,16 @@
 // Shared checks of the ops: each op checks shapes, dtypes and devices, then switches on the device
-// by hand (one switch per op, see DESIGN.md) and, on the CPU, calls the float or double kernel.
+// by hand (one switch per op, see DESIGN.md) and, on the CPU, calls the kernel for the storage type.
+//
+// Operands come in three classes (docs/MODEL.md, "Precision"):
+//   activation      the compute dtype (f64, f32, bf16 or f16): inputs, outputs, activation gradients
+//   parameter grad  accumulator_dtype(compute dtype): f64 for f64, f32 otherwise; accumulated (+=)
+//   statistic       accumulator_dtype(compute dtype): layer-norm mean/rstd, attention log-sum-exp
 #pragma once
 
 #include <string>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "core/tensor.h"
 
 namespace dragoman::ops::detail {
@@ -33,6 +39,29 @@ void dispatch_float(const char* op, const Tensor& t, Fn fn) {
   }
 }
 
+// Calls fn(T()) with T = double, float, bf16 or f16, the storage type of a float tensor.
+template <typename Fn>
+void dispatch_storage(const char* op, const Tensor& t, Fn fn) {
+  switch (t.dtype()) {
+    case DType::kF32: fn(float()); return;
+    case DType::kF64: fn(double()); return;
+    case DType::kBF16: fn(bf16()); return;
+    case DType::kF16: fn(f16()); return;
+    default: throw Error(std::string(op) + ": expected an f32, f64, bf16 or f16 tensor, got " + t.describe());
+  }
+}
+
+// A parameter gradient or a statistic of the activation `ref`: accumulator_dtype(ref's dtype), on
+// ref's device, contiguous.
+inline void require_accumulator(const char* op, const char* what, const Tensor& t, const Tensor& ref) {
+  require(t.defined(), op, std::string(what) + " is undefined");
+  const DType expected = accumulator_dtype(ref.dtype());
+  require(t.dtype() == expected && t.device() == ref.device(), op,
+          std::string(what) + " is " + t.describe() + ", expected " + dtype_name(expected) + " on " +
+              ref.device().str() + " (the accumulator dtype of " + dtype_name(ref.dtype()) + " activations)");
+  require(t.is_contiguous(), op, std::string(what) + " must be contiguous");
+}
+
 // Same dtype and device as `ref`, and contiguous.
 inline void require_like(const char* op, const char* what, const Tensor& t, const Tensor& ref) {
   require(t.defined(), op, std::string(what) + " is undefined");
@@ -43,8 +72,8 @@ inline void require_like(const char* op, const char* what, const Tensor& t, cons
 }
 
 inline void require_shape(const char* op, const char* what, const Tensor& t, const Shape& shape) {
-  require(t.shape() == shape, op, std::string(what) + " has shape " + shape_string(t.shape()) + ", expected " +
-                                      shape_string(shape));
+  require(t.shape() == shape, op,
+          std::string(what) + " has shape " + shape_string(t.shape()) + ", expected " + shape_string(shape));
 }
 
 }  // namespace dragoman::ops::detail
