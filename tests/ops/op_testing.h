@@ -1,6 +1,7 @@
 // What the per-op tests share (#12 section 6): the (device, dtype) cases an op's one test body runs
 // for, per-dtype tolerances, the awkward sizes, sentinel-guarded output buffers, and conversions
-// between tensors of any float dtype and double vectors.
+// between tensors of any float dtype and double vectors; then the helpers of the raw-pointer kernel
+// tests (random vectors, thread-count scopes) and of the float64 finite-difference gradient checks.
 //
 // An op test is one body taking an OpCase:
 //   for (const test::OpCase& c : test::op_cases()) { DYNAMIC_SECTION(c.name) { body(c); } }
@@ -9,15 +10,28 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/numeric.h"
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "core/threads.h"
+#include "model/model_testing.h"
+#include "ops/elementwise.h"
+
+// Checks that `expr` throws a dragoman::Error whose message starts with "OP: " and contains `fragment`.
+#define DRAGOMAN_CHECK_OP_ERROR(expr, op, fragment)                                                  \
+  do {                                                                                               \
+    CHECK_THROWS_AS(expr, Error);                                                                    \
+    CHECK_THROWS_WITH(expr, Catch::StartsWith(std::string(op) + ": ") && Catch::Contains(fragment)); \
+  } while (false)
 
 namespace dragoman::test {
 
@@ -150,5 +164,84 @@ class GuardedBuffer {
   std::int64_t n_;
   std::vector<T> data_;
 };
+
+// ---- the raw-pointer kernel tests ---------------------------------------------------------------
+
+inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+// n float or double values uniform in [offset - scale, offset + scale) from Philox stream `rng_stream`.
+template <typename T>
+std::vector<T> random_values(std::int64_t n, std::uint64_t rng_stream, double scale = 1.0, double offset = 0.0) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<T>(offset + scale * (2.0 * philox::uniform(99, rng_stream, i) - 1.0));
+  }
+  return v;
+}
+
+// The tolerance of a result of storage type T against a double reference of magnitude ~1.
+template <typename T>
+double tolerance() {
+  return tolerance(dtype_of<T>());
+}
+
+// Sets the compute thread count for one scope and restores the default afterwards.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) { set_compute_threads(n); }
+  ~ScopedThreads() { set_compute_threads(0); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+};
+
+// max |a[i] - b[i]|, for comparing long vectors in one assertion.
+template <typename A, typename B>
+double max_abs_difference(const std::vector<A>& a, const std::vector<B>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  }
+  return worst;
+}
+
+// ---- the float64 finite-difference gradient checks ------------------------------------------------
+
+// f64 values uniform in [offset - scale, offset + scale).
+inline Tensor random64(const Shape& shape, std::uint64_t rng_stream, double scale = 1.0, double offset = 0.0) {
+  Tensor t = random_tensor(shape, DType::kF64, rng_stream, scale);
+  double* p = t.data<double>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] += offset;
+  return t;
+}
+
+inline Tensor zeros64(const Shape& shape) { return Tensor::zeros(shape, DType::kF64); }
+
+inline Tensor ids_tensor(const std::vector<std::int32_t>& ids, const Shape& shape) {
+  return Tensor::from_vector(ids, shape);
+}
+
+// sum(a * r) over all elements.
+inline double dot(const Tensor& a, const Tensor& r) {
+  REQUIRE(a.shape() == r.shape());
+  const std::vector<double> av = a.to_vector<double>(), rv = r.to_vector<double>();
+  double s = 0;
+  for (std::size_t i = 0; i < av.size(); ++i) s += av[i] * rv[i];
+  return s;
+}
+
+// Every element of `param` against central differences of `loss`; the analytic gradient must not
+// be identically zero (a test that compares 0 with 0 checks nothing) unless `may_be_zero`.
+inline void check_gradient(const std::string& what, const std::function<double()>& loss, const Tensor& param,
+                           const Tensor& grad, bool may_be_zero = false) {
+  INFO(what << " " << param.describe());
+  REQUIRE(grad.defined());
+  REQUIRE(grad.shape() == param.shape());
+  const GradientCheck check = check_gradient(loss, param, grad);
+  INFO("worst element " << check.worst_index << ": numeric " << check.numeric << ", analytic " << check.analytic);
+  CHECK(check.checked == param.numel());
+  CHECK(check.worst_error < 1e-7);
+  if (!may_be_zero) CHECK(ops::sum_squares(grad.contiguous()) > 0);
+}
 
 }  // namespace dragoman::test

@@ -1,0 +1,124 @@
+// Log-softmax and the label-smoothed cross-entropy: the raw-pointer kernels against the formula of
+// docs/MODEL.md, and ops::cross_entropy_fused_'s gradient against float64 central finite differences.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/cpu/cross_entropy.h"
+#include "ops/cross_entropy.h"
+#include "ops/op_testing.h"
+
+namespace dragoman {
+
+using std::int64_t;
+using test::at;
+using test::check_gradient;
+using test::dot;
+using test::ids_tensor;
+using test::max_abs_difference;
+using test::random64;
+using test::random_values;
+using test::ScopedThreads;
+using test::tolerance;
+using test::zeros64;
+
+// ---- log-softmax and cross-entropy --------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "[kernels]", float, double) {
+  using T = TestType;
+  const int64_t rows = 4, v = 9;
+  const std::vector<T> x0 = random_values<T>(rows * v, 50, 5.0, 40.0);  // large logits: needs the max shift
+  std::vector<T> x = x0;
+  cpu::log_softmax<T>(x.data(), rows, v);
+  for (int64_t r = 0; r < rows; ++r) {
+    double max_value = -std::numeric_limits<double>::infinity(), z = 0, sum_p = 0;
+    for (int64_t k = 0; k < v; ++k) max_value = std::max(max_value, static_cast<double>(x0[at(r * v + k)]));
+    for (int64_t k = 0; k < v; ++k) z += std::exp(x0[at(r * v + k)] - max_value);
+    for (int64_t k = 0; k < v; ++k) {
+      CHECK(x[at(r * v + k)] == Approx(x0[at(r * v + k)] - max_value - std::log(z)).margin(4 * tolerance<T>()));
+      sum_p += std::exp(static_cast<double>(x[at(r * v + k)]));
+    }
+    CHECK(sum_p == Approx(1.0).margin(4 * tolerance<T>()));
+  }
+}
+
+TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the formula of docs/MODEL.md", "[kernels]",
+                   float, double) {
+  using T = TestType;
+  const int64_t rows = 5, v = 7;
+  const double eps = 0.1;
+  for (const std::int32_t pad : {0, 2}) {
+    INFO("pad " << pad);
+    // Row 1 has the pad target and is ignored; row 3's target is another row's.
+    const std::vector<std::int32_t> targets = {3, pad, 6, 3, pad == 0 ? 1 : 0};
+    const std::vector<T> logits = random_values<T>(rows * v, 60, 3.0);
+    std::vector<T> lp = logits, grad = logits;
+    double loss_sum = 1.0, nll_sum = 2.0;  // the kernels add to these
+    cpu::cross_entropy_forward<T>(lp.data(), targets.data(), rows, v, pad, eps, &loss_sum, &nll_sum);
+    double fused_loss = 1.0, fused_nll = 2.0;
+    cpu::cross_entropy_fused<T>(grad.data(), targets.data(), rows, v, pad, eps, &fused_loss, &fused_nll);
+    CHECK(fused_loss == loss_sum);  // the same sums, bit for bit
+    CHECK(fused_nll == nll_sum);
+
+    double expected_loss = 1.0, expected_nll = 2.0;
+    std::vector<double> expected_grad(at(rows * v), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      double z = 0;
+      for (int64_t k = 0; k < v; ++k) z += std::exp(static_cast<double>(logits[at(r * v + k)]));
+      std::vector<double> logp(at(v));
+      for (int64_t k = 0; k < v; ++k) {
+        logp[at(k)] = logits[at(r * v + k)] - std::log(z);
+        CHECK(lp[at(r * v + k)] == Approx(logp[at(k)]).margin(4 * tolerance<T>()));  // every row, pad ones too
+      }
+      const std::int32_t y = targets[at(r)];
+      if (y == pad) continue;
+      // q(k) = (1 - eps) [k = y] + eps / (V - 1) [k != pad]: sums to 1, nothing on pad.
+      double q_sum = 0;
+      for (int64_t k = 0; k < v; ++k) {
+        const double q = (k == y ? 1.0 - eps : 0.0) + (k != pad ? eps / (v - 1) : 0.0);
+        q_sum += q;
+        expected_loss -= q * logp[at(k)];
+        expected_grad[at(r * v + k)] = std::exp(logp[at(k)]) - q;
+      }
+      CHECK(q_sum == Approx(1.0).margin(1e-15));
+      expected_nll -= logp[at(y)];
+    }
+    CHECK(loss_sum == Approx(expected_loss).margin(8 * tolerance<T>()));
+    CHECK(nll_sum == Approx(expected_nll).margin(8 * tolerance<T>()));
+
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+      CHECK(grad[i] == Approx(expected_grad[i]).margin(4 * tolerance<T>()));
+    }
+    for (int64_t k = 0; k < v; ++k) CHECK(grad[at(1 * v + k)] == T(0));  // the pad row
+  }
+}
+
+TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradient (finite differences)", "[ops]") {
+  const std::int32_t pad = 0;
+  const Tensor logits = random64({5, 7}, 60, 2.0);
+  const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5});  // row 1 is padding
+  for (const double smoothing : {0.1, 0.0}) {
+    INFO("smoothing " << smoothing);
+    const auto loss = [&] {
+      Tensor l = logits.clone();
+      return ops::cross_entropy_(l, targets, pad, smoothing).loss;
+    };
+    Tensor log_probs = logits.clone(), grad = logits.clone();
+    const ops::CrossEntropySums sums = ops::cross_entropy_(log_probs, targets, pad, smoothing);
+    const ops::CrossEntropySums fused = ops::cross_entropy_fused_(grad, targets, pad, smoothing);
+    CHECK(fused.loss == sums.loss);
+    CHECK(fused.nll == sums.nll);
+    if (smoothing == 0) CHECK(sums.loss == Approx(sums.nll).margin(1e-14));
+    check_gradient("logits", loss, logits, grad);
+    const std::vector<double> gv = grad.to_vector<double>();
+    for (std::size_t k = 7; k < 14; ++k) CHECK(gv[k] == 0.0);  // the pad row
+  }
+}
+
+}  // namespace dragoman

@@ -1,0 +1,148 @@
+// gemm and the linear/matmul ops: the raw-pointer cpu::gemm against naive loops (every transpose
+// combination, leading dimensions wider than the matrices, k == 0, strided batches), and ops::linear's
+// backward pass against float64 central finite differences.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/cpu/gemm.h"
+#include "ops/linear.h"
+#include "ops/op_testing.h"
+
+namespace dragoman {
+
+using std::int64_t;
+using test::at;
+using test::check_gradient;
+using test::dot;
+using test::ids_tensor;
+using test::max_abs_difference;
+using test::random64;
+using test::random_values;
+using test::ScopedThreads;
+using test::tolerance;
+using test::zeros64;
+
+// ---- gemm ---------------------------------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination", "[kernels]", float, double) {
+  using T = TestType;
+  const int64_t m = 5, n = 4, k = 3;
+  const T alpha = T(1.5), beta = T(0.5);
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      INFO("trans_a " << ta << ", trans_b " << tb);
+      // Stored operands with row strides wider than their rows; the extra columns are never read.
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, lda = a_cols + 3;
+      const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n, ldb = b_cols + 2;
+      const int64_t ldc = n + 5;
+      std::vector<T> a = random_values<T>(a_rows * lda, 1), b = random_values<T>(b_rows * ldb, 2);
+      for (int64_t i = 0; i < a_rows; ++i) {
+        for (int64_t j = a_cols; j < lda; ++j) a[at(i * lda + j)] = std::numeric_limits<T>::quiet_NaN();
+      }
+      for (int64_t i = 0; i < b_rows; ++i) {
+        for (int64_t j = b_cols; j < ldb; ++j) b[at(i * ldb + j)] = std::numeric_limits<T>::quiet_NaN();
+      }
+      const std::vector<T> c0 = random_values<T>(m * ldc, 3);
+      std::vector<T> c = c0;
+      cpu::gemm<T>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double aip = ta ? a[at(p * lda + i)] : a[at(i * lda + p)];
+            const double bpj = tb ? b[at(j * ldb + p)] : b[at(p * ldb + j)];
+            dot += aip * bpj;
+          }
+          const double expected = static_cast<double>(alpha) * dot + static_cast<double>(beta) * c0[at(i * ldc + j)];
+          CHECK(c[at(i * ldc + j)] == Approx(expected).margin(tolerance<T>()));
+        }
+        for (int64_t j = n; j < ldc; ++j) CHECK(c[at(i * ldc + j)] == c0[at(i * ldc + j)]);  // padding untouched
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("cpu::gemm with k == 0 scales C by beta", "[kernels]", float, double) {
+  using T = TestType;
+  const int64_t m = 3, n = 2, ldc = 4;
+  const std::vector<T> c0 = random_values<T>(m * ldc, 4);
+  const T dummy[1] = {T(1)};
+  for (const T beta : {T(0), T(0.5), T(1)}) {
+    INFO("beta " << beta);
+    std::vector<T> c = c0;
+    cpu::gemm<T>(false, true, m, n, 0, T(2), dummy, 1, dummy, 1, beta, c.data(), ldc);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < ldc; ++j) {
+        const T expected = j < n ? beta * c0[at(i * ldc + j)] : c0[at(i * ldc + j)];
+        CHECK(c[at(i * ldc + j)] == expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu::gemm_strided_batched computes each product of the batch", "[kernels]") {
+  const int64_t m = 2, n = 3, k = 4, batch = 3;
+  const int64_t stride_a = m * k + 1, stride_b = k * n + 2, stride_c = m * n + 3;
+  const std::vector<double> a = random_values<double>(batch * stride_a, 5),
+                            b = random_values<double>(batch * stride_b, 6);
+  std::vector<double> c(at(batch * stride_c), -7.0);
+  cpu::gemm_strided_batched<double>(false, false, m, n, k, 1.0, a.data(), k, stride_a, b.data(), n, stride_b, 0.0,
+                                    c.data(), n, stride_c, batch);
+  for (int64_t x = 0; x < batch; ++x) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t p = 0; p < k; ++p) dot += a[at(x * stride_a + i * k + p)] * b[at(x * stride_b + p * n + j)];
+        CHECK(c[at(x * stride_c + i * n + j)] == Approx(dot).margin(1e-12));
+      }
+    }
+    for (int64_t e = m * n; e < stride_c; ++e) CHECK(c[at(x * stride_c + e)] == -7.0);
+  }
+}
+
+TEST_CASE("ops::linear gradients match finite differences", "[ops]") {
+  const Tensor x = random64({2, 3, 4}, 1), w = random64({5, 4}, 2), b = random64({5}, 3);
+  const Tensor r = random64({2, 3, 5}, 4);
+  const auto loss = [&] { return dot(ops::linear(x, w, b), r); };
+  Tensor dw = zeros64({5, 4}), db = zeros64({5});
+  const Tensor dx = ops::linear_backward(x, w, r, dw, db);
+  check_gradient("x", loss, x, dx);
+  check_gradient("weight", loss, w, dw);
+  check_gradient("bias", loss, b, db);
+
+  SECTION("without a bias") {
+    const auto loss_nb = [&] { return dot(ops::linear(x, w, Tensor()), r); };
+    dw.fill_zero();
+    const Tensor dx_nb = ops::linear_backward(x, w, r, dw, Tensor());
+    check_gradient("x", loss_nb, x, dx_nb);
+    check_gradient("weight", loss_nb, w, dw);
+    CHECK_FALSE(ops::linear_backward(x, w, r, dw, Tensor(), /*need_dx=*/false).defined());
+  }
+}
+
+TEST_CASE("ops::matmul equals the naive product for every transpose flag", "[ops]") {
+  const Tensor a = random64({3, 4}, 5), b = random64({4, 2}, 6);
+  const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
+  std::vector<double> expected(6, 0.0);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      for (int p = 0; p < 4; ++p) expected[static_cast<std::size_t>(i * 2 + j)] += av[i * 4 + p] * bv[p * 2 + j];
+    }
+  }
+  const Tensor at = a.transpose(0, 1).contiguous(), bt = b.transpose(0, 1).contiguous();
+  for (const Tensor& c : {ops::matmul(a, b), ops::matmul(at, b, true, false), ops::matmul(a, bt, false, true),
+                          ops::matmul(at, bt, true, true)}) {
+    REQUIRE(c.shape() == Shape{3, 2});
+    const std::vector<double> cv = c.to_vector<double>();
+    for (std::size_t i = 0; i < cv.size(); ++i) CHECK(cv[i] == Approx(expected[i]).margin(1e-14));
+  }
+}
+
+}  // namespace dragoman
