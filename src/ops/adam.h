@@ -6,7 +6,13 @@
 
 namespace dragoman::ops {
 
-// param, grad, m, v: same dtype, device and element count, contiguous.
+// param, grad, m, v: same dtype (f32 or f64), device and element count, contiguous.
 void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cpu::AdamHyper& hyper);
+
+// The same update of f32 master weights, and in the same pass *mirror = the new param rounded once
+// to mirror's dtype (bf16 or f16, same element count and device, contiguous): the compute-dtype
+// weights the forward pass reads. param, m, v get the same bits as without a mirror. A null mirror
+// is the call above.
+void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cpu::AdamHyper& hyper, Tensor* mirror);
 
 }  // namespace dragoman::ops

@@ -60,13 +60,15 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   Tensor out = Tensor::empty({a.batch, a.queries, a.heads * a.value_size}, q.dtype(), q.device());  // [B, T, H*Kv]
   Tensor lse;
-  if (saved != nullptr) lse = Tensor::empty({a.batch, a.heads, a.queries}, q.dtype(), q.device());  // [B, H, T]
+  if (saved != nullptr) {
+    lse = Tensor::empty({a.batch, a.heads, a.queries}, accumulator_dtype(q.dtype()), q.device());  // [B, H, T]
+  }
   switch (q.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, q, [&](auto zero) {
+      detail::dispatch_storage(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cpu::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), key_lengths.data<std::int32_t>(), scale,
-                                  o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<T>() : nullptr,
+                                  o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
                                   out.data<T>());
       });
       break;
@@ -86,17 +88,17 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
           kOp, "dout " + dout.describe() + " does not match the output");
   // The kernel reads lse as a [B, H, T] block: a saved tensor of another call would be read out of
   // bounds.
-  detail::require_like(kOp, "saved lse", saved.lse, q);
+  detail::require_accumulator(kOp, "saved lse", saved.lse, q);
   detail::require_shape(kOp, "saved lse", saved.lse, {a.batch, a.heads, a.queries});
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(kc.shape(), q.dtype(), q.device()),
                    Tensor::empty(vc.shape(), q.dtype(), q.device())};
   switch (q.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, q, [&](auto zero) {
+      detail::dispatch_storage(kOp, q, [&](auto zero) {
         using T = decltype(zero);
-        cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(),
-                                   scale, o.dropout, o.seed, o.rng_stream, saved.lse.data<T>(), dout.data<T>(),
+        cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(), scale,
+                                   o.dropout, o.seed, o.rng_stream, saved.lse.data<acc_t<T>>(), dout.data<T>(),
                                    g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
       });
       break;

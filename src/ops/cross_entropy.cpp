@@ -30,7 +30,7 @@ void log_softmax_(Tensor& x) {
   const std::int64_t v = x.dim(-1);
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         cpu::log_softmax<T>(x.data<T>(), x.numel() / v, v);
       });
@@ -45,7 +45,7 @@ CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int3
   CrossEntropySums sums;
   switch (logits.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, logits, [&](auto zero) {
+      detail::dispatch_storage(kOp, logits, [&](auto zero) {
         using T = decltype(zero);
         cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
                                       smoothing, &sums.loss, &sums.nll);
@@ -62,7 +62,7 @@ CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std
   CrossEntropySums sums;
   switch (logits.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, logits, [&](auto zero) {
+      detail::dispatch_storage(kOp, logits, [&](auto zero) {
         using T = decltype(zero);
         cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
                                     smoothing, &sums.loss, &sums.nll);

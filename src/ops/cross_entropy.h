@@ -1,4 +1,6 @@
 // log-softmax and the label-smoothed cross-entropy on tensors (kernels/cpu/cross_entropy.h).
+// Logits, log-probabilities and dlogits are activations (f64, f32, bf16 or f16), rewritten in place;
+// the sums are double.
 #pragma once
 
 #include <cstdint>

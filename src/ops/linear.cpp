@@ -22,10 +22,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());  // [M, N]
   switch (a.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, a, [&](auto zero) {
+      detail::dispatch_storage(kOp, a, [&](auto zero) {
         using T = decltype(zero);
-        cpu::gemm<T>(trans_a, trans_b, m, n, k, T(1), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), T(0), c.data<T>(),
-                     n);
+        cpu::gemm<T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
@@ -49,10 +48,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = Tensor::empty(shape, x.dtype(), x.device());  // [..., out]
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        cpu::gemm<T>(false, true, rows, out, in, T(1), x.data<T>(), in, weight.data<T>(), in, T(0), y.data<T>(), out);
-        if (bias.defined()) cpu::bias_add<T>(y.data<T>(), bias.data<T>(), rows, out);
+        cpu::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
+                          bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
@@ -60,8 +59,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return y;
 }
 
-Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight, const Tensor& dbias,
-                       bool need_dx) {
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight,
+                       const Tensor& dbias, bool need_dx) {
   constexpr const char* kOp = "linear_backward";
   // The same operand checks as the forward pass: the kernels below read x and weight as dense
   // row-major blocks, so a strided view would silently give wrong gradients.
@@ -71,27 +70,26 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
           "x " + x.describe() + " does not match weight " + weight.describe());
   const std::int64_t in = weight.dim(1), out = weight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
   detail::require_like(kOp, "dy", dy, x);
-  detail::require_like(kOp, "dweight", dweight, x);
+  detail::require_accumulator(kOp, "dweight", dweight, x);
   require(dy.numel() == rows * out, kOp, "dy " + dy.describe() + " does not match x " + x.describe());
   detail::require_shape(kOp, "dweight", dweight, weight.shape());
   if (dbias.defined()) {
-    detail::require_like(kOp, "dbias", dbias, x);
+    detail::require_accumulator(kOp, "dbias", dbias, x);
     detail::require_shape(kOp, "dbias", dbias, {out});
   }
   Tensor dx;
   if (need_dx) dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        // dW[out, in] += dy^T [out, rows] x [rows, in]
-        cpu::gemm<T>(true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), dweight.data<T>(),
-                     in);
-        if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<T>(), rows, out);
+        using Acc = acc_t<T>;
+        // dW[out, in] += dy^T [out, rows] x [rows, in]   (accumulator dtype)
+        cpu::gemm<T>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(), in);
+        if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out);
         // dx[rows, in] = dy [rows, out] W [out, in]
         if (need_dx) {
-          cpu::gemm<T>(false, false, rows, in, out, T(1), dy.data<T>(), out, weight.data<T>(), in, T(0), dx.data<T>(),
-                       in);
+          cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, 0, dx.data<T>(), in);
         }
       });
       break;

@@ -1,4 +1,8 @@
-// Linear layers and matrix products on tensors (CPU: OpenBLAS).
+// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, OpenBLAS).
+// Operand classes (ops/dispatch.h): x, weight, bias, y, dy and dx are activations of one dtype (f64,
+// f32, bf16 or f16: the weights the forward reads are in the compute dtype); dweight and dbias are
+// parameter gradients of accumulator_dtype (f32 for bf16/f16), accumulated (+=). bf16/f16 products
+// are summed in float and each stored element is rounded once (y includes the bias before rounding).
 #pragma once
 
 #include "core/tensor.h"
@@ -13,8 +17,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined), and
-// returns dx = dy W (or an undefined tensor when need_dx is false).
-Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight, const Tensor& dbias,
-                       bool need_dx = true);
+// returns dx = dy W (or an undefined tensor when need_dx is false).   dweight: [out, in] and dbias:
+// [out] of accumulator_dtype(x.dtype())
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight,
+                       const Tensor& dbias, bool need_dx = true);
 
 }  // namespace dragoman::ops

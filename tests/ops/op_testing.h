@@ -205,6 +205,69 @@ double max_abs_difference(const std::vector<A>& a, const std::vector<B>& b) {
   return worst;
 }
 
+// Calls fn(T()) with T = double, float, bf16 or f16, the storage type of `dtype`: an OpCase's body
+// at the level of the raw-pointer kernels.
+template <typename Fn>
+void with_storage_type(DType dtype, Fn fn) {
+  switch (dtype) {
+    case DType::kF64: fn(double()); return;
+    case DType::kF32: fn(float()); return;
+    case DType::kBF16: fn(bf16()); return;
+    case DType::kF16: fn(f16()); return;
+    default: FAIL("with_storage_type(): not a float dtype: " << dtype_name(dtype));
+  }
+}
+
+// values (exactly representable in T, e.g. from rounded_to) as elements of T.
+template <typename T>
+std::vector<T> to_storage(const std::vector<double>& values) {
+  std::vector<T> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = store<T>(static_cast<acc_t<T>>(values[i]));
+  return out;
+}
+
+// The rounding spec of a kernel over T: element i must be store<T>(x) for some x within
+// rel * magnitude[i] of exact[i] (the error of acc_t<T>'s summation order), that is, by the
+// monotonicity of rounding, lie in [store<T>(exact - err), store<T>(exact + err)]. When err is far
+// below T's rounding step (bf16, f16) that interval is one value almost everywhere: the check is
+// bit-exact except next to a rounding tie, and it fails a kernel that rounds twice.
+struct RoundingCheck {
+  std::int64_t bad = 0;
+  std::string first;  // the first element that fails
+};
+template <typename T>
+RoundingCheck check_rounded_once(const T* got, const std::vector<double>& exact, const std::vector<double>& magnitude,
+                                 double rel) {
+  RoundingCheck r;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    const double err = rel * magnitude[i];
+    const double lo = load(store<T>(static_cast<acc_t<T>>(exact[i] - err)));
+    const double hi = load(store<T>(static_cast<acc_t<T>>(exact[i] + err)));
+    const double g = load(got[i]);
+    if (g >= lo && g <= hi) continue;
+    if (r.bad++ == 0) {
+      r.first = "element " + std::to_string(i) + ": got " + std::to_string(g) + ", exact " + std::to_string(exact[i]) +
+                " +- " + std::to_string(err);
+    }
+  }
+  return r;
+}
+
+// 1 + |x| for each x: the magnitude of results whose error is relative, but not below 1.
+inline std::vector<double> one_plus_abs(const std::vector<double>& x) {
+  std::vector<double> m(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) m[i] = 1.0 + std::fabs(x[i]);
+  return m;
+}
+
+// n elements of T as doubles (exact).
+template <typename T>
+std::vector<double> widen(const T* p, std::int64_t n) {
+  std::vector<double> out(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = load(p[i]);
+  return out;
+}
+
 // ---- the float64 finite-difference gradient checks ------------------------------------------------
 
 // f64 values uniform in [offset - scale, offset + scale).

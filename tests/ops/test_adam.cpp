@@ -1,10 +1,14 @@
-// Adam: cpu::adam_step against a hand-computed two-step update, with and without weight decay.
+// Adam: cpu::adam_step against a hand-computed two-step update, with and without weight decay; for
+// every OpCase, the fp32 masters' compute-dtype mirror (bf16/f16) is store<M>(master) bit for bit and
+// leaves the masters' update unchanged.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/adam.h"
+#include "ops/adam.h"
 #include "ops/op_testing.h"
 
 namespace dragoman {
@@ -69,6 +73,77 @@ TEMPLATE_TEST_CASE("cpu::adam_step matches a hand-computed two-step update", "[k
       CHECK(param[i] == Approx(e.p2[i]).margin(tol));
     }
   }
+}
+
+namespace {
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const T* b) {
+  return std::memcmp(a.data(), b, a.size() * sizeof(T)) == 0;
+}
+
+// Three steps with and without a mirror of type M at n elements: the same master bits, and the
+// mirror is the masters rounded once.
+template <typename M>
+void check_mirror(int64_t n) {
+  INFO("n " << n);
+  std::vector<float> p1 = test::random_values<float>(n, 1), m1(test::at(n), 0.0f), v1(test::at(n), 0.0f);
+  test::GuardedBuffer<float> p2(n), m2(n), v2(n);
+  test::GuardedBuffer<M> mirror(n);
+  std::copy(p1.begin(), p1.end(), p2.data());
+  cpu::AdamHyper hyper;
+  hyper.lr = 0.01;
+  hyper.weight_decay = 0.1;
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    const std::vector<float> g = test::random_values<float>(n, 10 + static_cast<std::uint64_t>(step), 4.0);
+    hyper.step = step;
+    cpu::adam_step<float>(p1.data(), g.data(), m1.data(), v1.data(), n, hyper);
+    cpu::adam_step<M>(p2.data(), g.data(), m2.data(), v2.data(), n, hyper, mirror.data());
+  }
+  CHECK(same_bits(p1, p2.data()));
+  CHECK(same_bits(m1, m2.data()));
+  CHECK(same_bits(v1, v2.data()));
+  std::vector<M> expected(test::at(n));
+  for (int64_t i = 0; i < n; ++i) expected[test::at(i)] = store<M>(p1[test::at(i)]);
+  CHECK(same_bits(expected, mirror.data()));
+  CHECK((p2.intact() && m2.intact() && v2.intact() && mirror.intact()));
+}
+
+}  // namespace
+
+TEST_CASE("cpu::adam_step refreshes a bf16/f16 mirror of fp32 masters in the same pass", "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      // The masters are accumulator_dtype(compute dtype); only bf16 and f16 have a mirror.
+      if (c.dtype == DType::kBF16) {
+        for (const int64_t n : test::awkward_sizes()) check_mirror<bf16>(n);
+      } else if (c.dtype == DType::kF16) {
+        for (const int64_t n : test::awkward_sizes()) check_mirror<f16>(n);
+      } else {
+        CHECK(accumulator_dtype(c.dtype) == c.dtype);
+      }
+    }
+  }
+}
+
+TEST_CASE("ops::adam_step with a mirror checks its dtypes and fills it", "[ops]") {
+  const int64_t n = 33;
+  Tensor param = test::from_doubles(test::random_doubles(n, 1), {n}, DType::kF32, Device::cpu());
+  const Tensor grad = test::from_doubles(test::random_doubles(n, 2), {n}, DType::kF32, Device::cpu());
+  Tensor m = Tensor::zeros({n}, DType::kF32), v = Tensor::zeros({n}, DType::kF32);
+  cpu::AdamHyper hyper;
+  hyper.lr = 0.01;
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    Tensor mirror = Tensor::zeros({n}, dtype);
+    ops::adam_step(param, grad, m, v, hyper, &mirror);
+    CHECK(test::to_doubles(mirror) == test::rounded_to(test::to_doubles(param), dtype));
+  }
+  Tensor wrong = Tensor::zeros({n}, DType::kF32);
+  CHECK_THROWS_WITH(ops::adam_step(param, grad, m, v, hyper, &wrong), Catch::Contains("bf16 or f16"));
+  Tensor param64 = Tensor::zeros({n}, DType::kF64), grad64 = Tensor::zeros({n}, DType::kF64);
+  Tensor m64 = Tensor::zeros({n}, DType::kF64), v64 = Tensor::zeros({n}, DType::kF64);
+  Tensor mirror = Tensor::zeros({n}, DType::kBF16);
+  CHECK_THROWS_WITH(ops::adam_step(param64, grad64, m64, v64, hyper, &mirror), Catch::Contains("accumulator dtype"));
 }
 
 }  // namespace dragoman

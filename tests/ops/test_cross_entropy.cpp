@@ -1,5 +1,8 @@
 // Log-softmax and the label-smoothed cross-entropy: the raw-pointer kernels against the formula of
-// docs/MODEL.md, and ops::cross_entropy_fused_'s gradient against float64 central finite differences.
+// docs/MODEL.md, and ops::cross_entropy_fused_'s gradient against float64 central finite differences;
+// for every OpCase at awkward and vocabulary-sized rows, the log-probabilities and dlogits rounded
+// once from a double reference of the rounded logits, sentinels after the rows, the same sums from
+// both kernels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -118,6 +121,81 @@ TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradi
     check_gradient("logits", loss, logits, grad);
     const std::vector<double> gv = grad.to_vector<double>();
     for (std::size_t k = 7; k < 14; ++k) CHECK(gv[k] == 0.0);  // the pad row
+  }
+}
+
+namespace {
+
+// log_softmax, cross_entropy_forward and cross_entropy_fused of `rows` rows of v classes over T.
+template <typename T>
+void check_cross_entropy_rounding(DType dtype, int64_t v) {
+  INFO("V " << v);
+  const int64_t rows = 3;
+  const std::int32_t pad = 0;
+  const double eps = 0.1, off = v > 1 ? eps / static_cast<double>(v - 1) : 0.0;
+  const std::vector<double> x = test::rounded_to(test::random_doubles(rows * v, 7, 4.0), dtype);
+  const std::vector<std::int32_t> targets = {static_cast<std::int32_t>(v - 1), pad, static_cast<std::int32_t>(v / 2)};
+  // The double reference: log-probabilities, p - q, and the sums over the non-pad rows.
+  std::vector<double> lp(x.size()), grad(x.size()), lp_magnitude(x.size()), grad_magnitude(x.size());
+  double loss = 0, nll = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data() + r * v;
+    const double max_value = *std::max_element(row, row + v);
+    double z = 0;
+    for (int64_t k = 0; k < v; ++k) z += std::exp(row[k] - max_value);
+    const double log_z = max_value + std::log(z);
+    const std::int32_t y = targets[at(r)];
+    for (int64_t k = 0; k < v; ++k) {
+      const std::size_t i = at(r * v + k);
+      lp[i] = row[k] - log_z;
+      const double q = (k == y ? 1.0 - eps : 0.0) + (k != pad ? off : 0.0);
+      grad[i] = y == pad ? 0.0 : std::exp(lp[i]) - q;
+      lp_magnitude[i] = 1.0 + std::fabs(lp[i]);
+      grad_magnitude[i] = y == pad ? 0.0 : std::exp(lp[i]) * lp_magnitude[i] + std::fabs(grad[i]);
+      if (y != pad) loss -= (k == y ? 1.0 - eps : 0.0) * lp[i] + (k != pad ? off * lp[i] : 0.0);
+    }
+    if (y != pad) nll -= lp[at(r * v + y)];
+  }
+  // acc_t<T>'s error on a log-probability: the row's log-sum-exp summed in float (about
+  // 2^-24 sqrt(V) in practice) or in double.
+  const double rel = dtype == DType::kF64 ? 1e-12 : 4e-5;
+  const std::vector<T> xt = test::to_storage<T>(x);
+
+  test::GuardedBuffer<T> a(rows * v), b(rows * v), c(rows * v);
+  std::copy(xt.begin(), xt.end(), a.data());
+  std::copy(xt.begin(), xt.end(), b.data());
+  std::copy(xt.begin(), xt.end(), c.data());
+  cpu::log_softmax<T>(a.data(), rows, v);
+  double loss_b = 0, nll_b = 0, loss_c = 0, nll_c = 0;
+  cpu::cross_entropy_forward<T>(b.data(), targets.data(), rows, v, pad, eps, &loss_b, &nll_b);
+  cpu::cross_entropy_fused<T>(c.data(), targets.data(), rows, v, pad, eps, &loss_c, &nll_c);
+  CHECK((a.intact() && b.intact() && c.intact()));
+  for (const T* out : {a.data(), b.data()}) {
+    const test::RoundingCheck r = test::check_rounded_once(out, lp, lp_magnitude, rel);
+    INFO("log-probabilities: " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  }
+  const test::RoundingCheck r = test::check_rounded_once(c.data(), grad, grad_magnitude, rel);
+  INFO("dlogits: " << r.bad << " bad, first " << r.first);
+  CHECK(r.bad == 0);
+  // Both kernels sum the same acc_t<T> log-probabilities: the same bits.
+  CHECK(loss_b == loss_c);
+  CHECK(nll_b == nll_c);
+  CHECK(loss_b == Approx(loss).epsilon(rel));
+  CHECK(nll_b == Approx(nll).epsilon(rel));
+}
+
+}  // namespace
+
+TEST_CASE("cpu cross-entropy kernels round each log-probability and gradient once, for every dtype", "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (const int64_t v : test::awkward_sizes()) check_cross_entropy_rounding<T>(c.dtype, v);
+        check_cross_entropy_rounding<T>(c.dtype, 32000);  // a vocabulary-sized row
+      });
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 // gemm and the linear/matmul ops: the raw-pointer cpu::gemm against naive loops (every transpose
 // combination, leading dimensions wider than the matrices, k == 0, strided batches), and ops::linear's
-// backward pass against float64 central finite differences.
+// backward pass against float64 central finite differences; for every OpCase (f64, f32, bf16, f16)
+// at awkward sizes, gemm_bias, gemm and the fp32-gradient gemm against a double reference from the
+// rounded inputs, rounded once (test::check_rounded_once), with sentinels after every output.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,6 +30,138 @@ using test::random_values;
 using test::ScopedThreads;
 using test::tolerance;
 using test::zeros64;
+
+// ---- gemm over every storage type ----------------------------------------------------------------
+
+namespace {
+
+// The product of [rows, inner] by [inner, cols], both given as element functions, in double, and
+// the sum of the absolute values of its terms (the scale of its summation error).
+template <typename A, typename B>
+void exact_product(int64_t rows, int64_t cols, int64_t inner, A a, B b, std::vector<double>& exact,
+                   std::vector<double>& magnitude) {
+  exact.assign(at(rows * cols), 0.0);
+  magnitude.assign(at(rows * cols), 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t p = 0; p < inner; ++p) {
+        const double term = a(i, p) * b(p, j);
+        exact[at(i * cols + j)] += term;
+        magnitude[at(i * cols + j)] += std::fabs(term);
+      }
+    }
+  }
+}
+
+// y = x W^T + b, dx = dy W and dW += dy^T x through the kernels for one (rows, in, out).
+template <typename T>
+void check_linear_kernels(DType dtype, int64_t rows, int64_t in, int64_t out) {
+  using Acc = acc_t<T>;
+  INFO("rows " << rows << ", in " << in << ", out " << out);
+  const std::vector<double> x = test::rounded_to(test::random_doubles(rows * in, 1), dtype),
+                            w = test::rounded_to(test::random_doubles(out * in, 2), dtype),
+                            b = test::rounded_to(test::random_doubles(out, 3), dtype),
+                            dy = test::rounded_to(test::random_doubles(rows * out, 4), dtype),
+                            dw0 = test::rounded_to(test::random_doubles(out * in, 5), accumulator_dtype(dtype));
+  const std::vector<T> xt = test::to_storage<T>(x), wt = test::to_storage<T>(w), bt = test::to_storage<T>(b),
+                       dyt = test::to_storage<T>(dy);
+  // Summation in acc_t<T>: at most (terms + 2) roundings of its unit.
+  const auto rel = [&](int64_t terms) {
+    return static_cast<double>(terms + 2) * test::unit_roundoff(accumulator_dtype(dtype));
+  };
+  std::vector<double> exact, magnitude;
+
+  {  // y = x W^T + b, rounded once after the bias
+    test::GuardedBuffer<T> y(rows * out, store<T>(std::numeric_limits<Acc>::quiet_NaN()));
+    cpu::gemm_bias<T>(false, true, rows, out, in, xt.data(), in, wt.data(), in, bt.data(), y.data());
+    CHECK(y.intact());
+    exact_product(
+        rows, out, in, [&](int64_t i, int64_t p) { return x[at(i * in + p)]; },
+        [&](int64_t p, int64_t j) { return w[at(j * in + p)]; }, exact, magnitude);
+    for (int64_t i = 0; i < rows * out; ++i) {
+      exact[at(i)] += b[at(i % out)];
+      magnitude[at(i)] += std::fabs(b[at(i % out)]);
+    }
+    const test::RoundingCheck r = test::check_rounded_once(y.data(), exact, magnitude, rel(in + 1));
+    INFO("y: " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  }
+  {  // dx = dy W (C, all NaN, is not read when beta == 0)
+    test::GuardedBuffer<T> dx(rows * in, store<T>(std::numeric_limits<Acc>::quiet_NaN()));
+    cpu::gemm<T>(false, false, rows, in, out, 1, dyt.data(), out, wt.data(), in, 0, dx.data(), in);
+    CHECK(dx.intact());
+    exact_product(
+        rows, in, out, [&](int64_t i, int64_t p) { return dy[at(i * out + p)]; },
+        [&](int64_t p, int64_t j) { return w[at(p * in + j)]; }, exact, magnitude);
+    const test::RoundingCheck r = test::check_rounded_once(dx.data(), exact, magnitude, rel(out));
+    INFO("dx: " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  }
+  {  // dW += dy^T x into the accumulator dtype
+    test::GuardedBuffer<Acc> dw(out * in);
+    for (int64_t i = 0; i < out * in; ++i) dw.data()[i] = static_cast<Acc>(dw0[at(i)]);
+    cpu::gemm<T>(true, false, out, in, rows, 1, dyt.data(), out, xt.data(), in, 1, dw.data(), in);
+    CHECK(dw.intact());
+    exact_product(
+        out, in, rows, [&](int64_t i, int64_t p) { return dy[at(p * out + i)]; },
+        [&](int64_t p, int64_t j) { return x[at(p * in + j)]; }, exact, magnitude);
+    for (int64_t i = 0; i < out * in; ++i) {
+      exact[at(i)] += dw0[at(i)];
+      magnitude[at(i)] += std::fabs(dw0[at(i)]);
+    }
+    const test::RoundingCheck r = test::check_rounded_once(dw.data(), exact, magnitude, rel(rows + 1));
+    INFO("dW: " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu::gemm_bias and cpu::gemm round once per stored element, for every dtype", "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        // Each awkward size once as each of the three dimensions (513 and 1025 cross the widening
+        // blocks of bf16/f16, kGemmBlock = 512, in m, n and k).
+        for (const int64_t s : test::awkward_sizes()) {
+          check_linear_kernels<T>(c.dtype, s, 7, 33);
+          check_linear_kernels<T>(c.dtype, 33, s, 7);
+          check_linear_kernels<T>(c.dtype, 7, 33, s);
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("ops::linear and linear_backward take accumulator-dtype parameter gradients", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const DType acc = accumulator_dtype(c.dtype);
+      const Tensor x = test::from_doubles(test::random_doubles(2 * 3 * 4, 1), {2, 3, 4}, c.dtype, c.device);
+      const Tensor w = test::from_doubles(test::random_doubles(5 * 4, 2), {5, 4}, c.dtype, c.device);
+      const Tensor b = test::from_doubles(test::random_doubles(5, 3), {5}, c.dtype, c.device);
+      const Tensor dy = test::from_doubles(test::random_doubles(2 * 3 * 5, 4), {2, 3, 5}, c.dtype, c.device);
+      const Tensor y = ops::linear(x, w, b);
+      CHECK(y.dtype() == c.dtype);
+      CHECK(y.shape() == Shape{2, 3, 5});
+      Tensor dw = Tensor::zeros({5, 4}, acc, c.device), db = Tensor::zeros({5}, acc, c.device);
+      const Tensor dx = ops::linear_backward(x, w, dy, dw, db);
+      CHECK(dx.dtype() == c.dtype);
+      // dbias = the column sums of dy (6 rows: exact in the accumulator for these inputs' scale).
+      const std::vector<double> dyv = test::to_doubles(dy), dbv = test::to_doubles(db);
+      for (int64_t o = 0; o < 5; ++o) {
+        double sum = 0;
+        for (int64_t r = 0; r < 6; ++r) sum += dyv[at(r * 5 + o)];
+        CHECK(dbv[at(o)] == Approx(sum).margin(1e-6));
+      }
+      if (c.dtype != acc) {
+        Tensor dw_low = Tensor::zeros({5, 4}, c.dtype, c.device);
+        CHECK_THROWS_WITH(ops::linear_backward(x, w, dy, dw_low, Tensor()), Catch::Contains("accumulator dtype"));
+      }
+    }
+  }
+}
 
 // ---- gemm ---------------------------------------------------------------------------------------
 

@@ -9,8 +9,13 @@
 //   out[b, t, h*Kv : h*Kv+Kv] = sum_s dropped[b, h, t, s] * v[b, s, h*Kv : h*Kv+Kv]
 // The forward pass saves only lse [B, H, T] for the backward pass, which recomputes the
 // probabilities from q, k and lse, and the dropout mask from Philox (as flash attention does): no
-// [B, H, T, S] tensor is ever stored. Scores, the softmax and its gradient are computed in double;
-// lse is stored in T.
+// [B, H, T, S] tensor is ever stored.
+// Precision (core/numeric.h): T is double, float, bf16 or f16. Scores, the softmax, its gradient
+// and every sum over keys or queries are computed in acc_t<T> (float for float, bf16 and f16; double
+// for double); out, dq, dk and dv are summed in acc_t<T> buffers and each element is rounded once,
+// with store<T>(), when written. lse is a statistic, stored in acc_t<T> (accumulator_dtype). (Until
+// #12, float attention computed in double; float compute keeps the float model's numpy fixtures
+// within their tolerances and is what a CUDA kernel does.)
 // q/k/v/out are row-major [B, rows, H * size] blocks addressed by (batch stride, row stride), so a
 // key/value cache of capacity P can be read as its first S rows without a copy.
 // query_offset is the position of query 0 (incremental decoding: S - 1 for one query).
@@ -18,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "core/numeric.h"
 
 namespace dragoman::cpu {
 
@@ -31,17 +38,18 @@ struct AttentionShape {
   std::int64_t query_offset = 0;
 };
 
-// lse: [B, H, T], written when not null (a training step's forward; decoding passes null). `rng_stream`
+// lse: [B, H, T] of acc_t<T>, written when not null (a training step's forward; decoding passes null). `rng_stream`
 // is the Philox stream of the dropout mask.
 template <typename T>
 void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
-                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, T* lse, T* out);
+                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, acc_t<T>* lse,
+                       T* out);
 
 // Gradients of out with respect to q, k and v (assigned), from the forward's lse and the same
 // dropout (p, seed, rng_stream). dq has q's strides, dk k's, dv v's.
 template <typename T>
 void attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
                         const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
-                        std::uint64_t rng_stream, const T* lse, const T* dout, T* dq, T* dk, T* dv);
+                        std::uint64_t rng_stream, const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv);
 
 }  // namespace dragoman::cpu

@@ -5,20 +5,24 @@
 #include <cmath>
 #include <vector>
 
+#include "core/numeric.h"
+
 namespace dragoman::cpu {
 
 namespace {
 
-// log(sum_k exp(x[k])) of one row, in double.
+// log(sum_k exp(x[k])) of one row, in acc_t<T> (the maximum subtracted first).
 template <typename T>
-double log_sum_exp(const T* row, std::int64_t v) {
-  const double max_value = *std::max_element(row, row + v);
-  double sum = 0;
-  for (std::int64_t k = 0; k < v; ++k) sum += std::exp(row[k] - max_value);
+acc_t<T> log_sum_exp(const T* row, std::int64_t v) {
+  using Acc = acc_t<T>;
+  Acc max_value = load(row[0]);
+  for (std::int64_t k = 1; k < v; ++k) max_value = std::max(max_value, load(row[k]));
+  Acc sum = 0;
+  for (std::int64_t k = 0; k < v; ++k) sum += std::exp(load(row[k]) - max_value);
   return max_value + std::log(sum);
 }
 
-// A row's loss and nll from its log-probabilities (already rounded to T).
+// A row's loss and nll, summed in double from its log-probabilities in acc_t<T>.
 struct RowLoss {
   double loss = 0, nll = 0;
 };
@@ -38,28 +42,31 @@ void log_softmax(T* x, std::int64_t rows, std::int64_t v) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = x + r * v;
-    const double log_z = log_sum_exp(row, v);
-    for (std::int64_t k = 0; k < v; ++k) row[k] = static_cast<T>(row[k] - log_z);
+    const acc_t<T> log_z = log_sum_exp(row, v);
+    for (std::int64_t k = 0; k < v; ++k) row[k] = store<T>(load(row[k]) - log_z);
   }
 }
 
 template <typename T>
 void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
                            double smoothing, double* loss_sum, double* nll_sum) {
+  using Acc = acc_t<T>;
   std::vector<RowLoss> row_loss(static_cast<std::size_t>(rows));
   const double off = v > 1 ? smoothing / static_cast<double>(v - 1) : 0.0;
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
-    T* lp = logits + r * v;
-    const double log_z = log_sum_exp(lp, v);
-    double sum_lp = 0;  // over k != pad
-    for (std::int64_t k = 0; k < v; ++k) {
-      lp[k] = static_cast<T>(lp[k] - log_z);
-      if (k != pad) sum_lp += lp[k];
-    }
+    T* row = logits + r * v;
     const std::int32_t y = targets[r];
+    const Acc log_z = log_sum_exp(row, v);
+    double sum_lp = 0, lp_y = 0;  // sum_lp over k != pad
+    for (std::int64_t k = 0; k < v; ++k) {
+      const Acc lp = load(row[k]) - log_z;
+      row[k] = store<T>(lp);
+      if (k != pad) sum_lp += lp;
+      if (k == y) lp_y = lp;
+    }
     if (y == pad) continue;
-    row_loss[static_cast<std::size_t>(r)] = {-(1.0 - smoothing) * lp[y] - off * sum_lp, -static_cast<double>(lp[y])};
+    row_loss[static_cast<std::size_t>(r)] = {-(1.0 - smoothing) * lp_y - off * sum_lp, -lp_y};
   }
   add_in_order(row_loss, loss_sum, nll_sum);
 }
@@ -67,6 +74,7 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
                          double smoothing, double* loss_sum, double* nll_sum) {
+  using Acc = acc_t<T>;
   std::vector<RowLoss> row_loss(static_cast<std::size_t>(rows));
   const double off = v > 1 ? smoothing / static_cast<double>(v - 1) : 0.0;
 #pragma omp parallel for schedule(static)
@@ -74,32 +82,33 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
     T* row = logits + r * v;
     const std::int32_t y = targets[r];
     if (y == pad) {
-      std::fill(row, row + v, T(0));
+      std::fill(row, row + v, store<T>(0));
       continue;
     }
-    const double log_z = log_sum_exp(row, v);
+    const Acc log_z = log_sum_exp(row, v);
     double sum_lp = 0, lp_y = 0;
     for (std::int64_t k = 0; k < v; ++k) {
-      const T lp = static_cast<T>(row[k] - log_z);
+      const Acc lp = load(row[k]) - log_z;
       if (k != pad) sum_lp += lp;
       if (k == y) lp_y = lp;
-      const double q = (k == y ? 1.0 - smoothing : 0.0) + (k != pad ? off : 0.0);
-      row[k] = static_cast<T>(std::exp(static_cast<double>(lp)) - q);
+      const Acc q = static_cast<Acc>((k == y ? 1.0 - smoothing : 0.0) + (k != pad ? off : 0.0));
+      row[k] = store<T>(std::exp(lp) - q);
     }
     row_loss[static_cast<std::size_t>(r)] = {-(1.0 - smoothing) * lp_y - off * sum_lp, -lp_y};
   }
   add_in_order(row_loss, loss_sum, nll_sum);
 }
 
-template void log_softmax<float>(float*, std::int64_t, std::int64_t);
-template void log_softmax<double>(double*, std::int64_t, std::int64_t);
-template void cross_entropy_forward<float>(float*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t,
-                                           double, double*, double*);
-template void cross_entropy_forward<double>(double*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t,
-                                            double, double*, double*);
-template void cross_entropy_fused<float>(float*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,
-                                         double*, double*);
-template void cross_entropy_fused<double>(double*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t,
-                                          double, double*, double*);
+#define DRAGOMAN_INSTANTIATE(T)                                                                                     \
+  template void log_softmax<T>(T*, std::int64_t, std::int64_t);                                                     \
+  template void cross_entropy_forward<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, \
+                                         double*, double*);                                                         \
+  template void cross_entropy_fused<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,   \
+                                       double*, double*);
+DRAGOMAN_INSTANTIATE(double)
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
 
 }  // namespace dragoman::cpu

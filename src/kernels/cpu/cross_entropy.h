@@ -3,6 +3,10 @@
 //   q(k) = (1 - eps) [k = y] + eps / (V - 1) [k != pad];  loss = -sum_k q(k) log p(k);  nll = -log p(y)
 // Rows whose target is pad are ignored (no loss, zero gradient). Sums are accumulated in double,
 // row by row in order, so they do not depend on the thread count.
+// Precision (core/numeric.h): T is double, float, bf16 or f16. A row's maximum, log-sum-exp and each
+// log-probability are computed in acc_t<T> (float for float, bf16, f16); each element written back
+// (log-probability or gradient) is rounded once with store<T>(); the loss sums add the acc_t<T>
+// log-probabilities (not their rounded copies) in double. (Until #12, float rows computed in double.)
 #pragma once
 
 #include <cstdint>
@@ -16,13 +20,13 @@ void log_softmax(T* x, std::int64_t rows, std::int64_t v);
 // Replaces logits by log-probabilities (in place) and adds the loss and nll sums over non-pad rows
 // to *loss_sum and *nll_sum.   logits: [rows, V]; targets: [rows]
 template <typename T>
-void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
-                           std::int32_t pad, double smoothing, double* loss_sum, double* nll_sum);
+void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
+                           double smoothing, double* loss_sum, double* nll_sum);
 
 // The training loss, fused with its gradient: adds the sums as cross_entropy_forward does and
 // replaces logits by d(loss_sum)/d(logits) = p - q (in place; 0 for pad rows), so the backward pass
-// has nothing left to compute but its scale. The log-probability of each element is rounded to T
-// exactly where cross_entropy_forward stores it, so both give the same sums.
+// has nothing left to compute but its scale. p = exp(log-probability in acc_t<T>), never of a rounded
+// copy. Both kernels sum the same acc_t<T> log-probabilities, so they give the same sums bit for bit.
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
                          double smoothing, double* loss_sum, double* nll_sum);

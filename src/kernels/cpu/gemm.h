@@ -1,23 +1,45 @@
-// Matrix multiplication on the CPU through OpenBLAS (cblas_sgemm / cblas_dgemm), row-major:
+// Matrix multiplication on the CPU, row-major, the spec of the cuBLASLt calls of the CUDA build:
 //   C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C[m, n]
 // with op(X) = X or X^T, and leading dimensions (row strides) lda, ldb, ldc in elements.
-// OpenBLAS threads internally (set_gemm_threads); results may differ in the last bits between
-// thread counts, never between runs with the same count.
+//
+// T, the storage type of A and B, is double, float, bf16 or f16; C is T, or acc_t<T> (float for
+// bf16 and f16: a parameter gradient accumulated in fp32 with beta = 1). alpha and beta are acc_t<T>.
+//   - T = float, double: cblas_sgemm / cblas_dgemm directly on the operands.
+//   - T = bf16, f16: what cuBLASLt does with CUBLAS_COMPUTE_32F. A and B are widened to float exactly,
+//     in blocks of at most kGemmBlock x kGemmBlock elements (bounded memory), and cblas_sgemm sums the
+//     products in float into a float tile that starts at beta * C. The tile never rounds between k
+//     blocks; a C of T is rounded once, with store<T>(), after the last one. A float C is the tile.
+// OpenBLAS threads internally (set_gemm_threads); the widening loops run on OpenMP threads between
+// its calls, never around them. Results may differ in the last bits between thread counts, never
+// between runs with the same count.
 #pragma once
 
 #include <cstdint>
 
+#include "core/numeric.h"
+
 namespace dragoman::cpu {
 
-template <typename T>
-void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+// The block edge of the widened bf16/f16 operands (elements).
+inline constexpr std::int64_t kGemmBlock = 512;
 
-// The same for `batch` independent products at fixed element strides between them.
+template <typename T, typename C>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, acc_t<T> beta, C* c, std::int64_t ldc);
+
+// C[m, n] = op(A) op(B) + bias[n] on every row, C contiguous (ldc = n): a linear layer's forward,
+// cuBLASLt's BIAS epilogue. For bf16/f16 the bias is added to the float tile and C is rounded once;
+// for float/double, C is the product stored, then the bias added (cpu::bias_add). The bias gradient
+// is cpu::bias_backward (kernels/cpu/elementwise.h).
 template <typename T>
-void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const T* b, std::int64_t ldb, const T* bias, T* c);
+
+// The same as gemm (C of T) for `batch` independent products at fixed element strides between them.
+template <typename T>
+void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
                           const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
-                          std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
+                          std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
                           std::int64_t batch);
 
 void set_gemm_threads(int threads);
