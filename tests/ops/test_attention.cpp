@@ -1,7 +1,9 @@
 // Attention: cpu::attention_forward against a naive per-head softmax (key padding, causal mask, one
 // query against a strided cache, fully masked rows, dropout), and ops::attention's backward pass
 // against float64 central finite differences (padding, causal, attention dropout, three heads with
-// K != Kv and T != S, a query offset, strided cache views).
+// K != Kv and T != S, a query offset, strided cache views); for every OpCase at awkward key counts
+// and head sizes, forward and backward against a double reference from the rounded inputs, each
+// output rounded once (the log-sum-exp kept in the accumulator type), with sentinels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -299,6 +301,116 @@ TEST_CASE("ops::attention reads k and v through strided cache views", "[ops]") {
   CHECK(g.dk.to_vector<double>() == gc.dk.to_vector<double>());
   CHECK(g.dv.to_vector<double>() == gc.dv.to_vector<double>());
   CHECK(g.dk.shape() == k.shape());
+}
+
+// ---- every storage type --------------------------------------------------------------------------
+
+namespace {
+
+// The gradients of out with respect to q, k and v in double, from the formula of
+// kernels/cpu/attention.h and the reference's probabilities.
+struct NaiveGrads {
+  std::vector<double> dq, dk, dv;
+};
+NaiveGrads naive_attention_backward(const cpu::AttentionShape& a, const std::vector<double>& q,
+                                    const std::vector<double>& k, const std::vector<double>& v,
+                                    const NaiveAttention& ref, const std::vector<double>& dout, double scale,
+                                    double dropout_p, std::uint64_t seed, std::uint64_t rng_stream) {
+  const int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys, K = a.key_size, Kv = a.value_size;
+  NaiveGrads g{std::vector<double>(q.size(), 0.0), std::vector<double>(k.size(), 0.0),
+               std::vector<double>(v.size(), 0.0)};
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t t = 0; t < Tq; ++t) {
+        const std::size_t do_t = at((b * Tq + t) * H * Kv + h * Kv), q_t = at((b * Tq + t) * H * K + h * K);
+        std::vector<double> dp(at(S)), p(at(S));
+        double dot_sum = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          const std::size_t row = at(((b * H + h) * Tq + t) * S + s);
+          const double mask = dropout_p <= 0 ? 1.0
+                              : philox::uniform(seed, rng_stream, row) >= static_cast<float>(dropout_p)
+                                  ? 1.0 / (1.0 - dropout_p)
+                                  : 0.0;
+          p[at(s)] = ref.probs[row];
+          const std::size_t v_s = at((b * S + s) * H * Kv + h * Kv);
+          for (int64_t i = 0; i < Kv; ++i) {
+            dp[at(s)] += dout[do_t + at(i)] * v[v_s + at(i)];
+            g.dv[v_s + at(i)] += p[at(s)] * mask * dout[do_t + at(i)];
+          }
+          dp[at(s)] *= mask;
+          dot_sum += p[at(s)] * dp[at(s)];
+        }
+        for (int64_t s = 0; s < S; ++s) {
+          const double ds = p[at(s)] * (dp[at(s)] - dot_sum) * scale;
+          const std::size_t k_s = at((b * S + s) * H * K + h * K);
+          for (int64_t i = 0; i < K; ++i) {
+            g.dq[q_t + at(i)] += ds * k[k_s + at(i)];
+            g.dk[k_s + at(i)] += ds * q[q_t + at(i)];
+          }
+        }
+      }
+    }
+  }
+  return g;
+}
+
+// Forward and backward over T for one shape; causal with the last query at the last key.
+template <typename T>
+void check_attention_rounding(DType dtype, int64_t Tq, int64_t S, int64_t K, bool causal) {
+  using Acc = acc_t<T>;
+  const int64_t B = 2, H = 2, Kv = 5;
+  const double dropout = 0.2, scale = 1.0 / std::sqrt(static_cast<double>(K));
+  INFO("T " << Tq << ", S " << S << ", K " << K << (causal ? ", causal" : ""));
+  cpu::AttentionShape a = contiguous_shape(B, H, Tq, S, K, Kv);
+  a.causal = causal;
+  a.query_offset = std::max<int64_t>(S - Tq, 0);
+  const std::vector<std::int32_t> lengths = {static_cast<std::int32_t>(S), static_cast<std::int32_t>(S / 2 + 1)};
+  const std::vector<double> q = test::rounded_to(test::random_doubles(B * Tq * H * K, 30, 1.5), dtype),
+                            k = test::rounded_to(test::random_doubles(B * S * H * K, 31, 1.5), dtype),
+                            v = test::rounded_to(test::random_doubles(B * S * H * Kv, 32), dtype),
+                            dout = test::rounded_to(test::random_doubles(B * Tq * H * Kv, 33), dtype);
+  const std::vector<T> qt = test::to_storage<T>(q), kt = test::to_storage<T>(k), vt = test::to_storage<T>(v),
+                       dot = test::to_storage<T>(dout);
+  // acc_t<T>'s error relative to 1 + |result| (float: exp, log and sums over up to 1025 terms).
+  const double rel = dtype == DType::kF64 ? 1e-11 : 3e-5;
+  const auto check = [&](const char* what, const auto* got, const std::vector<double>& exact) {
+    const test::RoundingCheck r = test::check_rounded_once(got, exact, test::one_plus_abs(exact), rel);
+    INFO(what << ": " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  };
+
+  test::GuardedBuffer<T> out(B * Tq * H * Kv);
+  test::GuardedBuffer<Acc> lse(B * H * Tq);
+  cpu::attention_forward<T>(a, qt.data(), kt.data(), vt.data(), lengths.data(), scale, dropout, 5, 6, lse.data(),
+                            out.data());
+  const NaiveAttention ref = naive_attention(a, q, k, v, lengths, scale, dropout, 5, 6);
+  check("out", out.data(), ref.out);
+  check("lse", lse.data(), ref.lse);
+
+  test::GuardedBuffer<T> dq(B * Tq * H * K), dk(B * S * H * K), dv(B * S * H * Kv);
+  cpu::attention_backward<T>(a, qt.data(), kt.data(), vt.data(), lengths.data(), scale, dropout, 5, 6, lse.data(),
+                             dot.data(), dq.data(), dk.data(), dv.data());
+  const NaiveGrads g = naive_attention_backward(a, q, k, v, ref, dout, scale, dropout, 5, 6);
+  check("dq", dq.data(), g.dq);
+  check("dk", dk.data(), g.dk);
+  check("dv", dv.data(), g.dv);
+  CHECK((out.intact() && lse.intact() && dq.intact() && dk.intact() && dv.intact()));
+}
+
+}  // namespace
+
+TEST_CASE("cpu attention kernels round each stored element once, for every dtype", "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (const int64_t s : test::awkward_sizes()) {
+          check_attention_rounding<T>(c.dtype, 3, s, 8, s % 2 == 1);  // key counts
+          check_attention_rounding<T>(c.dtype, 2, 7, s, false);       // head sizes
+        }
+      });
+    }
+  }
 }
 
 }  // namespace dragoman
