@@ -47,6 +47,7 @@ struct TranslateCliOptions {
   std::int64_t batch_sentences = 64;
   std::int64_t chunk_lines = 10000;
   std::string device = "cpu";
+  std::string precision = "fp32";
   int threads = 0;
   bool replace_invalid = false;
   bool progress = false;
@@ -267,7 +268,9 @@ int run_translate(const TranslateCliOptions& o) {
   signals.remove_on_abort(output.temporary_path());
 
   ModelFileInfo info;
-  const Transformer model = load_model(o.model, DType::kF32, &info);
+  DType precision = DType::kF32;
+  parse_precision(o.precision, precision);  // one of the names --precision accepts
+  const Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info);
   if (info.vocabulary.empty()) {
     throw Error(o.model +
                 ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
@@ -365,6 +368,11 @@ Subcommand add_translate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--device", o->device, "cpu (CUDA decoding is not in this version)")
       ->check(device_name())
+      ->capture_default_str();
+  sub->add_option("--precision", o->precision,
+                  "Weights and activations in fp32, bf16 or fp16 (16-bit: half the model's memory; log-probabilities "
+                  "stay fp32)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   add_threads_option(sub, o->threads, "Compute threads");
   sub->add_flag("--replace-invalid", o->replace_invalid,

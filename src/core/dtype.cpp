@@ -37,4 +37,23 @@ bool parse_dtype(std::string_view name, DType& dtype) {
   return false;
 }
 
+const char* precision_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "fp32";
+    case DType::kBF16: return "bf16";
+    case DType::kF16: return "fp16";
+    default: return dtype_name(dtype);
+  }
+}
+
+bool parse_precision(std::string_view name, DType& dtype) {
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16}) {
+    if (name == precision_name(d)) {
+      dtype = d;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace dragoman

@@ -17,4 +17,9 @@ const char* dtype_name(DType dtype);
 // The DType of a safetensors name; false if Dragoman does not support it.
 bool parse_dtype(std::string_view name, DType& dtype);
 
+// The compute precisions users name (training.precision, translate --precision): "fp32", "bf16",
+// "fp16" for f32, bf16, f16.
+const char* precision_name(DType dtype);
+bool parse_precision(std::string_view name, DType& dtype);
+
 }  // namespace dragoman

@@ -55,6 +55,12 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
 
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info) {
+  return model_from_safetensors(file, name, ParameterPrecision{dtype, dtype, true}, info);
+}
+
+Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
+                                   const ParameterPrecision& precision, ModelFileInfo* info) {
+  const DType dtype = precision.master;
   const auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
   const auto meta = [&](const char* key) -> const std::string& {
     const auto it = file.metadata.find(key);
@@ -74,7 +80,7 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("model_config is not valid JSON: ") + e.what());
   }
-  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), dtype);
+  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), precision);
 
   ModelFileInfo read_info;
   if (const auto it = file.metadata.find("step"); it != file.metadata.end()) {
@@ -127,6 +133,7 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   for (const ParameterEntry& e : params.entries()) {
     if (seen.count(e.spec.name) == 0) fail("missing parameter '" + e.spec.name + "'");
   }
+  model.refresh_compute_weights();
   if (info != nullptr) *info = std::move(read_info);
   return model;
 }
@@ -138,6 +145,10 @@ void save_model(const std::string& path, const Transformer& model, const ModelFi
 
 Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info) {
   return model_from_safetensors(read_safetensors(path), path, dtype, info);
+}
+
+Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info) {
+  return model_from_safetensors(read_safetensors(path), path, precision, info);
 }
 
 }  // namespace dragoman

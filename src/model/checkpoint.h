@@ -24,11 +24,11 @@ inline constexpr const char* kVocabularyTensor = "vocabulary.sentencepiece";
 
 struct ModelFileInfo {
   std::int64_t step = 0;
-  std::string vocabulary;                      // SentencePiece model bytes; empty if none
+  std::string vocabulary;                       // SentencePiece model bytes; empty if none
   std::map<std::string, std::string> metadata;  // more __metadata__ entries (not the reserved keys)
 };
 
-// The safetensors content of a model: parameters in the model's dtype, or in `file_dtype` (F32,
+// The safetensors content of a model: its master weights in their dtype, or in `file_dtype` (F32,
 // F64, BF16 or F16: rounded to nearest even, half the size of F32 for the 16-bit types).
 SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
                                      std::optional<DType> file_dtype = std::nullopt);
@@ -36,9 +36,14 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
 // Parameters are converted to `dtype` (widening a 16-bit file is exact).
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info = nullptr);
+// The same, held as `precision` says: the file's tensors are converted to the master dtype (a
+// 16-bit decoding model rounds f32 weights to nearest even), and the compute weights refreshed.
+Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
+                                   const ParameterPrecision& precision, ModelFileInfo* info = nullptr);
 
 void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
                 std::optional<DType> file_dtype = std::nullopt);
 Transformer load_model(const std::string& path, DType dtype = DType::kF32, ModelFileInfo* info = nullptr);
+Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info = nullptr);
 
 }  // namespace dragoman

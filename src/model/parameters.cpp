@@ -4,11 +4,30 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "core/philox.h"
+#include "kernels/cpu/cast.h"
 
 namespace dragoman {
 
-ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, DType dtype, Device device) {
+ParameterPrecision ParameterPrecision::training(DType compute) { return {accumulator_dtype(compute), compute, true}; }
+
+ParameterPrecision ParameterPrecision::decoding(DType compute) { return {compute, compute, false}; }
+
+ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, DType dtype, Device device)
+    : ParameterSet(specs, ParameterPrecision{dtype, dtype, true}, device) {}
+
+ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, const ParameterPrecision& precision, Device device)
+    : precision_(precision) {
+  if (!is_float_dtype(precision.master) || !is_float_dtype(precision.compute)) {
+    throw Error(std::string("parameters: master and compute dtypes must be f32, f64, bf16 or f16, got ") +
+                dtype_name(precision.master) + " and " + dtype_name(precision.compute));
+  }
+  if (precision.gradients && precision.master != accumulator_dtype(precision.compute)) {
+    throw Error(std::string("parameters: trained master weights of ") + dtype_name(precision.compute) +
+                " compute are " + dtype_name(accumulator_dtype(precision.compute)) + ", not " +
+                dtype_name(precision.master));
+  }
   std::int64_t offset = 0;
   for (const ParameterSpec& spec : specs) {
     if (contains(spec.name)) throw Error("duplicate parameter name '" + spec.name + "'");
@@ -16,8 +35,23 @@ ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, DType dtype,
     entries_.push_back({spec, offset, n});
     offset += n;
   }
-  values_ = Tensor::zeros({offset}, dtype, device);
-  grads_ = Tensor::zeros({offset}, dtype, device);
+  values_ = Tensor::zeros({offset}, precision.master, device);
+  compute_values_ = precision.single_buffer() ? values_ : Tensor::zeros({offset}, precision.compute, device);
+  if (precision.gradients) grads_ = Tensor::zeros({offset}, accumulator_dtype(precision.compute), device);
+}
+
+void ParameterSet::refresh_compute_values() {
+  if (precision_.single_buffer()) return;
+  if (!values_.device().is_cpu() || values_.dtype() != DType::kF32) {
+    compute_values_.copy_from(values_.to(precision_.compute));
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(size());
+  switch (precision_.compute) {  // f32 master, the common case: one parallel pass
+    case DType::kBF16: cpu::cast(values_.data<float>(), compute_values_.data<bf16>(), n); break;
+    case DType::kF16: cpu::cast(values_.data<float>(), compute_values_.data<f16>(), n); break;
+    default: compute_values_.copy_from(values_.to(precision_.compute));
+  }
 }
 
 bool ParameterSet::contains(const std::string& name) const {
@@ -39,12 +73,21 @@ Tensor ParameterSet::value(const std::string& name) const {
   return values_.narrow(0, e.offset, e.numel).view(e.spec.shape);
 }
 
+Tensor ParameterSet::compute_value(const std::string& name) const {
+  const ParameterEntry& e = entry(name);
+  return compute_values_.narrow(0, e.offset, e.numel).view(e.spec.shape);
+}
+
 Tensor ParameterSet::grad(const std::string& name) const {
   const ParameterEntry& e = entry(name);
+  if (!grads_.defined()) return Tensor();
   return grads_.narrow(0, e.offset, e.numel).view(e.spec.shape);
 }
 
-void ParameterSet::zero_grads() { grads_.fill_zero(); }
+void ParameterSet::zero_grads() {
+  if (!grads_.defined()) throw Error("parameters: this model has no gradients (it was loaded for decoding)");
+  grads_.fill_zero();
+}
 
 void ParameterSet::initialize(std::uint64_t seed) {
   constexpr double kTwoPi = 6.283185307179586;
@@ -59,7 +102,8 @@ void ParameterSet::initialize(std::uint64_t seed) {
       case ParameterInit::kZeros: std::fill(out, out + e.numel, 0.0); break;
       case ParameterInit::kOnes: std::fill(out, out + e.numel, 1.0); break;
       case ParameterInit::kXavierUniform: {
-        const double fan_out = static_cast<double>(e.spec.shape.at(0)), fan_in = static_cast<double>(e.spec.shape.at(1));
+        const double fan_out = static_cast<double>(e.spec.shape.at(0)),
+                     fan_in = static_cast<double>(e.spec.shape.at(1));
         const double a = std::sqrt(6.0 / (fan_in + fan_out));
         for (std::int64_t i = 0; i < e.numel; ++i) out[i] = a * (2.0 * u(i) - 1.0);
         break;
@@ -72,6 +116,7 @@ void ParameterSet::initialize(std::uint64_t seed) {
     }
   }
   values_.copy_from(Tensor::from_vector(host, {size()}).to(values_.dtype()).to(values_.device()));
+  refresh_compute_values();
 }
 
 }  // namespace dragoman

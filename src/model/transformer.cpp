@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "model/layers.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
@@ -122,12 +123,15 @@ struct Transformer::Views {
 
 namespace {
 
+// The compute weights (what the forward reads) and the gradients of a layer.
 Linear bind_linear(const ParameterSet& p, const std::string& name) {
-  return {p.value(name + ".weight"), p.value(name + ".bias"), p.grad(name + ".weight"), p.grad(name + ".bias")};
+  return {p.compute_value(name + ".weight"), p.compute_value(name + ".bias"), p.grad(name + ".weight"),
+          p.grad(name + ".bias")};
 }
 
 LayerNormParams bind_norm(const ParameterSet& p, const std::string& name) {
-  return {p.value(name + ".weight"), p.value(name + ".bias"), p.grad(name + ".weight"), p.grad(name + ".bias")};
+  return {p.compute_value(name + ".weight"), p.compute_value(name + ".bias"), p.grad(name + ".weight"),
+          p.grad(name + ".bias")};
 }
 
 AttentionParams bind_attention(const ParameterSet& p, const std::string& name) {
@@ -171,14 +175,18 @@ ForwardActivations::~ForwardActivations() = default;
 ForwardActivations::ForwardActivations(ForwardActivations&&) noexcept = default;
 ForwardActivations& ForwardActivations::operator=(ForwardActivations&&) noexcept = default;
 
-Transformer::Transformer(const ModelConfig& config, DType dtype, Device device) : config_(config) {
+Transformer::Transformer(const ModelConfig& config, DType dtype, Device device)
+    : Transformer(config, ParameterPrecision{dtype, dtype, true}, device) {}
+
+Transformer::Transformer(const ModelConfig& config, const ParameterPrecision& precision, Device device)
+    : config_(config) {
   config_.validate();
-  if (dtype != DType::kF32 && dtype != DType::kF64) throw Error("Transformer: parameters must be f32 or f64");
-  params_ = ParameterSet(transformer_parameter_specs(config_), dtype, device);
+  params_ = ParameterSet(transformer_parameter_specs(config_), precision, device);
+  const DType dtype = precision.compute;
   views_ = std::make_unique<Views>();
   Views& v = *views_;
   const ParameterSet& p = params_;
-  const auto matrix = [&](const std::string& name) { return Views::Matrix{p.value(name), p.grad(name)}; };
+  const auto matrix = [&](const std::string& name) { return Views::Matrix{p.compute_value(name), p.grad(name)}; };
   v.src_embed = matrix(config_.share_embeddings ? "embed.weight" : "encoder.embed.weight");
   v.tgt_embed = matrix(config_.share_embeddings ? "embed.weight" : "decoder.embed.weight");
   v.output = config_.tie_output ? v.tgt_embed : matrix("output.weight");
@@ -336,6 +344,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
   if (!saved.state_) {
     throw Error("backward: these activations are empty (each forward_loss allows one backward pass)");
   }
+  if (!params_.grads().defined()) throw Error("backward: this model has no gradients (it was loaded for decoding)");
   const std::unique_ptr<ForwardActivations::State> act = std::move(saved.state_);
   const ModelConfig& c = config_;
   const Views& v = *views_;
@@ -512,6 +521,9 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
   }
   Tensor log_probs = ops::linear(y, v.output.weight, Tensor()).view({b, c.tgt_vocab_size});  // [B, V]
+  // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
+  // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
+  if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);
   ops::log_softmax_(log_probs);
   state.steps = t + 1;
   return log_probs;

@@ -81,6 +81,9 @@ class Transformer {
   // Parameters in `dtype` (f32; f64 for gradient checks) on `device`, zero until initialize() or a
   // checkpoint fills them. The config is validated.
   Transformer(const ModelConfig& config, DType dtype = DType::kF32, Device device = Device::cpu());
+  // Parameters held as `precision` says (parameters.h): training in bf16/f16 from f32 master
+  // weights, or decoding-only weights in the compute dtype. Activations are in the compute dtype.
+  Transformer(const ModelConfig& config, const ParameterPrecision& precision, Device device = Device::cpu());
   ~Transformer();
   Transformer(Transformer&&) noexcept;
   Transformer& operator=(Transformer&&) noexcept;
@@ -88,10 +91,14 @@ class Transformer {
   const ModelConfig& config() const { return config_; }
   ParameterSet& parameters() { return params_; }
   const ParameterSet& parameters() const { return params_; }
-  DType dtype() const { return params_.values().dtype(); }
+  // The compute dtype: of the weights the forward reads, and of every activation.
+  DType dtype() const { return params_.precision().compute; }
 
   // docs/MODEL.md's initialisation, a function of the seed alone.
   void initialize(std::uint64_t seed);
+  // After the master weights changed outside an optimizer step that refreshes them (loading,
+  // averaging, tests): rounds them into the compute weights.
+  void refresh_compute_weights() { params_.refresh_compute_values(); }
 
   // Forward pass over a batch (dropout as options say); `saved` receives what backward() needs.
   // Returns loss and nll sums and the number of target tokens.
@@ -111,7 +118,8 @@ class Transformer {
   // with `beams` rows per source (all starting alike).
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity,
                               std::int64_t beams = 1) const;
-  // Feeds one token per row (BOS first) and returns the next token's log-probabilities [B, V].
+  // Feeds one token per row (BOS first) and returns the next token's log-probabilities [B, V]
+  // (f32 for f32/bf16/f16 models, f64 for f64: log-probabilities are never rounded to 16 bits).
   Tensor decode_step(DecoderState& state, const Tensor& tokens) const;
   // Keeps rows `rows` of the state, in that order (beam search's reordering; rows may repeat). With
   // beams > 1, each run of `beams` new rows must come from rows of one source (their run's source

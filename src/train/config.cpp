@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/threads.h"
 
@@ -19,8 +20,7 @@ namespace {
 nlohmann::json yaml_to_json(const YAML::Node& node, const std::string& source) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
+    case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
       for (const YAML::Node& item : node) array.push_back(yaml_to_json(item, source));
@@ -31,8 +31,7 @@ nlohmann::json yaml_to_json(const YAML::Node& node, const std::string& source) {
       for (const auto& item : node) object[item.first.as<std::string>()] = yaml_to_json(item.second, source);
       return object;
     }
-    case YAML::NodeType::Scalar:
-      break;
+    case YAML::NodeType::Scalar: break;
   }
   const std::string text = node.Scalar();
   if (node.Tag() == "!") return text;  // quoted
@@ -194,7 +193,11 @@ nlohmann::json TrainConfig::to_json() const {
             {"valid_beam", training.valid_beam},
             {"best_metric", training.best_metric},
             {"patience", training.patience},
-            {"threads", training.threads}}},
+            {"threads", training.threads},
+            {"precision", training.precision},
+            {"loss_scale", training.loss_scale},
+            {"loss_scale_window", training.loss_scale_window},
+            {"min_loss_scale", training.min_loss_scale}}},
           {"checkpoint",
            {{"every_steps", checkpoint.every_steps},
             {"every_minutes", checkpoint.every_minutes},
@@ -252,6 +255,10 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.string("best_metric", c.training.best_metric);
       r.integer("patience", c.training.patience);
       r.integer("threads", c.training.threads);
+      r.string("precision", c.training.precision);
+      r.number("loss_scale", c.training.loss_scale);
+      r.integer("loss_scale_window", c.training.loss_scale_window);
+      r.number("min_loss_scale", c.training.min_loss_scale);
       r.finish();
     } else if (name == "checkpoint") {
       SectionReader r(section, source, name);
@@ -306,7 +313,8 @@ void TrainConfig::validate() const {
   if (!data.valid_tsv.empty() && (!data.valid_source.empty() || !data.valid_target.empty())) {
     fail("give either data.valid_source and data.valid_target, or data.valid_tsv");
   }
-  if (data.valid_source.empty() != data.valid_target.empty()) fail("data.valid_source and data.valid_target go together");
+  if (data.valid_source.empty() != data.valid_target.empty())
+    fail("data.valid_source and data.valid_target go together");
   if (data.vocab_type != "bpe" && data.vocab_type != "unigram") fail("data.vocab_type must be bpe or unigram");
   if (data.max_length < 1) fail("data.max_length must be >= 1");
   if (training.max_tokens < 1) fail("training.max_tokens must be >= 1");
@@ -323,10 +331,18 @@ void TrainConfig::validate() const {
   if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
   if (training.valid_beam < 1 || training.valid_beam > 1024) fail("training.valid_beam must be in [1, 1024]");
   if (training.best_metric != "nll" && training.best_metric != "bleu") fail("training.best_metric must be nll or bleu");
-  if (training.best_metric == "bleu" && !training.valid_bleu) fail("training.best_metric bleu needs training.valid_bleu");
+  if (training.best_metric == "bleu" && !training.valid_bleu)
+    fail("training.best_metric bleu needs training.valid_bleu");
   if (training.threads < 0 || training.threads > kMaxThreads) {
     fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(kMaxThreads));
   }
+  DType precision = DType::kF32;
+  if (!parse_precision(training.precision, precision)) fail("training.precision must be fp32, bf16 or fp16");
+  if (!(training.min_loss_scale > 0) || !(training.loss_scale >= training.min_loss_scale) ||
+      !std::isfinite(training.loss_scale)) {
+    fail("training.loss_scale must be finite and >= training.min_loss_scale > 0");
+  }
+  if (training.loss_scale_window < 1) fail("training.loss_scale_window must be >= 1");
   if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
   if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
 }

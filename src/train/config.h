@@ -15,22 +15,22 @@
 namespace dragoman {
 
 struct DataConfig {
-  std::string train_source, train_target;  // line-aligned text files ...
-  std::string train_tsv;                   // ... or one "source<TAB>target" file
+  std::string train_source, train_target;             // line-aligned text files ...
+  std::string train_tsv;                              // ... or one "source<TAB>target" file
   std::string valid_source, valid_target, valid_tsv;  // optional dev set
-  std::string vocabulary;  // a SentencePiece .model; empty: built into the run directory
+  std::string vocabulary;                             // a SentencePiece .model; empty: built into the run directory
   std::string vocab_type = "bpe";
   std::int64_t vocab_size = 8000;
   double character_coverage = 1.0;
   std::int64_t vocab_sample = 2000000;  // sentences sampled to build the vocabulary (0: all)
-  std::int64_t max_length = 250;       // tokens per side; longer training pairs are dropped
+  std::int64_t max_length = 250;        // tokens per side; longer training pairs are dropped
   double max_ratio = 3.0;               // length ratio filter (0: off)
 };
 
 struct TrainingConfig {
   std::uint64_t seed = 1;
-  std::int64_t max_tokens = 4096;  // per batch, source and target each, padding counted
-  std::int64_t update_freq = 1;    // batches accumulated per update
+  std::int64_t max_tokens = 4096;   // per batch, source and target each, padding counted
+  std::int64_t update_freq = 1;     // batches accumulated per update
   std::int64_t max_steps = 100000;  // updates (0: no limit)
   std::int64_t max_epochs = 0;      // 0: no limit
   double lr_factor = 1.0;           // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
@@ -45,6 +45,14 @@ struct TrainingConfig {
   std::string best_metric = "nll";  // nll or bleu: decides checkpoint-best and patience
   std::int64_t patience = 0;        // stop after this many validations without improvement (0: never)
   std::int64_t threads = 0;         // 0: all cores
+  // Compute precision (docs/MODEL.md, "Precision"): fp32, bf16 or fp16, from fp32 master weights.
+  std::string precision = "fp32";
+  // fp16's dynamic loss scaling: the first scale, updates without overflow before it doubles, and
+  // the smallest scale (reached: the run stops). A step whose gradients overflow is skipped and
+  // halves the scale.
+  double loss_scale = 65536.0;
+  std::int64_t loss_scale_window = 2000;
+  double min_loss_scale = 1.0 / 16384;
 };
 
 struct CheckpointConfig {

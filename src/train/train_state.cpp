@@ -1,6 +1,7 @@
 // Training state files (see train_state.h).
 #include "train/train_state.h"
 
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -39,10 +40,13 @@ void save_train_state(const std::string& path, const TrainState& state) {
                    {"best_valid_loss", std::to_string(state.best_valid_loss)},
                    {"validations", std::to_string(state.validations)},
                    {"bad_validations", std::to_string(state.bad_validations)},
-                   {"best_step", std::to_string(state.best_step)}};
+                   {"best_step", std::to_string(state.best_step)},
+                   {"loss_scale_good_steps", std::to_string(state.loss_scale_good_steps)},
+                   {"skipped_steps", std::to_string(state.skipped_steps)}};
   // The best values must round-trip exactly (they decide "best"): store their bits too.
-  for (const auto& [key, value] : {std::pair{"best_valid_loss_bits", state.best_valid_loss},
-                                   std::pair{"best_valid_bleu_bits", state.best_valid_bleu}}) {
+  for (const auto& [key, value] :
+       {std::pair{"best_valid_loss_bits", state.best_valid_loss},
+        std::pair{"best_valid_bleu_bits", state.best_valid_bleu}, std::pair{"loss_scale_bits", state.loss_scale}}) {
     std::uint64_t bits = 0;
     std::memcpy(&bits, &value, sizeof bits);
     file.metadata[key] = std::to_string(bits);
@@ -59,8 +63,10 @@ TrainState load_train_state(const std::string& path) {
     if (it == file.metadata.end()) throw Error(path + ": not a Dragoman training state: no '" + key + "'");
     return it->second;
   };
-  if (meta("format") != kFormat) throw Error(path + ": not a Dragoman training state (format '" + meta("format") + "')");
-  if (meta("format_version") != "1") throw Error(path + ": training state version " + meta("format_version") + " is not supported");
+  if (meta("format") != kFormat)
+    throw Error(path + ": not a Dragoman training state (format '" + meta("format") + "')");
+  if (meta("format_version") != "1")
+    throw Error(path + ": training state version " + meta("format_version") + " is not supported");
   const auto integer = [&](const char* key) {
     try {
       std::size_t used = 0;
@@ -85,6 +91,14 @@ TrainState load_train_state(const std::string& path) {
   };
   real("best_valid_loss_bits", s.best_valid_loss);
   if (file.metadata.count("best_valid_bleu_bits") != 0) real("best_valid_bleu_bits", s.best_valid_bleu);  // newer files
+  if (file.metadata.count("loss_scale_bits") != 0) {  // newer files (older ones never trained in fp16)
+    real("loss_scale_bits", s.loss_scale);
+    s.loss_scale_good_steps = integer("loss_scale_good_steps");
+    s.skipped_steps = integer("skipped_steps");
+    if (!(s.loss_scale >= 0) || !std::isfinite(s.loss_scale)) {
+      throw Error(path + ": training state 'loss_scale' is not a finite non-negative number");
+    }
+  }
   const SafeTensor* m = file.find("adam_m");
   const SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {

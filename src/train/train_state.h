@@ -22,6 +22,11 @@ struct TrainState {
   std::int64_t validations = 0;
   std::int64_t bad_validations = 0;  // since the best
   std::int64_t best_step = 0;
+  // fp16's dynamic loss scaling (0 before an fp16 update): the scale, updates since it last
+  // changed, and updates skipped because their gradients overflowed.
+  double loss_scale = 0;
+  std::int64_t loss_scale_good_steps = 0;
+  std::int64_t skipped_steps = 0;
   Tensor adam_m, adam_v;  // [parameters]
 };
 

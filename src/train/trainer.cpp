@@ -1,11 +1,14 @@
 // The training loop (see trainer.h).
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -186,9 +189,14 @@ class Trainer {
   void append_metrics(const nlohmann::json& line);
   [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
   void require_finite_weights() const;
+  void inject_overflow_for_tests();
+  void skip_overflowed_update(double loss, double grad_norm);
+  void grow_loss_scale();
 
   TrainConfig config_;
   TrainOptions options_;
+  ParameterPrecision precision_;  // fp32 master weights, training.precision compute
+  std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<Vocabulary> vocab_;
   std::unique_ptr<Transformer> model_;
@@ -342,7 +350,7 @@ void Trainer::resume_or_initialize() {
       if (!std::ifstream(path, std::ios::binary)) throw Error("cannot read checkpoint file " + path);
     }
     try {
-      loaded = std::make_unique<Transformer>(load_model(model_path, DType::kF32, &info));
+      loaded = std::make_unique<Transformer>(load_model(model_path, precision_, &info));
       state = load_train_state(state_path);
       if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
         throw Error("checkpoint state " + state_path + " does not match its model file");
@@ -385,7 +393,7 @@ void Trainer::resume_or_initialize() {
                 " set aside as *.damaged in " + (fs::path(run_) / "checkpoints").string() +
                 "); restore one, or use --overwrite to start afresh");
   }
-  model_ = std::make_unique<Transformer>(mc, DType::kF32);
+  model_ = std::make_unique<Transformer>(mc, precision_);
   model_->initialize(config_.training.seed);
   state_ = TrainState();
   state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32);
@@ -563,8 +571,52 @@ void Trainer::require_finite_weights() const {
       state_.step, saved_step_));
 }
 
+// Tests only (TrainOptions::inject_overflow_at): the gradients of a listed update become infinite
+// once, as an fp16 overflow makes them.
+void Trainer::inject_overflow_for_tests() {
+  const std::int64_t update = state_.step + 1;
+  const auto& at = options_.inject_overflow_at;
+  if (std::find(at.begin(), at.end(), update) == at.end() || !injected_overflows_.insert(update).second) return;
+  Tensor grads = model_->parameters().grads();
+  const Tensor inf = Tensor::from_vector(std::vector<double>{std::numeric_limits<double>::infinity()}, {1});
+  grads.narrow(0, 0, 1).copy_from(inf.to(grads.dtype()).to(grads.device()));
+}
+
+// fp16: an update whose loss or gradients overflowed is not applied; the loss scale is halved (the
+// data it used stays consumed, as in fairseq and PyTorch's GradScaler).
+void Trainer::skip_overflowed_update(double loss, double grad_norm) {
+  const TrainingConfig& t = config_.training;
+  const double scale = state_.loss_scale;
+  if (scale / 2 < t.min_loss_scale) {
+    throw Error(fmt::format(
+        "train: update {} overflowed in fp16 at the smallest loss scale (training.min_loss_scale {}; loss {}, "
+        "gradient norm {}): the gradients are not finite at any scale. Train in bf16 or fp32 "
+        "(training.precision), or lower the learning rate, then run the same command to resume",
+        state_.step + 1, t.min_loss_scale, loss, grad_norm));
+  }
+  state_.loss_scale = scale / 2;
+  state_.loss_scale_good_steps = 0;
+  ++state_.skipped_steps;
+  spdlog::warn(
+      "train: update {} overflowed in fp16 (loss {}, gradient norm {}) at loss scale {}: skipped, scale now {}",
+      state_.step + 1, loss, grad_norm, scale, state_.loss_scale);
+  append_metrics({{"step", state_.step}, {"skipped_updates", state_.skipped_steps}, {"loss_scale", state_.loss_scale}});
+}
+
+// fp16: after training.loss_scale_window updates without overflow the loss scale doubles.
+void Trainer::grow_loss_scale() {
+  if (++state_.loss_scale_good_steps < config_.training.loss_scale_window) return;
+  state_.loss_scale *= 2;
+  state_.loss_scale_good_steps = 0;
+  spdlog::debug("train: loss scale now {}", state_.loss_scale);
+}
+
 TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
+  DType compute = DType::kF32;
+  parse_precision(t.precision, compute);  // validated by TrainConfig::validate
+  precision_ = ParameterPrecision::training(compute);
+  const bool fp16 = compute == DType::kF16;
   set_compute_threads(resolve_threads(static_cast<int>(t.threads), "train: training.threads"));
   config_.make_paths_absolute();
   run_ = options_.run_dir;
@@ -635,15 +687,24 @@ TrainResult Trainer::run() {
     if (batches.empty()) break;
 
     // Dropout streams per batch: a function of (seed, step, k) only.
-    const UpdateLoss update =
-        accumulate_gradients(*model_, batches, true, t.seed, static_cast<std::uint64_t>(state_.step * t.update_freq));
-    grad_norm = std::sqrt(ops::sum_squares(params.grads()));
+    if (fp16 && state_.loss_scale == 0) state_.loss_scale = t.loss_scale;
+    const double loss_scale = fp16 ? state_.loss_scale : 1.0;
+    const UpdateLoss update = accumulate_gradients(*model_, batches, true, t.seed,
+                                                   static_cast<std::uint64_t>(state_.step * t.update_freq), loss_scale);
+    if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
+    grad_norm = std::sqrt(ops::sum_squares(params.grads())) / loss_scale;
     if (!std::isfinite(grad_norm) || !std::isfinite(update.loss_sum)) {
-      fail_non_finite(update.loss_sum / static_cast<double>(std::max<std::int64_t>(update.tokens, 1)), grad_norm);
+      const double loss = update.loss_sum / static_cast<double>(std::max<std::int64_t>(update.tokens, 1));
+      if (!fp16) fail_non_finite(loss, grad_norm);
+      skip_overflowed_update(loss, grad_norm);
+      continue;
     }
     window_loss += update.loss_sum;
     window_nll += update.nll_sum;
-    if (t.clip_norm > 0 && grad_norm > t.clip_norm) ops::scale_(params.grads(), t.clip_norm / grad_norm);
+    // Unscaling (fp16) and clipping in one pass over the gradients.
+    double grad_factor = 1.0 / loss_scale;
+    if (t.clip_norm > 0 && grad_norm > t.clip_norm) grad_factor *= t.clip_norm / grad_norm;
+    if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
     cpu::AdamHyper hyper;
     hyper.step = state_.step + 1;
     hyper.lr = learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr, t.lr_factor);
@@ -651,7 +712,8 @@ TrainResult Trainer::run() {
     hyper.beta2 = t.adam_beta2;
     hyper.eps = t.adam_eps;
     hyper.weight_decay = t.weight_decay;
-    ops::adam_step(params.values(), params.grads(), state_.adam_m, state_.adam_v, hyper);
+    ops::adam_step(params.values(), params.grads(), state_.adam_m, state_.adam_v, hyper, params.mirror());
+    if (fp16) grow_loss_scale();
     ++state_.step;
     state_.tokens_seen += update.tokens;
     window_tokens += update.tokens;
@@ -670,14 +732,19 @@ TrainResult Trainer::run() {
           "elapsed {} | ETA {}",
           state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
           format_hms(state_.elapsed_seconds), eta);
-      append_metrics({{"step", state_.step},
-                      {"epoch", state_.epoch + 1},
-                      {"loss", loss},
-                      {"ppl", ppl},
-                      {"lr", hyper.lr},
-                      {"gnorm", grad_norm},
-                      {"tgt_tokens_per_s", tokens_per_second},
-                      {"elapsed_s", state_.elapsed_seconds}});
+      nlohmann::json metrics = {{"step", state_.step},
+                                {"epoch", state_.epoch + 1},
+                                {"loss", loss},
+                                {"ppl", ppl},
+                                {"lr", hyper.lr},
+                                {"gnorm", grad_norm},
+                                {"tgt_tokens_per_s", tokens_per_second},
+                                {"elapsed_s", state_.elapsed_seconds}};
+      if (fp16) {
+        metrics["loss_scale"] = state_.loss_scale;
+        metrics["skipped_updates"] = state_.skipped_steps;
+      }
+      append_metrics(metrics);
       result.last_train_loss = loss;
       window_loss = window_nll = 0;
       window_tokens = 0;

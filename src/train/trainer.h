@@ -35,6 +35,9 @@ struct TrainOptions {
   // loop after the current update; a trained model is saved as an interrupted checkpoint, then
   // train returns. nullptr: never.
   const std::atomic<int>* stop_signal = nullptr;
+  // Tests only: the updates (1-based) whose gradients are made infinite after the backward pass,
+  // as an fp16 overflow would make them.
+  std::vector<std::int64_t> inject_overflow_at;
 };
 
 struct TrainResult {
@@ -49,8 +52,10 @@ struct TrainResult {
   double best_valid_bleu = 0;      // when validation scored BLEU
 };
 
-// Trains (or resumes) the run in options.run_dir. A non-finite loss or gradient norm stops the run
-// with an Error naming the update before it reaches Adam; the last checkpoint stays the last good one.
+// Trains (or resumes) the run in options.run_dir. In fp32 and bf16, a non-finite loss or gradient
+// norm stops the run with an Error naming the update before it reaches Adam; the last checkpoint
+// stays the last good one. In fp16 such an update is skipped and the loss scale halved (an Error
+// once it would go below training.min_loss_scale).
 TrainResult train(const TrainConfig& config, const TrainOptions& options);
 
 }  // namespace dragoman

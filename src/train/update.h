@@ -17,9 +17,10 @@ struct UpdateLoss {
   std::int64_t tokens = 0;
 };
 
-// Zeroes the model's gradients, then leaves in them d(loss_sum / tokens)/d(parameters) over all
-// `batches`. With `training`, dropout masks come from (seed, first_stream + k) for batch k.
+// Zeroes the model's gradients, then leaves in them d(loss_scale * loss_sum / tokens)/d(parameters)
+// over all `batches`. With `training`, dropout masks come from (seed, first_stream + k) for batch k.
+// loss_scale: fp16's loss scaling (the caller unscales the gradients); 1 otherwise.
 UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
-                                std::uint64_t seed, std::uint64_t first_stream);
+                                std::uint64_t seed, std::uint64_t first_stream, double loss_scale = 1.0);
 
 }  // namespace dragoman

@@ -91,6 +91,8 @@ expect overwrite 0 "train: done at step 20" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run" --set model.d_ff=48 --overwrite
 expect threads-bound 1 "training.threads must be from 0 .* to 1024" -- "$dragoman" train -c "$tmp/c.yaml" \
   --run "$tmp/z" --set training.threads=2000
+expect precision-name 1 "training.precision must be fp32, bf16 or fp16" -- "$dragoman" train -c "$tmp/c.yaml" \
+  --run "$tmp/z" --set training.precision=fp8
 expect cuda-device 1 "CPU only" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:0
 expect bad-device 2 "expected cpu, cuda or cuda:N, got 'gpu'" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
   --device gpu

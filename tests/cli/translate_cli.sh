@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end checks of `dragoman translate` as a user runs it, on a small model trained here:
 # one output line per input line in input order (empty, blank, over-long and CRLF lines among
-# them), standard input/output, batch size and thread count not changing the output, n-best and
-# score formats, invalid UTF-8 (error naming the line, or --replace-invalid), damaged and
-# other-version model files, output paths checked before the model loads, usage errors, atomic
-# output (nothing written on error or SIGTERM), interactive use on a pipe (each translation
-# written before the input ends), SIGINT on standard output (the lines written are kept).
+# them), standard input/output, batch size and thread count not changing the output, bf16/fp16
+# decoding (--precision), n-best and score formats, invalid UTF-8 (error naming the line, or
+# --replace-invalid), damaged and other-version model files, output paths checked before the model
+# loads, usage errors, atomic output (nothing written on error or SIGTERM), interactive use on a
+# pipe (each translation written before the input ends), SIGINT on standard output (the lines
+# written are kept).
 # Usage: translate_cli.sh DRAGOMAN_BINARY
 set -uo pipefail
 dragoman=$1
@@ -81,6 +82,16 @@ check big-line-count test "$(wc -l <"$tmp/big.txt")" -eq 300
 check batch-invariance cmp -s "$tmp/big.txt" "$tmp/b1.txt"
 check thread-invariance cmp -s "$tmp/big.txt" "$tmp/t2.txt"
 check batch-sentences-invariance cmp -s "$tmp/big.txt" "$tmp/s3.txt"
+# 16-bit decoding (--precision): the same number of lines, and (a model this sure of itself) the
+# same translations for nearly every line. A precision it does not know is a usage error.
+for precision in bf16 fp16; do
+  "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/$precision.txt" --precision "$precision" 2>/dev/null
+  check "$precision-line-count" test "$(wc -l <"$tmp/$precision.txt")" -eq 300
+  check "$precision-agrees-with-fp32" test "$(paste -d'|' "$tmp/big.txt" "$tmp/$precision.txt" |
+    awk -F'|' '$1 == $2' | wc -l)" -ge 285
+done
+expect unknown-precision 2 "--precision: fp8 not in \{fp32,bf16,fp16\}" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --precision fp8
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/greedy.txt" --beam 1 2>/dev/null
 check greedy-line-count test "$(wc -l <"$tmp/greedy.txt")" -eq 300
 

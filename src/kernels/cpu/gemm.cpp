@@ -26,10 +26,11 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bla
 template <typename T>
 constexpr bool kWidened = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
 
-// dst[r * cols + j] = load(src[r * ld + j]) for r < rows, j < cols (exact).
+// dst[r * cols + j] = load(src[r * ld + j]) for r < rows, j < cols (exact). One thread: a block is
+// at most 512 x 512, converting it takes a fraction of its product's time, and an OpenMP team
+// started between two OpenBLAS calls only competes with OpenBLAS's spinning threads.
 template <typename T>
 void widen(const T* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst) {
-#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 16))
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t j = 0; j < cols; ++j) dst[r * cols + j] = load(src[r * ld + j]);
   }
@@ -41,8 +42,15 @@ void widened_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
                   std::int64_t lda, const T* b, std::int64_t ldb, float beta, C* c, std::int64_t ldc, const T* bias) {
   constexpr bool kFloatC = std::is_same_v<C, float>;
   constexpr std::int64_t kB = kGemmBlock;
-  std::vector<float> a_block(static_cast<std::size_t>(kB * kB)), b_block(static_cast<std::size_t>(kB * kB));
-  std::vector<float> tile(kFloatC ? 0 : static_cast<std::size_t>(kB * kB));
+  // The float blocks, kept per thread between calls (a fresh 1 MiB allocation per product costs a
+  // brk/mmap round trip and page faults every time).
+  thread_local std::vector<float> a_block, b_block, tile;
+  const auto reserve = [](std::vector<float>& v, std::int64_t n) {
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  };
+  reserve(a_block, std::min(kB, m) * std::min(kB, k));
+  reserve(b_block, std::min(kB, k) * std::min(kB, n));
+  if (!kFloatC) reserve(tile, std::min(kB, m) * std::min(kB, n));
   for (std::int64_t i0 = 0; i0 < m; i0 += kB) {
     const std::int64_t mb = std::min(kB, m - i0);
     for (std::int64_t j0 = 0; j0 < n; j0 += kB) {
@@ -80,7 +88,6 @@ void widened_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
                   p0 == 0 ? beta : 1.0f, t, static_cast<blasint>(ldt));
       }
       if constexpr (!kFloatC) {
-#pragma omp parallel for schedule(static) if (mb * nb >= (1 << 16))
         for (std::int64_t r = 0; r < mb; ++r) {
           for (std::int64_t j = 0; j < nb; ++j) {
             const float bias_j = bias != nullptr ? load(bias[j0 + j]) : 0.0f;
