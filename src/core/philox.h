@@ -51,6 +51,22 @@ DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t
   return block_bits(seed, rng_stream, index >> 2).v[index & 3];
 }
 
+// What random numbers are for: the top 4 bits of every rng_stream, so that streams of two purposes
+// never meet, whatever their other 60 bits (#12 section 5). Within a purpose:
+//   kInit     parameter p's initial values: rng_stream p (docs/MODEL.md, "Initialisation")
+//   kDropout  dropout site k of batch b on data-parallel rank r: bits 48-59 r, 24-47 b, 0-23 k
+//   kData     the batcher's length ties and shuffles (data/batching.cpp), per epoch
+// The purpose values are fixed forever: checkpoints resume with the same random numbers.
+enum class Purpose : std::uint64_t { kInit = 0x0, kDropout = 0x1, kData = 0xB };
+
+constexpr int kPurposeShift = 60;
+constexpr std::uint64_t kPurposeMask = std::uint64_t{0xF} << kPurposeShift;
+
+// The rng_stream `value` of `purpose` (value < 2^60).
+DRAGOMAN_HOST_DEVICE constexpr std::uint64_t purpose_stream(Purpose purpose, std::uint64_t value) {
+  return (static_cast<std::uint64_t>(purpose) << kPurposeShift) | (value & ~kPurposeMask);
+}
+
 // The float uniform in [0, 1) of 32 random bits (24 of them used: every value exactly representable).
 DRAGOMAN_HOST_DEVICE inline float to_uniform(std::uint32_t bits) {
   return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);

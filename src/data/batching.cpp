@@ -10,8 +10,9 @@ namespace dragoman::data {
 namespace {
 
 // Random streams of the batcher, apart from the dropout streams that share the seed.
-constexpr std::uint64_t kSortStream = 0xBA7C'0000'0000'0000ull;
-constexpr std::uint64_t kShuffleStream = 0xBA7C'0001'0000'0000ull;
+constexpr std::uint64_t kSortStream = philox::purpose_stream(philox::Purpose::kData, 0xA7C'0000'0000'0000ull);
+constexpr std::uint64_t kShuffleStream = philox::purpose_stream(philox::Purpose::kData, 0xA7C'0001'0000'0000ull);
+static_assert(kSortStream == 0xBA7C'0000'0000'0000ull, "the batcher's streams never change (resume, the twin)");
 
 std::uint64_t random64(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
   return (static_cast<std::uint64_t>(philox::bits(seed, stream, 2 * index)) << 32) |

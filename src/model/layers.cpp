@@ -1,9 +1,23 @@
 // Attention and feed-forward blocks (see layers.h).
 #include "model/layers.h"
 
+#include <string>
+
+#include "core/error.h"
+#include "core/philox.h"
 #include "ops/linear.h"
 
 namespace dragoman::model {
+
+DropoutSites::DropoutSites(std::uint64_t seed, std::uint64_t step, std::uint64_t rank)
+    : training_(true),
+      seed_(seed),
+      base_(philox::purpose_stream(philox::Purpose::kDropout, (rank << 48) | (step << 24))) {
+  if (step >= (std::uint64_t{1} << 24) || rank >= (std::uint64_t{1} << 12)) {
+    throw Error("dropout: batch " + std::to_string(step) + " of rank " + std::to_string(rank) +
+                " is beyond the random streams of dropout (2^24 batches, 2^12 ranks)");
+  }
+}
 
 Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
                          const ops::AttentionOptions& options, AttentionActivations* act) {

@@ -43,12 +43,14 @@ struct Dropout {
   Tensor apply(const Tensor& x) const { return p > 0 ? ops::dropout(x, p, seed, rng_stream) : x; }
 };
 
-// Hands out dropout sites in forward order: site i of training step s uses rng_stream (s << 24) + i, so
-// a step's masks are a function of (seed, step) alone, and the same after a resume.
+// Hands out dropout sites in forward order: site i of training batch s on data-parallel rank r uses
+// the dropout purpose's rng_stream (r << 48) | (s << 24) | i (core/philox.h), so a batch's masks are
+// a function of (seed, batch, rank) alone, the same after a resume, and never the numbers of another
+// purpose. Batches count to 2^24 (16.7 million), sites per batch and ranks to 2^24 and 2^12.
 class DropoutSites {
  public:
   DropoutSites() = default;  // evaluation: every site is the identity
-  DropoutSites(std::uint64_t seed, std::uint64_t step) : training_(true), seed_(seed), base_(step << 24) {}
+  DropoutSites(std::uint64_t seed, std::uint64_t step, std::uint64_t rank = 0);
   Dropout next(double p) { return training_ ? Dropout{p, seed_, base_ + next_++} : Dropout{}; }
   bool training() const { return training_; }
 

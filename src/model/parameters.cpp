@@ -96,7 +96,8 @@ void ParameterSet::initialize(std::uint64_t seed) {
     const ParameterEntry& e = entries_[p];
     double* out = host.data() + e.offset;
     const auto u = [&](std::int64_t i) {  // uniform in (0, 1]
-      return 1.0 - static_cast<double>(philox::bits(seed, p, static_cast<std::uint64_t>(i))) / 4294967296.0;
+      const std::uint64_t rng_stream = philox::purpose_stream(philox::Purpose::kInit, p);
+      return 1.0 - static_cast<double>(philox::bits(seed, rng_stream, static_cast<std::uint64_t>(i))) / 4294967296.0;
     };
     switch (e.spec.init) {
       case ParameterInit::kZeros: std::fill(out, out + e.numel, 0.0); break;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/philox.h"
+#include "model/layers.h"
 
 using namespace dragoman::philox;
 
@@ -53,4 +54,27 @@ TEST_CASE("uniform lies in the half-open unit interval with the right mean and n
   }
   CHECK(std::fabs(sum / n - 0.5) < 0.005);  // 5 sigma is 0.0046
   CHECK(seen.size() >= 995);
+}
+
+TEST_CASE("Random numbers of different purposes never share a stream", "[philox]") {
+  using dragoman::philox::Purpose;
+  using dragoman::philox::purpose_stream;
+  // The purpose takes the top 4 bits, whatever the value asks for.
+  CHECK(purpose_stream(Purpose::kInit, 5) == 5);
+  CHECK(purpose_stream(Purpose::kDropout, 5) == ((std::uint64_t{1} << 60) | 5));
+  CHECK(purpose_stream(Purpose::kData, ~std::uint64_t{0}) >> 60 == 0xB);
+  // Dropout site 3 of the first batch is not parameter 3's initialisation (they once were).
+  const dragoman::model::Dropout site = [] {
+    dragoman::model::DropoutSites sites(7, 0);
+    for (int i = 0; i < 3; ++i) sites.next(0.1);
+    return sites.next(0.1);
+  }();
+  CHECK(site.rng_stream == purpose_stream(Purpose::kDropout, 3));
+  CHECK(site.rng_stream != purpose_stream(Purpose::kInit, 3));
+  // Batches and ranks have their own bits; beyond them is an error, never a wrap-around.
+  CHECK(dragoman::model::DropoutSites(7, 5, 2).next(0.1).rng_stream ==
+        purpose_stream(Purpose::kDropout, (std::uint64_t{2} << 48) | (std::uint64_t{5} << 24)));
+  CHECK_THROWS_WITH(dragoman::model::DropoutSites(7, std::uint64_t{1} << 24),
+                    Catch::Contains("beyond the random streams of dropout"));
+  CHECK_THROWS(dragoman::model::DropoutSites(7, 0, std::uint64_t{1} << 12));
 }
