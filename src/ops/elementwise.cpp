@@ -24,7 +24,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y = Tensor::empty(a.shape(), a.dtype(), a.device());
   switch (a.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, a, [&](auto zero) {
+      detail::dispatch_storage(kOp, a, [&](auto zero) {
         using T = decltype(zero);
         cpu::add<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
       });
@@ -39,7 +39,7 @@ void add_(Tensor& y, const Tensor& x) {
   require_same_size(kOp, y, x);
   switch (y.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, y, [&](auto zero) {
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
         using T = decltype(zero);
         cpu::accumulate<T>(y.data<T>(), x.data<T>(), y.numel());
       });
@@ -53,9 +53,9 @@ void scale_(Tensor& y, double s) {
   detail::require_like(kOp, "y", y, y);
   switch (y.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, y, [&](auto zero) {
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
         using T = decltype(zero);
-        cpu::scale<T>(y.data<T>(), static_cast<T>(s), y.numel());
+        cpu::scale<T>(y.data<T>(), static_cast<acc_t<T>>(s), y.numel());
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
@@ -68,7 +68,7 @@ Tensor relu(const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
       });
@@ -84,7 +84,7 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy) {
   Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
   switch (y.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, y, [&](auto zero) {
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
         using T = decltype(zero);
         cpu::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
       });
@@ -102,7 +102,7 @@ Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         cpu::dropout<T>(x.data<T>(), y.data<T>(), x.numel(), p, seed, rng_stream);
       });
@@ -118,7 +118,7 @@ double sum_squares(const Tensor& x) {
   double result = 0;
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         result = cpu::sum_squares<T>(x.data<T>(), x.numel());
       });

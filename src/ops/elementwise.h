@@ -1,5 +1,7 @@
 // Element-wise ops on tensors: residual add, accumulation, scaling, ReLU, dropout, norms.
-// Operands must have the same dtype, device and element count and be contiguous.
+// Operands are activations of one dtype (f64, f32, bf16 or f16), on one device, with the same
+// element count, contiguous. Each result element is computed in the accumulator type and rounded
+// once to the dtype (kernels/cpu/elementwise.h).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy);
 // itself. The backward pass is the same call on the gradient with the same seed and rng_stream.
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream);
 
-// Sum of squares, accumulated in double.
+// Sum of squares, accumulated in double (any float dtype).
 double sum_squares(const Tensor& x);
 
 }  // namespace dragoman::ops

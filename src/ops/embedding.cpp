@@ -42,7 +42,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
   Tensor out = Tensor::empty({ids.dim(0), ids.dim(1), d}, table.dtype(), table.device());  // [B, L, D]
   switch (table.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, table, [&](auto zero) {
+      detail::dispatch_storage(kOp, table, [&](auto zero) {
         using T = decltype(zero);
         cpu::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
                                   positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
@@ -58,16 +58,20 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dta
                         std::int64_t position_offset, double scale) {
   constexpr const char* kOp = "embedding_backward";
   check_ids(kOp, ids, dtable, dpositions, position_offset);
-  detail::require_like(kOp, "dout", dout, dtable);
-  if (dpositions.defined()) detail::require_like(kOp, "dpositions", dpositions, dtable);
+  // dout is an activation gradient; dtable and dpositions are parameter gradients, of dout's
+  // accumulator dtype.
+  detail::require_like(kOp, "dout", dout, dout);
+  detail::require_accumulator(kOp, "dtable", dtable, dout);
+  if (dpositions.defined()) detail::require_accumulator(kOp, "dpositions", dpositions, dout);
   const std::int64_t d = dtable.dim(1);
   detail::require_shape(kOp, "dout", dout, {ids.dim(0), ids.dim(1), d});
   switch (dtable.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, dtable, [&](auto zero) {
+      detail::dispatch_storage(kOp, dout, [&](auto zero) {
         using T = decltype(zero);
-        cpu::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<T>(),
-                                   dpositions.defined() ? dpositions.data<T>() : nullptr, ids.numel(), ids.dim(1),
+        using A = acc_t<T>;
+        cpu::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
+                                   dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
                                    position_offset, d, scale);
       });
       break;
@@ -79,7 +83,7 @@ Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype)
   constexpr const char* kOp = "sinusoidal_positions";
   require(d > 0 && d % 2 == 0, kOp, "d_model must be even, got " + std::to_string(d));
   Tensor out = Tensor::empty({positions, d}, dtype);  // [P, D]
-  detail::dispatch_float(kOp, out, [&](auto zero) {
+  detail::dispatch_storage(kOp, out, [&](auto zero) {
     using T = decltype(zero);
     cpu::sinusoidal_positions<T>(out.data<T>(), positions, d);
   });

@@ -1,4 +1,6 @@
-// Token embeddings with positions (kernels/cpu/embedding.h).
+// Token embeddings with positions (kernels/cpu/embedding.h). table, positions, the output and dout
+// are of one dtype (f64, f32, bf16 or f16); dtable and dpositions, parameter gradients, are of its
+// accumulator dtype (f64 for f64, f32 otherwise).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,12 @@ namespace dragoman::ops {
 Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions, std::int64_t position_offset,
                  double scale);
 
-// dtable += ..., dpositions += ... (when defined).
+// dtable += ..., dpositions += ... (when defined).   dout: [B, L, D]; dtable: [V, D]; dpositions: [P, D]
 void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable, const Tensor& dpositions,
                         std::int64_t position_offset, double scale);
 
-// The paper's sinusoidal position table.   -> [P, D] (D even)
+// The paper's sinusoidal position table, computed in double and rounded once to `dtype` (any float
+// dtype).   -> [P, D] (D even)
 Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype);
 
 }  // namespace dragoman::ops

@@ -15,14 +15,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   detail::require_shape(kOp, "weight", weight, {d});
   detail::require_shape(kOp, "bias", bias, {d});
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
-  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  const DType stats = accumulator_dtype(x.dtype());
+  Tensor mean = Tensor::empty({rows}, stats, x.device());  // [rows]
+  Tensor rstd = Tensor::empty({rows}, stats, x.device());  // [rows]
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        cpu::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<T>(),
-                                   rstd.data<T>(), rows, d, eps);
+        using A = acc_t<T>;
+        cpu::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
+                                   rstd.data<A>(), rows, d, eps);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
@@ -38,23 +40,26 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
   detail::require_like(kOp, "dy", dy, x);
   detail::require_shape(kOp, "dy", dy, x.shape());
   const std::int64_t d = x.dim(-1), rows = x.numel() / d;
-  // Every operand is read or written through a raw pointer of x's element type.
-  const auto require_operand = [&](const char* what, const Tensor& t, const Shape& shape) {
-    detail::require_like(kOp, what, t, x);
+  // weight is an activation-class operand (x's dtype); the statistics and the parameter gradients
+  // are of x's accumulator dtype.
+  detail::require_like(kOp, "weight", weight, x);
+  detail::require_shape(kOp, "weight", weight, {d});
+  const auto require_acc_operand = [&](const char* what, const Tensor& t, const Shape& shape) {
+    detail::require_accumulator(kOp, what, t, x);
     detail::require_shape(kOp, what, t, shape);
   };
-  require_operand("weight", weight, {d});
-  require_operand("dweight", dweight, {d});
-  require_operand("dbias", dbias, {d});
-  require_operand("saved mean", saved.mean, {rows});
-  require_operand("saved rstd", saved.rstd, {rows});
+  require_acc_operand("dweight", dweight, {d});
+  require_acc_operand("dbias", dbias, {d});
+  require_acc_operand("saved mean", saved.mean, {rows});
+  require_acc_operand("saved rstd", saved.rstd, {rows});
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
   switch (x.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, x, [&](auto zero) {
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<T>(),
-                                    saved.rstd.data<T>(), dx.data<T>(), dweight.data<T>(), dbias.data<T>(), rows, d);
+        using A = acc_t<T>;
+        cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
+                                    saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d);
       });
       break;
     case DeviceType::kCuda: detail::no_cuda_kernel(kOp);

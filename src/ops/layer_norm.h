@@ -1,4 +1,6 @@
-// Layer normalisation over the last dimension (kernels/cpu/layer_norm.h).
+// Layer normalisation over the last dimension (kernels/cpu/layer_norm.h). x, weight, bias, y, dy
+// and dx are activations of one dtype (f64, f32, bf16 or f16); the saved statistics and the
+// parameter gradients are of its accumulator dtype (f64 for f64, f32 otherwise).
 #pragma once
 
 #include "core/tensor.h"
@@ -7,14 +9,14 @@ namespace dragoman::ops {
 
 // What the backward pass needs from the forward pass.
 struct LayerNormSaved {
-  Tensor mean;  // [rows]
-  Tensor rstd;  // [rows]
+  Tensor mean;  // [rows], accumulator dtype
+  Tensor rstd;  // [rows], accumulator dtype
 };
 
 // x: [..., D]; weight, bias: [D] -> [..., D]. Fills *saved when given.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, LayerNormSaved* saved);
 
-// Returns dx; dweight += ..., dbias += ...
+// Returns dx (x's dtype); dweight += ..., dbias += ... (accumulator dtype, [D]).
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
                            const Tensor& dweight, const Tensor& dbias);
 

@@ -253,6 +253,18 @@ RoundingCheck check_rounded_once(const T* got, const std::vector<double>& exact,
   return r;
 }
 
+// check_rounded_once over a kernel's sentinel-guarded output: fails with the first wrong element,
+// and when the sentinels after it were overwritten. rel = 0: every element must be
+// store<T>(exact[i]), bit for bit.
+template <typename T>
+void check_guarded_rounding(const std::string& what, const GuardedBuffer<T>& got, const std::vector<double>& exact,
+                            const std::vector<double>& magnitude, double rel) {
+  const RoundingCheck rc = check_rounded_once(got.data(), exact, magnitude, rel);
+  INFO(what << " of " << exact.size() << ": " << rc.bad << " wrong; " << rc.first);
+  CHECK(rc.bad == 0);
+  CHECK(got.intact());
+}
+
 // 1 + |x| for each x: the magnitude of results whose error is relative, but not below 1.
 inline std::vector<double> one_plus_abs(const std::vector<double>& x) {
   std::vector<double> m(x.size());

@@ -20,16 +20,7 @@
 namespace dragoman {
 
 using std::int64_t;
-using test::at;
-using test::check_gradient;
-using test::dot;
-using test::ids_tensor;
-using test::max_abs_difference;
-using test::random64;
-using test::random_values;
-using test::ScopedThreads;
-using test::tolerance;
-using test::zeros64;
+using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- small element-wise kernels and sum_squares --------------------------------------------------
 
@@ -165,6 +156,145 @@ TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
   const std::vector<double> y = ops::dropout(x, p, 21, 22).to_vector<double>();
   CHECK(std::count(y.begin(), y.end(), 0.0) > 0);  // the mask does drop something here
   CHECK(ops::dropout(x, 0.0, 21, 22).shares_storage(x));
+}
+
+// ---- every storage type ---------------------------------------------------------------------------
+
+namespace {
+
+// The element-wise kernels over T at n elements (rows of n columns for the bias kernels) against
+// references computed in acc_t<T> (float for bf16 and f16) from the rounded inputs and rounded once.
+template <typename T>
+void check_elementwise_kernels(int64_t n) {
+  using A = acc_t<T>;
+  const int64_t rows = 3;
+  const std::vector<T> a = test::to_storage<T>(test::random_doubles(n, 200, 2.0));
+  const std::vector<T> b = test::to_storage<T>(test::random_doubles(n, 201, 2.0));
+  const std::vector<double> wa = test::widen(a.data(), n), wb = test::widen(b.data(), n);
+  std::vector<double> exact(at(n));
+
+  test::GuardedBuffer<T> y(n);
+  cpu::add<T>(a.data(), b.data(), y.data(), n);
+  for (int64_t i = 0; i < n; ++i) exact[at(i)] = static_cast<A>(wa[at(i)]) + static_cast<A>(wb[at(i)]);
+  check_guarded_rounding("add", y, exact, exact, 0.0);
+
+  test::GuardedBuffer<T> sum(n);
+  std::copy(a.begin(), a.end(), sum.data());
+  cpu::accumulate<T>(sum.data(), b.data(), n);
+  check_guarded_rounding("accumulate", sum, exact, exact, 0.0);
+
+  const A s = static_cast<A>(0.37);
+  test::GuardedBuffer<T> scaled(n);
+  std::copy(a.begin(), a.end(), scaled.data());
+  cpu::scale<T>(scaled.data(), s, n);
+  for (int64_t i = 0; i < n; ++i) exact[at(i)] = static_cast<A>(wa[at(i)]) * s;
+  check_guarded_rounding("scale", scaled, exact, exact, 0.0);
+
+  test::GuardedBuffer<T> r(n);
+  cpu::relu_forward<T>(a.data(), r.data(), n);
+  for (int64_t i = 0; i < n; ++i) exact[at(i)] = wa[at(i)] > 0 ? wa[at(i)] : 0.0;
+  check_guarded_rounding("relu_forward", r, exact, exact, 0.0);
+  test::GuardedBuffer<T> dr(n);
+  cpu::relu_backward<T>(r.data(), b.data(), dr.data(), n);
+  for (int64_t i = 0; i < n; ++i) exact[at(i)] = wa[at(i)] > 0 ? wb[at(i)] : 0.0;
+  check_guarded_rounding("relu_backward", dr, exact, exact, 0.0);
+
+  // dropout: x * keep_scale in acc_t<T>, keep_scale itself not rounded to T.
+  const double p = 0.3;
+  const A keep_scale = static_cast<A>(1.0 / (1.0 - p));
+  test::GuardedBuffer<T> dropped(n);
+  cpu::dropout<T>(a.data(), dropped.data(), n, p, 42, 7);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = philox::uniform(42, 7, static_cast<std::uint64_t>(i)) >= static_cast<float>(p);
+    exact[at(i)] = keep ? static_cast<A>(wa[at(i)]) * keep_scale : 0.0;
+  }
+  check_guarded_rounding("dropout", dropped, exact, exact, 0.0);
+
+  // bias_add over [rows, n]; bias_backward sums dy's rows in order in acc_t<T> into an acc_t<T> db.
+  const std::vector<T> m = test::to_storage<T>(test::random_doubles(rows * n, 202, 2.0));
+  const std::vector<double> wm = test::widen(m.data(), rows * n);
+  test::GuardedBuffer<T> biased(rows * n);
+  std::copy(m.begin(), m.end(), biased.data());
+  cpu::bias_add<T>(biased.data(), b.data(), rows, n);
+  std::vector<double> exact_rows(at(rows * n));
+  for (int64_t i = 0; i < rows * n; ++i) exact_rows[at(i)] = static_cast<A>(wm[at(i)]) + static_cast<A>(wb[at(i % n)]);
+  check_guarded_rounding("bias_add", biased, exact_rows, exact_rows, 0.0);
+  const std::vector<A> db0 = test::to_storage<A>(test::random_doubles(n, 203));
+  test::GuardedBuffer<A> db(n);
+  std::copy(db0.begin(), db0.end(), db.data());
+  cpu::bias_backward<T>(m.data(), db.data(), rows, n);
+  for (int64_t c = 0; c < n; ++c) {
+    A column = 0;
+    for (int64_t row = 0; row < rows; ++row) column += static_cast<A>(wm[at(row * n + c)]);
+    exact[at(c)] = db0[at(c)] + column;
+  }
+  check_guarded_rounding("bias_backward", db, exact, exact, 0.0);
+
+  // sum_squares: double for every T; n <= 65536 is one block, summed in index order.
+  double squares = 0;
+  for (const double v : wa) squares += v * v;
+  CHECK(cpu::sum_squares<T>(a.data(), n) == squares);
+}
+
+}  // namespace
+
+TEST_CASE("cpu element-wise kernels round each result once, in every storage type", "[kernels]") {
+  std::vector<int64_t> sizes = test::awkward_sizes();
+  sizes.push_back(32000);  // a vocabulary-sized row (the output projection's bias)
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (const int64_t n : sizes) {
+          INFO("n " << n);
+          check_elementwise_kernels<T>(n);
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("ops element-wise ops give their kernels' results in every dtype", "[ops]") {
+  const int64_t n = 33;
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const std::vector<double> av = test::random_doubles(n, 210, 2.0), bv = test::random_doubles(n, 211, 2.0);
+      const Tensor a = test::from_doubles(av, {3, 11}, c.dtype, c.device);
+      const Tensor b = test::from_doubles(bv, {3, 11}, c.dtype, c.device);
+      const std::vector<double> ra = test::to_doubles(a), rb = test::to_doubles(b);
+      // Each op's result against the same formula on the rounded inputs, within one rounding.
+      const double u = test::unit_roundoff(c.dtype);
+      const auto expect = [&](const char* what, const Tensor& got, const std::vector<double>& exact) {
+        INFO(what);
+        CHECK(got.dtype() == c.dtype);
+        CHECK(test::max_relative_error(test::to_doubles(got), exact) <= u);
+      };
+      std::vector<double> sum(at(n)), relu(at(n)), scaled(at(n));
+      for (int64_t i = 0; i < n; ++i) {
+        sum[at(i)] = ra[at(i)] + rb[at(i)];
+        relu[at(i)] = std::max(ra[at(i)], 0.0);
+        scaled[at(i)] = ra[at(i)] * 0.5;
+      }
+      expect("add", ops::add(a, b), sum);
+      Tensor y = a.clone();
+      ops::add_(y, b);
+      expect("add_", y, sum);
+      Tensor z = a.clone();
+      ops::scale_(z, 0.5);
+      expect("scale_", z, scaled);
+      const Tensor r = ops::relu(a);
+      expect("relu", r, relu);
+      expect("relu_backward", ops::relu_backward(r, b), [&] {
+        std::vector<double> d(at(n));
+        for (int64_t i = 0; i < n; ++i) d[at(i)] = ra[at(i)] > 0 ? rb[at(i)] : 0.0;
+        return d;
+      }());
+      CHECK(ops::dropout(a, 0.25, 1, 2).dtype() == c.dtype);
+      double squares = 0;
+      for (const double v : ra) squares += v * v;
+      CHECK(ops::sum_squares(a) == Approx(squares).epsilon(1e-15));
+    }
+  }
 }
 
 }  // namespace dragoman

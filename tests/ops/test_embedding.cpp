@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -19,16 +20,7 @@
 namespace dragoman {
 
 using std::int64_t;
-using test::at;
-using test::check_gradient;
-using test::dot;
-using test::ids_tensor;
-using test::max_abs_difference;
-using test::random64;
-using test::random_values;
-using test::ScopedThreads;
-using test::tolerance;
-using test::zeros64;
+using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- embeddings and positions -------------------------------------------------------------------
 
@@ -164,6 +156,148 @@ TEST_CASE("ops::embedding rejects out-of-range ids and positions", "[ops]") {
   // A valid call still works after the failures, and leaves dtable untouched by them.
   CHECK(dtable.to_vector<double>() == std::vector<double>(18, 0.0));
   CHECK(ops::embedding(ids_tensor({5, 0}, {1, 2}), table, positions, 2, 1.0).shape() == Shape{1, 2, 3});
+}
+
+// ---- every storage type ---------------------------------------------------------------------------
+
+namespace {
+
+// embedding_forward and embedding_backward over T, V x D table, against references computed in
+// acc_t<T> from the rounded inputs in the kernels' order (the backward pass adds rows in order):
+// the same bits. The forward rounds scale * e + p once; the gradients stay in acc_t<T>.
+template <typename T>
+void check_embedding_kernels(int64_t vocab, int64_t d) {
+  using A = acc_t<T>;
+  const int64_t batch = 3, length = 5, rows = batch * length, positions = 9, offset = 2;
+  const double scale = std::sqrt(static_cast<double>(d));
+  const A s = static_cast<A>(scale);
+  std::vector<std::int32_t> ids(at(rows));
+  for (int64_t r = 0; r < rows; ++r) ids[at(r)] = static_cast<std::int32_t>((r * 7919 + vocab - 1) % vocab);
+  ids[0] = ids[3];  // a repeated id
+  const std::vector<T> table = test::to_storage<T>(test::random_doubles(vocab * d, 240, 0.1));
+  const std::vector<T> pos = test::to_storage<T>(test::random_doubles(positions * d, 241));
+  const std::vector<T> dout = test::to_storage<T>(test::random_doubles(rows * d, 242));
+
+  test::GuardedBuffer<T> out(rows * d);
+  cpu::embedding_forward<T>(ids.data(), table.data(), pos.data(), out.data(), rows, length, offset, d, scale);
+  std::vector<double> exact(at(rows * d));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < d; ++i) {
+      exact[at(r * d + i)] =
+          s * load(table[at(ids[at(r)] * d + i)]) + static_cast<A>(load(pos[at((offset + r % length) * d + i)]));
+    }
+  }
+  check_guarded_rounding("embedding_forward", out, exact, exact, 0.0);
+
+  const std::vector<A> dtable0 = test::to_storage<A>(test::random_doubles(vocab * d, 243));
+  const std::vector<A> dpos0 = test::to_storage<A>(test::random_doubles(positions * d, 244));
+  test::GuardedBuffer<A> dtable(vocab * d), dpos(positions * d);
+  std::copy(dtable0.begin(), dtable0.end(), dtable.data());
+  std::copy(dpos0.begin(), dpos0.end(), dpos.data());
+  cpu::embedding_backward<T>(ids.data(), dout.data(), dtable.data(), dpos.data(), rows, length, offset, d, scale);
+  std::vector<A> ref_table = dtable0, ref_pos = dpos0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < d; ++i) {
+      const A g = load(dout[at(r * d + i)]);
+      ref_table[at(ids[at(r)] * d + i)] += s * g;
+      ref_pos[at((offset + r % length) * d + i)] += g;
+    }
+  }
+  const std::vector<double> exact_table(ref_table.begin(), ref_table.end()), exact_pos(ref_pos.begin(), ref_pos.end());
+  check_guarded_rounding("embedding_backward dtable", dtable, exact_table, exact_table, 0.0);
+  check_guarded_rounding("embedding_backward dpositions", dpos, exact_pos, exact_pos, 0.0);
+}
+
+// Whether v is an element of T nearest to `exact` (no other element of T is closer): v's
+// neighbours on both sides, one step of T's grid away, are no closer.
+template <typename T>
+bool is_nearest(T v, double exact) {
+  const double got = load(v), err = std::fabs(got - exact);
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+    const T up = std::nextafter(v, std::numeric_limits<T>::infinity());
+    const T down = std::nextafter(v, -std::numeric_limits<T>::infinity());
+    return err <= std::fabs(load(up) - exact) && err <= std::fabs(load(down) - exact);
+  } else {
+    // Magnitudes are ordered like the bits below the sign: step the magnitude up and down.
+    const std::uint16_t sign = v.bits & 0x8000u, magnitude = v.bits & 0x7FFFu;
+    const T away = T::from_bits(static_cast<std::uint16_t>(sign | (magnitude + 1)));
+    const T towards =
+        T::from_bits(static_cast<std::uint16_t>(magnitude == 0 ? 0x8001u ^ sign : sign | (magnitude - 1)));
+    return err <= std::fabs(load(away) - exact) && err <= std::fabs(load(towards) - exact);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu::embedding_forward and embedding_backward round once, in every storage type", "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (const int64_t d : test::awkward_sizes()) {
+          INFO("d " << d);
+          check_embedding_kernels<T>(11, d);
+        }
+        INFO("a vocabulary-sized table");
+        check_embedding_kernels<T>(32000, 33);
+      });
+    }
+  }
+}
+
+TEST_CASE("cpu::sinusoidal_positions are the nearest elements to the double sinusoids, in every storage type",
+          "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        const int64_t positions = 64, d = 512;
+        test::GuardedBuffer<T> out(positions * d);
+        cpu::sinusoidal_positions<T>(out.data(), positions, d);
+        CHECK(out.intact());
+        int64_t bad = 0;
+        for (int64_t t = 0; t < positions; ++t) {
+          for (int64_t i = 0; 2 * i < d; ++i) {
+            const double angle = static_cast<double>(t) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+            bad += is_nearest(out.data()[at(t * d + 2 * i)], std::sin(angle)) ? 0 : 1;
+            bad += is_nearest(out.data()[at(t * d + 2 * i + 1)], std::cos(angle)) ? 0 : 1;
+          }
+        }
+        CHECK(bad == 0);
+        // The op gives the same table in that dtype.
+        const Tensor table = ops::sinusoidal_positions(positions, d, c.dtype);
+        CHECK(table.dtype() == c.dtype);
+        CHECK(test::to_doubles(table) == test::widen(out.data(), positions * d));
+      });
+    }
+  }
+}
+
+TEST_CASE("ops::embedding_backward accumulates into gradients of the accumulator dtype", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const int64_t V = 6, D = 5, P = 9;
+      const DType acc = accumulator_dtype(c.dtype);
+      const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});
+      const Tensor table = test::from_doubles(test::random_doubles(V * D, 250), {V, D}, c.dtype, c.device);
+      const Tensor positions = test::from_doubles(test::random_doubles(P * D, 251), {P, D}, c.dtype, c.device);
+      const Tensor out = ops::embedding(ids, table, positions, 1, 2.0);
+      CHECK(out.dtype() == c.dtype);
+      const Tensor dout = test::from_doubles(test::random_doubles(2 * 4 * D, 252), {2, 4, D}, c.dtype, c.device);
+      Tensor dtable = Tensor::zeros({V, D}, acc, c.device), dpositions = Tensor::zeros({P, D}, acc, c.device);
+      ops::embedding_backward(ids, dout, dtable, dpositions, 1, 2.0);
+      // Token 3 (rows 0, 2 and 5) gets 2 * the sum of their gradients.
+      const std::vector<double> g = test::to_doubles(dout), dt = test::to_doubles(dtable);
+      for (int64_t i = 0; i < D; ++i) {
+        CHECK(dt[at(3 * D + i)] == Approx(2.0 * (g[at(0 * D + i)] + g[at(2 * D + i)] + g[at(5 * D + i)])).margin(1e-6));
+      }
+      if (acc != c.dtype) {
+        Tensor wrong = Tensor::zeros({V, D}, c.dtype, c.device);
+        DRAGOMAN_CHECK_OP_ERROR(ops::embedding_backward(ids, dout, wrong, Tensor(), 0, 1.0), "embedding_backward",
+                                "accumulator dtype");
+      }
+    }
+  }
 }
 
 }  // namespace dragoman

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/tensor.h"
@@ -18,16 +19,7 @@
 namespace dragoman {
 
 using std::int64_t;
-using test::at;
-using test::check_gradient;
-using test::dot;
-using test::ids_tensor;
-using test::max_abs_difference;
-using test::random64;
-using test::random_values;
-using test::ScopedThreads;
-using test::tolerance;
-using test::zeros64;
+using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- layer norm ---------------------------------------------------------------------------------
 
@@ -96,6 +88,137 @@ TEST_CASE("ops::layer_norm gradients match finite differences", "[ops]") {
   check_gradient("x", loss, x, dx);
   check_gradient("weight", loss, w, dw);
   check_gradient("bias", loss, b, db);
+}
+
+// ---- every storage type ---------------------------------------------------------------------------
+
+namespace {
+
+// layer_norm_forward and layer_norm_backward over T with rows of d elements against references in
+// double from the rounded inputs (and, for the backward pass, the kernel's own statistics). The
+// kernel sums in acc_t<T> in index order, the reference in double: they differ by that summation's
+// error, at most about d * u (u: acc_t<T>'s unit roundoff) of the terms' magnitude, so each result
+// must be one rounding to T (or to acc_t<T> for the statistics and parameter gradients) of a value
+// within 4 d u of the exact one. For bf16 and f16 that interval is far below T's rounding step:
+// the results are the bits of the double reference rounded once, except next to a tie, where the
+// neighbour is allowed (1 ulp).
+template <typename T>
+void check_layer_norm_kernels(int64_t d) {
+  using A = acc_t<T>;
+  const int64_t rows = 3;
+  const double eps = 1e-5, u = std::is_same_v<A, double> ? 0x1p-53 : 0x1p-24, rel = 4.0 * static_cast<double>(d) * u;
+  const std::vector<T> x = test::to_storage<T>(test::random_doubles(rows * d, 220, 2.0, 1.0));
+  const std::vector<T> w = test::to_storage<T>(test::random_doubles(d, 221, 0.5, 1.0));
+  const std::vector<T> bias = test::to_storage<T>(test::random_doubles(d, 222));
+  const std::vector<T> dy = test::to_storage<T>(test::random_doubles(rows * d, 223));
+  const std::vector<double> wx = test::widen(x.data(), rows * d), ww = test::widen(w.data(), d),
+                            wbias = test::widen(bias.data(), d), wdy = test::widen(dy.data(), rows * d);
+
+  test::GuardedBuffer<T> y(rows * d);
+  test::GuardedBuffer<A> mean(rows), rstd(rows);
+  cpu::layer_norm_forward<T>(x.data(), w.data(), bias.data(), y.data(), mean.data(), rstd.data(), rows, d, eps);
+  std::vector<double> mu(at(rows)), rs(at(rows)), stat_magnitude(at(rows)), exact_y(at(rows * d)),
+      y_magnitude(at(rows * d));
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, sum_abs = 0, sq = 0;
+    for (int64_t i = 0; i < d; ++i) sum += wx[at(r * d + i)], sum_abs += std::fabs(wx[at(r * d + i)]);
+    mu[at(r)] = sum / static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) sq += (wx[at(r * d + i)] - mu[at(r)]) * (wx[at(r * d + i)] - mu[at(r)]);
+    rs[at(r)] = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+    stat_magnitude[at(r)] = 1.0 + sum_abs / static_cast<double>(d) + rs[at(r)];
+    for (int64_t i = 0; i < d; ++i) {
+      const double xw = (wx[at(r * d + i)] - mu[at(r)]) * rs[at(r)] * ww[at(i)];
+      exact_y[at(r * d + i)] = xw + wbias[at(i)];
+      y_magnitude[at(r * d + i)] = 1.0 + std::fabs(xw) + std::fabs(wbias[at(i)]);
+    }
+  }
+  check_guarded_rounding("mean", mean, mu, stat_magnitude, rel);
+  check_guarded_rounding("rstd", rstd, rs, stat_magnitude, rel);
+  check_guarded_rounding("y", y, exact_y, y_magnitude, rel);
+
+  // Backward, from the kernel's statistics; dweight and dbias accumulate onto random values.
+  const std::vector<double> wmean = test::widen(mean.data(), rows), wrstd = test::widen(rstd.data(), rows);
+  const std::vector<A> dw0 = test::to_storage<A>(test::random_doubles(d, 224)),
+                       db0 = test::to_storage<A>(test::random_doubles(d, 225));
+  test::GuardedBuffer<T> dx(rows * d);
+  test::GuardedBuffer<A> dw(d), db(d);
+  std::copy(dw0.begin(), dw0.end(), dw.data());
+  std::copy(db0.begin(), db0.end(), db.data());
+  cpu::layer_norm_backward<T>(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(), db.data(),
+                              rows, d);
+  std::vector<double> exact_dx(at(rows * d)), dx_magnitude(at(rows * d));
+  std::vector<double> exact_dw(dw0.begin(), dw0.end()), exact_db(db0.begin(), db0.end());
+  std::vector<double> dw_magnitude(at(d), 1.0), db_magnitude(at(d), 1.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double g_sum = 0, gx_sum = 0, g_abs = 0, gx_abs = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      const double xhat = (wx[at(r * d + i)] - wmean[at(r)]) * wrstd[at(r)], g = wdy[at(r * d + i)] * ww[at(i)];
+      g_sum += g, gx_sum += g * xhat, g_abs += std::fabs(g), gx_abs += std::fabs(g * xhat);
+      exact_dw[at(i)] += wdy[at(r * d + i)] * xhat;
+      exact_db[at(i)] += wdy[at(r * d + i)];
+      dw_magnitude[at(i)] += std::fabs(wdy[at(r * d + i)] * xhat);
+      db_magnitude[at(i)] += std::fabs(wdy[at(r * d + i)]);
+    }
+    const double n = static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) {
+      const double xhat = (wx[at(r * d + i)] - wmean[at(r)]) * wrstd[at(r)], g = wdy[at(r * d + i)] * ww[at(i)];
+      exact_dx[at(r * d + i)] = wrstd[at(r)] * (g - g_sum / n - xhat * gx_sum / n);
+      dx_magnitude[at(r * d + i)] = 1.0 + wrstd[at(r)] * (std::fabs(g) + g_abs / n + std::fabs(xhat) * gx_abs / n);
+    }
+  }
+  check_guarded_rounding("dx", dx, exact_dx, dx_magnitude, rel);
+  check_guarded_rounding("dweight", dw, exact_dw, dw_magnitude, 4.0 * (rows + 1) * u);
+  check_guarded_rounding("dbias", db, exact_db, db_magnitude, 4.0 * (rows + 1) * u);
+}
+
+}  // namespace
+
+TEST_CASE("cpu::layer_norm_forward and layer_norm_backward round each result once, in every storage type",
+          "[kernels]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      test::with_storage_type(c.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (const int64_t d : test::awkward_sizes()) {
+          INFO("d " << d);
+          check_layer_norm_kernels<T>(d);
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("ops::layer_norm keeps statistics and parameter gradients in the accumulator dtype", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const int64_t d = 7;
+      const DType acc = accumulator_dtype(c.dtype);
+      const Tensor x = test::from_doubles(test::random_doubles(2 * 3 * d, 230, 1.0, 0.5), {2, 3, d}, c.dtype, c.device);
+      const Tensor w = test::from_doubles(test::random_doubles(d, 231, 0.5, 1.0), {d}, c.dtype, c.device);
+      const Tensor b = test::from_doubles(test::random_doubles(d, 232), {d}, c.dtype, c.device);
+      ops::LayerNormSaved saved;
+      const Tensor y = ops::layer_norm(x, w, b, 1e-5, &saved);
+      CHECK(y.dtype() == c.dtype);
+      CHECK(saved.mean.dtype() == acc);
+      CHECK(saved.rstd.dtype() == acc);
+      Tensor dw = Tensor::zeros({d}, acc, c.device), db = Tensor::zeros({d}, acc, c.device);
+      const Tensor dx = ops::layer_norm_backward(y, x, w, saved, dw, db);
+      CHECK(dx.dtype() == c.dtype);
+      CHECK(ops::sum_squares(db) > 0);
+      // The bias gradient is the column sum of dy (= y here), accumulated in the accumulator dtype.
+      const std::vector<double> yv = test::to_doubles(y), dbv = test::to_doubles(db);
+      for (int64_t i = 0; i < d; ++i) {
+        double column = 0;
+        for (int64_t r = 0; r < 6; ++r) column += yv[at(r * d + i)];
+        CHECK(dbv[at(i)] == Approx(column).margin(1e-6));
+      }
+      if (acc != c.dtype) {  // a parameter gradient of the activations' dtype is refused
+        Tensor wrong = Tensor::zeros({d}, c.dtype, c.device);
+        DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(y, x, w, saved, wrong, db), "layer_norm_backward",
+                                "accumulator dtype");
+      }
+    }
+  }
 }
 
 }  // namespace dragoman

@@ -1,4 +1,4 @@
-// Element-wise CPU kernels (see elementwise.h).
+// Element-wise CPU kernels (see elementwise.h for the rounding points).
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>
@@ -11,31 +11,31 @@ namespace dragoman::cpu {
 template <typename T>
 void add(const T* a, const T* b, T* y, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  for (std::int64_t i = 0; i < n; ++i) y[i] = store<T>(load(a[i]) + load(b[i]));
 }
 
 template <typename T>
 void accumulate(T* y, const T* x, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) y[i] += x[i];
+  for (std::int64_t i = 0; i < n; ++i) y[i] = store<T>(load(y[i]) + load(x[i]));
 }
 
 template <typename T>
-void scale(T* y, T s, std::int64_t n) {
+void scale(T* y, acc_t<T> s, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) y[i] *= s;
+  for (std::int64_t i = 0; i < n; ++i) y[i] = store<T>(load(y[i]) * s);
 }
 
 template <typename T>
 void relu_forward(const T* x, T* y, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = load(x[i]) > 0 ? x[i] : T();
 }
 
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = load(y[i]) > 0 ? dy[i] : T();
 }
 
 template <typename T>
@@ -43,22 +43,22 @@ void bias_add(T* y, const T* b, std::int64_t rows, std::int64_t cols) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = y + r * cols;
-    for (std::int64_t c = 0; c < cols; ++c) row[c] += b[c];
+    for (std::int64_t c = 0; c < cols; ++c) row[c] = store<T>(load(row[c]) + load(b[c]));
   }
 }
 
 template <typename T>
-void bias_backward(const T* dy, T* db, std::int64_t rows, std::int64_t cols) {
+void bias_backward(const T* dy, acc_t<T>* db, std::int64_t rows, std::int64_t cols) {
   // Columns in blocks of 64 across threads; each column's rows summed in order.
   constexpr std::int64_t kBlock = 64;
   const std::int64_t blocks = (cols + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t c0 = blk * kBlock, c1 = std::min(cols, c0 + kBlock);
-    T sum[kBlock] = {};
+    acc_t<T> sum[kBlock] = {};
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* row = dy + r * cols;
-      for (std::int64_t c = c0; c < c1; ++c) sum[c - c0] += row[c];
+      for (std::int64_t c = c0; c < c1; ++c) sum[c - c0] += load(row[c]);
     }
     for (std::int64_t c = c0; c < c1; ++c) db[c] += sum[c - c0];
   }
@@ -66,7 +66,7 @@ void bias_backward(const T* dy, T* db, std::int64_t rows, std::int64_t cols) {
 
 template <typename T>
 void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream) {
-  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
+  const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
   const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i)
 #pragma omp parallel for schedule(static)
@@ -74,7 +74,7 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
     const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
     for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
       const std::int64_t i = 4 * b + j;
-      y[i] = philox::to_uniform(r.v[j]) >= threshold ? x[i] * keep_scale : T(0);
+      y[i] = philox::to_uniform(r.v[j]) >= threshold ? store<T>(load(x[i]) * keep_scale) : T();
     }
   }
 }
@@ -88,7 +88,10 @@ double sum_squares(const T* x, std::int64_t n) {
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     double s = 0;
     const std::int64_t end = std::min(n, (blk + 1) * kBlock);
-    for (std::int64_t i = blk * kBlock; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    for (std::int64_t i = blk * kBlock; i < end; ++i) {
+      const double v = load(x[i]);
+      s += v * v;
+    }
     partial[static_cast<std::size_t>(blk)] = s;
   }
   double total = 0;
@@ -96,18 +99,20 @@ double sum_squares(const T* x, std::int64_t n) {
   return total;
 }
 
-#define DRAGOMAN_INSTANTIATE(T)                                                                  \
-  template void add<T>(const T*, const T*, T*, std::int64_t);                                   \
-  template void accumulate<T>(T*, const T*, std::int64_t);                                      \
-  template void scale<T>(T*, T, std::int64_t);                                                  \
-  template void relu_forward<T>(const T*, T*, std::int64_t);                                    \
-  template void relu_backward<T>(const T*, const T*, T*, std::int64_t);                         \
-  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t);                          \
-  template void bias_backward<T>(const T*, T*, std::int64_t, std::int64_t);                     \
+#define DRAGOMAN_INSTANTIATE(T)                                                               \
+  template void add<T>(const T*, const T*, T*, std::int64_t);                                 \
+  template void accumulate<T>(T*, const T*, std::int64_t);                                    \
+  template void scale<T>(T*, acc_t<T>, std::int64_t);                                         \
+  template void relu_forward<T>(const T*, T*, std::int64_t);                                  \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t);                       \
+  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t);                        \
+  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t);            \
   template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t); \
   template double sum_squares<T>(const T*, std::int64_t);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
 #undef DRAGOMAN_INSTANTIATE
 
 }  // namespace dragoman::cpu

@@ -1,32 +1,36 @@
-// Token embeddings and positions (see embedding.h).
+// Token embeddings and positions (see embedding.h for the rounding points).
 #include "kernels/cpu/embedding.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "kernels/cpu/cast.h"
 
 namespace dragoman::cpu {
 
 template <typename T>
 void embedding_forward(const std::int32_t* ids, const T* table, const T* positions, T* out, std::int64_t rows,
                        std::int64_t length, std::int64_t position_offset, std::int64_t d, double scale) {
-  const T s = static_cast<T>(scale);
+  const acc_t<T> s = static_cast<acc_t<T>>(scale);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* e = table + static_cast<std::int64_t>(ids[r]) * d;
     T* o = out + r * d;
     if (positions != nullptr) {
       const T* p = positions + (position_offset + r % length) * d;
-      for (std::int64_t i = 0; i < d; ++i) o[i] = s * e[i] + p[i];
+      for (std::int64_t i = 0; i < d; ++i) o[i] = store<T>(s * load(e[i]) + load(p[i]));
     } else {
-      for (std::int64_t i = 0; i < d; ++i) o[i] = s * e[i];
+      for (std::int64_t i = 0; i < d; ++i) o[i] = store<T>(s * load(e[i]));
     }
   }
 }
 
 template <typename T>
-void embedding_backward(const std::int32_t* ids, const T* dout, T* dtable, T* dpositions, std::int64_t rows,
-                        std::int64_t length, std::int64_t position_offset, std::int64_t d, double scale) {
-  const T s = static_cast<T>(scale);
+void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
+                        std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
+                        double scale) {
+  using A = acc_t<T>;
+  const A s = static_cast<A>(scale);
   // Columns in blocks across threads; within a block, rows in order.
   constexpr std::int64_t kBlock = 32;
   const std::int64_t blocks = (d + kBlock - 1) / kBlock;
@@ -35,11 +39,11 @@ void embedding_backward(const std::int32_t* ids, const T* dout, T* dtable, T* dp
     const std::int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* g = dout + r * d;
-      T* e = dtable + static_cast<std::int64_t>(ids[r]) * d;
-      for (std::int64_t c = c0; c < c1; ++c) e[c] += s * g[c];
+      A* e = dtable + static_cast<std::int64_t>(ids[r]) * d;
+      for (std::int64_t c = c0; c < c1; ++c) e[c] += s * load(g[c]);
       if (dpositions != nullptr) {
-        T* p = dpositions + (position_offset + r % length) * d;
-        for (std::int64_t c = c0; c < c1; ++c) p[c] += g[c];
+        A* p = dpositions + (position_offset + r % length) * d;
+        for (std::int64_t c = c0; c < c1; ++c) p[c] += load(g[c]);
       }
     }
   }
@@ -49,22 +53,24 @@ template <typename T>
 void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d) {
   for (std::int64_t t = 0; t < positions; ++t) {
     for (std::int64_t i = 0; 2 * i < d; ++i) {
-      const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(2 * i) / static_cast<double>(d));
-      out[t * d + 2 * i] = static_cast<T>(std::sin(angle));
-      if (2 * i + 1 < d) out[t * d + 2 * i + 1] = static_cast<T>(std::cos(angle));
+      const double angle =
+          static_cast<double>(t) / std::pow(10000.0, static_cast<double>(2 * i) / static_cast<double>(d));
+      out[t * d + 2 * i] = round_once<T>(std::sin(angle));
+      if (2 * i + 1 < d) out[t * d + 2 * i + 1] = round_once<T>(std::cos(angle));
     }
   }
 }
 
-template void embedding_forward<float>(const std::int32_t*, const float*, const float*, float*, std::int64_t,
-                                       std::int64_t, std::int64_t, std::int64_t, double);
-template void embedding_forward<double>(const std::int32_t*, const double*, const double*, double*, std::int64_t,
-                                        std::int64_t, std::int64_t, std::int64_t, double);
-template void embedding_backward<float>(const std::int32_t*, const float*, float*, float*, std::int64_t,
-                                        std::int64_t, std::int64_t, std::int64_t, double);
-template void embedding_backward<double>(const std::int32_t*, const double*, double*, double*, std::int64_t,
-                                         std::int64_t, std::int64_t, std::int64_t, double);
-template void sinusoidal_positions<float>(float*, std::int64_t, std::int64_t);
-template void sinusoidal_positions<double>(double*, std::int64_t, std::int64_t);
+#define DRAGOMAN_INSTANTIATE(T)                                                                                        \
+  template void embedding_forward<T>(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t,          \
+                                     std::int64_t, std::int64_t, double);                                              \
+  template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \
+                                      std::int64_t, std::int64_t, double);                                             \
+  template void sinusoidal_positions<T>(T*, std::int64_t, std::int64_t);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(double)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
 
 }  // namespace dragoman::cpu

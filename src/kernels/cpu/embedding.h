@@ -1,11 +1,16 @@
 // Token embeddings and positions, the CPU spec.
 //   out[r] = scale * table[ids[r]] + positions[position_offset + r % length]     (positions optional)
 // for rows r of a [B, length] id matrix flattened to B * length rows. Ids must be in [0, V)
-// (the op checks). Backward accumulates into dtable (and dpositions): for each column, rows are
-// added in order, so repeated ids give the same bits for any thread count.
+// (the op checks). T is the storage type of table, positions, out and dout: double, float, bf16 or
+// f16 (core/numeric.h). Forward: each out element is computed in acc_t<T> (double for double, float
+// otherwise) and rounded once. Backward accumulates into dtable (and dpositions), parameter
+// gradients of type acc_t<T>, with no rounding to T: for each column, rows are added in order, so
+// repeated ids give the same bits for any thread count.
 #pragma once
 
 #include <cstdint>
+
+#include "core/numeric.h"
 
 namespace dragoman::cpu {
 
@@ -16,11 +21,12 @@ void embedding_forward(const std::int32_t* ids, const T* table, const T* positio
 
 // dout: [rows, D]; dtable: [V, D] (+=); dpositions: [P, D] (+=) or nullptr.
 template <typename T>
-void embedding_backward(const std::int32_t* ids, const T* dout, T* dtable, T* dpositions, std::int64_t rows,
-                        std::int64_t length, std::int64_t position_offset, std::int64_t d, double scale);
+void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
+                        std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
+                        double scale);
 
 // The paper's sinusoids, interleaved: out[t, 2i] = sin(t / 10000^(2i/D)), out[t, 2i+1] = cos(same).
-// Computed in double.   out: [P, D], D even.
+// Computed in double and rounded once to T (cpu::round_once).   out: [P, D], D even.
 template <typename T>
 void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d);
 

@@ -1,51 +1,54 @@
-// Layer normalisation (see layer_norm.h).
+// Layer normalisation (see layer_norm.h for the formulas and the rounding points).
 #include "kernels/cpu/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace dragoman::cpu {
 
 template <typename T>
-void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, std::int64_t rows,
-                        std::int64_t d, double eps) {
+void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
+                        std::int64_t rows, std::int64_t d, double eps) {
+  using A = acc_t<T>;
+  const A n = static_cast<A>(d), e = static_cast<A>(eps);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * d;
-    double sum = 0;
-    for (std::int64_t i = 0; i < d; ++i) sum += xr[i];
-    const double mu = sum / static_cast<double>(d);
-    double sq = 0;
-    for (std::int64_t i = 0; i < d; ++i) sq += (xr[i] - mu) * (xr[i] - mu);
-    const double rs = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+    A sum = 0;
+    for (std::int64_t i = 0; i < d; ++i) sum += load(xr[i]);
+    const A mu = sum / n;
+    A sq = 0;
+    for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
+    const A rs = A(1) / std::sqrt(sq / n + e);
     T* yr = y + r * d;
-    for (std::int64_t i = 0; i < d; ++i) yr[i] = static_cast<T>((xr[i] - mu) * rs) * weight[i] + bias[i];
-    mean[r] = static_cast<T>(mu);
-    rstd[r] = static_cast<T>(rs);
+    for (std::int64_t i = 0; i < d; ++i) yr[i] = store<T>((load(xr[i]) - mu) * rs * load(weight[i]) + load(bias[i]));
+    mean[r] = mu;
+    rstd[r] = rs;
   }
 }
 
 template <typename T>
-void layer_norm_backward(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd, T* dx, T* dweight,
-                         T* dbias, std::int64_t rows, std::int64_t d) {
+void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
+                         acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d) {
+  using A = acc_t<T>;
+  const A n = static_cast<A>(d);
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight.
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* dyr = dy + r * d;
     const T* xr = x + r * d;
-    double g_sum = 0, gx_sum = 0;
+    A g_sum = 0, gx_sum = 0;
     for (std::int64_t i = 0; i < d; ++i) {
-      const double xhat = (xr[i] - mean[r]) * rstd[r];
-      const double g = dyr[i] * weight[i];
+      const A xhat = (load(xr[i]) - mean[r]) * rstd[r];
+      const A g = load(dyr[i]) * load(weight[i]);
       g_sum += g;
       gx_sum += g * xhat;
     }
-    const double g_mean = g_sum / static_cast<double>(d), gx_mean = gx_sum / static_cast<double>(d);
+    const A g_mean = g_sum / n, gx_mean = gx_sum / n;
     T* dxr = dx + r * d;
     for (std::int64_t i = 0; i < d; ++i) {
-      const double xhat = (xr[i] - mean[r]) * rstd[r];
-      dxr[i] = static_cast<T>(rstd[r] * (dyr[i] * weight[i] - g_mean - xhat * gx_mean));
+      const A xhat = (load(xr[i]) - mean[r]) * rstd[r];
+      dxr[i] = store<T>(rstd[r] * (load(dyr[i]) * load(weight[i]) - g_mean - xhat * gx_mean));
     }
   }
   // Parameter gradients: columns across threads, rows in order.
@@ -54,11 +57,11 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const T* mean
 #pragma omp parallel for schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
-    T dw[kBlock] = {}, db[kBlock] = {};
+    A dw[kBlock] = {}, db[kBlock] = {};
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        const T g = dy[r * d + c];
-        dw[c - c0] += g * (x[r * d + c] - mean[r]) * rstd[r];
+        const A g = load(dy[r * d + c]);
+        dw[c - c0] += g * (load(x[r * d + c]) - mean[r]) * rstd[r];
         db[c - c0] += g;
       }
     }
@@ -69,13 +72,15 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const T* mean
   }
 }
 
-template void layer_norm_forward<float>(const float*, const float*, const float*, float*, float*, float*,
-                                        std::int64_t, std::int64_t, double);
-template void layer_norm_forward<double>(const double*, const double*, const double*, double*, double*, double*,
-                                         std::int64_t, std::int64_t, double);
-template void layer_norm_backward<float>(const float*, const float*, const float*, const float*, const float*,
-                                         float*, float*, float*, std::int64_t, std::int64_t);
-template void layer_norm_backward<double>(const double*, const double*, const double*, const double*,
-                                          const double*, double*, double*, double*, std::int64_t, std::int64_t);
+#define DRAGOMAN_INSTANTIATE(T)                                                                                       \
+  template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,           \
+                                      std::int64_t, double);                                                          \
+  template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*, \
+                                       acc_t<T>*, std::int64_t, std::int64_t);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(double)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
 
 }  // namespace dragoman::cpu

@@ -1,22 +1,29 @@
-// Layer normalisation over the last dimension D, the CPU spec:
+// Layer normalisation over the last dimension D, the CPU spec. T is the storage type of x, weight,
+// bias, y, dy and dx: double, float, bf16 or f16; A = acc_t<T> (double for double, float otherwise)
+// is the type of everything else (core/numeric.h):
 //   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased), rstd = 1 / sqrt(var + eps)
 //   y = (x - mean) * rstd * weight + bias
-// Statistics are accumulated in double. Backward: dx assigned; dweight, dbias accumulated
-// (column sums in row order, so the result does not depend on the thread count).
+// Forward: the row sums, mean and rstd are computed in A (sums in index order); mean and rstd are
+// stored in A (statistics, no rounding to T); each y element is computed in A and rounded once.
+// Backward: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, the row sums
+// in A, each dx element rounded once; dweight and dbias (parameter gradients, A) accumulate (+=)
+// column sums in row order, so the result does not depend on the thread count.
 #pragma once
 
 #include <cstdint>
+
+#include "core/numeric.h"
 
 namespace dragoman::cpu {
 
 // x, y: [rows, D]; weight, bias: [D]; mean, rstd: [rows] (saved for the backward pass).
 template <typename T>
-void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, T* mean, T* rstd, std::int64_t rows,
-                        std::int64_t d, double eps);
+void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
+                        std::int64_t rows, std::int64_t d, double eps);
 
-// dy, x, dx: [rows, D]; dweight, dbias: [D] (+=).
+// dy, x, dx: [rows, D]; weight: [D]; mean, rstd: [rows]; dweight, dbias: [D] (+=).
 template <typename T>
-void layer_norm_backward(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd, T* dx, T* dweight,
-                         T* dbias, std::int64_t rows, std::int64_t d);
+void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
+                         acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d);
 
 }  // namespace dragoman::cpu
