@@ -8,6 +8,7 @@
 namespace dragoman {
 
 std::int64_t Batch::target_tokens() const {
+  if (tokens >= 0) return tokens;
   std::int64_t n = 0;
   for (const std::int32_t len : tgt_lengths.to_vector<std::int32_t>()) n += len;
   return n;
@@ -46,7 +47,7 @@ Batch Batch::from_sentences(const std::vector<std::vector<std::int32_t>>& src,
   return batch;
 }
 
-void Batch::validate(const ModelConfig& config) const {
+void Batch::validate(const ModelConfig& config) {
   const auto fail = [](const std::string& what) { throw Error("invalid batch: " + what); };
   for (const Tensor* t : {&src, &src_lengths, &tgt_in, &tgt_out, &tgt_lengths}) {
     if (!t->defined() || t->dtype() != DType::kI32 || !t->device().is_cpu() || !t->is_contiguous()) {
@@ -80,6 +81,16 @@ void Batch::validate(const ModelConfig& config) const {
   if (src.dim(1) > config.max_positions || tgt_in.dim(1) > config.max_positions) {
     fail("sequence longer than max_positions " + std::to_string(config.max_positions));
   }
+  tokens = 0;
+  for (const std::int32_t len : tgt_lengths.to_vector<std::int32_t>()) tokens += len;
+}
+
+Batch Batch::to(Device device, const ModelConfig& config) const {
+  Batch host = *this;
+  host.validate(config);
+  if (device.is_cpu()) return host;
+  return {src.to(device),     src_lengths.to(device), tgt_in.to(device),
+          tgt_out.to(device), tgt_lengths.to(device), host.tokens};
 }
 
 }  // namespace dragoman

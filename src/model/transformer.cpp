@@ -243,7 +243,11 @@ Evaluation Transformer::evaluate(const Batch& batch) const {
 // beyond this call); evaluation: receives the log-probabilities and the encoder output.
 LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
                                     Evaluation* evaluation) const {
-  batch.validate(config_);
+  if (!batch.validated_on_device()) Batch(batch).validate(config_);  // a GPU batch was, by Batch::to
+  if (batch.device() != params_.values().device()) {
+    throw Error("forward: the batch is on " + batch.device().str() + ", the model on " +
+                params_.values().device().str() + " (Batch::to moves it)");
+  }
   const ModelConfig& c = config_;
   const Views& v = *views_;
   if (save != nullptr) {

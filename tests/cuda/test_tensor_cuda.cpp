@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/cuda/runtime_info.h"
+#include "model/batch.h"
 #include "ops/elementwise.h"
 
 namespace dragoman {
@@ -158,6 +159,20 @@ TEST_CASE("Tensors copy between two GPUs", "[cuda][tensor]") {
 TEST_CASE("Model ops on GPU tensors are a clear error in this version", "[cuda][ops]") {
   const Tensor x = Tensor::zeros({4}, DType::kF32, kGpu);
   CHECK_THROWS_WITH(ops::relu(x), Catch::Contains("relu: no CUDA kernel"));
+}
+
+TEST_CASE("A batch moves to a GPU validated on the host, with its token count", "[cuda][batch]") {
+  ModelConfig config;
+  config.src_vocab_size = config.tgt_vocab_size = 60;
+  const Batch host = Batch::from_sentences({{5, 6}, {7}}, {{8, 9, 10}, {}}, config);
+  const Batch gpu = host.to(kGpu, config);
+  CHECK(gpu.device() == kGpu);
+  CHECK(gpu.validated_on_device());
+  CHECK(gpu.target_tokens() == 5);
+  CHECK(gpu.tgt_out.to_vector<std::int32_t>() == host.tgt_out.to_vector<std::int32_t>());
+  Batch bad = host;
+  bad.src_lengths = Tensor::from_vector(std::vector<std::int32_t>{3, 1}, {2});
+  CHECK_THROWS_WITH(bad.to(kGpu, config), Catch::Contains("invalid batch"));
 }
 
 }  // namespace dragoman
