@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -91,17 +92,26 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-void* Tensor::raw_data() const {
+const void* Tensor::raw_data() const {
   if (!defined()) throw Error("use of an undefined tensor");
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+  return static_cast<const char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
 template <typename T>
-T* Tensor::data() const {
+const T* Tensor::data() const {
   if (dtype_ != dtype_of<T>()) {
     throw Error(std::string("tensor of dtype ") + dtype_name(dtype_) + " accessed as " + dtype_name(dtype_of<T>()));
   }
-  return static_cast<T*>(raw_data());
+  return static_cast<const T*>(raw_data());
+}
+
+// The non-const accessors are the const ones with the result made writable: the same address, and
+// the storage itself is never const (Storage::data()).
+void* Tensor::raw_data() { return const_cast<void*>(std::as_const(*this).raw_data()); }
+
+template <typename T>
+T* Tensor::data() {
+  return const_cast<T*>(std::as_const(*this).data<T>());
 }
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -313,15 +323,16 @@ double to_double(S v) {
   }
 }
 
-// Calls fn(T*) with the tensor's data pointer typed by its dtype (the numeric dtypes).
-template <typename Fn>
-void with_typed_data(const Tensor& t, Fn fn) {
+// Calls fn(T*) with the tensor's data pointer typed by its dtype (the numeric dtypes): const T* for
+// a const Tensor.
+template <typename TensorT, typename Fn>
+void with_typed_data(TensorT& t, Fn fn) {
   switch (t.dtype()) {
-    case DType::kF32: fn(t.data<float>()); return;
-    case DType::kF64: fn(t.data<double>()); return;
-    case DType::kI32: fn(t.data<std::int32_t>()); return;
-    case DType::kBF16: fn(t.data<bf16>()); return;
-    case DType::kF16: fn(t.data<f16>()); return;
+    case DType::kF32: fn(t.template data<float>()); return;
+    case DType::kF64: fn(t.template data<double>()); return;
+    case DType::kI32: fn(t.template data<std::int32_t>()); return;
+    case DType::kBF16: fn(t.template data<bf16>()); return;
+    case DType::kF16: fn(t.template data<f16>()); return;
     case DType::kU8: break;
   }
   throw Error(std::string("dtype conversion of ") + dtype_name(t.dtype()) + " is not supported");
@@ -382,7 +393,8 @@ std::string Tensor::describe() const {
 
 #define DRAGOMAN_TENSOR_INSTANTIATE(T)                                         \
   template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&); \
-  template T* Tensor::data<T>() const;                                         \
+  template T* Tensor::data<T>();                                               \
+  template const T* Tensor::data<T>() const;                                   \
   template std::vector<T> Tensor::to_vector<T>() const;
 DRAGOMAN_TENSOR_INSTANTIATE(float)
 DRAGOMAN_TENSOR_INSTANTIATE(double)

@@ -4,6 +4,12 @@
 //
 // Storage comes from the device's caching allocator (core/allocator.h). Element access through
 // data<T>() checks that T matches the dtype; kernels then receive raw pointers and strides.
+//
+// Constness says what a function writes: a const Tensor hands out only const pointers (data<T>(),
+// raw_data()) and its writing members (copy_from, fill_zero) are non-const, so a function that
+// writes into a tensor argument takes it as Tensor&, and one that takes const Tensor& only reads
+// it. Because a Tensor is a handle, a copy of a const Tensor can still write its elements: code
+// that writes through a view it made (a named non-const local, `Tensor dweight = ...;`) says so.
 #pragma once
 
 #include <cstdint>
@@ -86,10 +92,14 @@ class Tensor {
   // True when both are views of the same storage.
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
-  // Pointer to the first element (offset applied). T must match the dtype.
+  // Pointer to the first element (offset applied). T must match the dtype. A const tensor gives
+  // read-only elements; writing needs a non-const Tensor.
   template <typename T>
-  T* data() const;
-  void* raw_data() const;
+  const T* data() const;
+  template <typename T>
+  T* data();
+  const void* raw_data() const;
+  void* raw_data();
 
   // Same elements, new shape; needs a contiguous tensor. One dimension may be -1 (inferred).
   Tensor view(const Shape& shape) const;

@@ -39,8 +39,8 @@ Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tenso
   return ops::linear(context, p.out.weight, p.out.bias);  // [B, T, D]
 }
 
-AttentionInputGrads attention_backward(const AttentionParams& p, const AttentionActivations& act, const Tensor& dout) {
-  const Linear &out = p.out, &q = p.q, &k = p.k, &v = p.v;
+AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout) {
+  Linear &out = p.out, &q = p.q, &k = p.k, &v = p.v;
   const Tensor dcontext = ops::linear_backward(act.context, out.weight, dout, out.dweight, out.dbias);
   const ops::AttentionGrads g =
       ops::attention_backward(act.q, act.k, act.v, act.key_lengths, act.options, act.saved, dcontext);
@@ -59,8 +59,8 @@ Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const D
   return ops::linear(dropped, p.fc2.weight, p.fc2.bias);  // [B, L, D]
 }
 
-Tensor feed_forward_backward(const FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {
-  const Linear &fc1 = p.fc1, &fc2 = p.fc2;
+Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {
+  Linear &fc1 = p.fc1, &fc2 = p.fc2;
   const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);  // [B, L, F]
   const Tensor dhidden = ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
   return ops::linear_backward(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias);  // [B, L, D]

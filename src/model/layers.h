@@ -3,7 +3,9 @@
 //
 // Contract of every backward here: activation gradients are returned (assigned), parameter
 // gradients are accumulated (+=) into the d* views, so gradient accumulation over several batches
-// and tied weights (one view used twice) need no extra code.
+// and tied weights (one view used twice) need no extra code. Forward passes take their parameters
+// as const (they only read the weights); backward passes take them as non-const references, since
+// they write the gradient views.
 //
 // Shapes: B batch, L sequence length (S source, T target), D d_model, F d_ff, H heads, K d_k, Kv d_v.
 #pragma once
@@ -77,7 +79,7 @@ Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tenso
 struct AttentionInputGrads {
   Tensor dxq, dxkv;  // [B, T, D], [B, S, D]
 };
-AttentionInputGrads attention_backward(const AttentionParams& p, const AttentionActivations& act, const Tensor& dout);
+AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout);
 
 // ---- Position-wise feed-forward ---------------------------------------------------------------
 
@@ -91,7 +93,7 @@ struct FeedForwardActivations {
 // fc2(dropout(relu(fc1(x)))).   -> [B, L, D]
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act);
-Tensor feed_forward_backward(const FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy);
+Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy);
 
 // ---- Residual connection with layer normalisation -----------------------------------------------
 
@@ -120,7 +122,7 @@ Tensor residual_forward(NormPlacement placement, const LayerNormParams& norm, do
 
 // g: d(sublayer output) -> d(sublayer input), accumulating the sublayer's parameter gradients.
 template <typename G>
-Tensor residual_backward(NormPlacement placement, const LayerNormParams& norm, const ResidualActivations& act,
+Tensor residual_backward(NormPlacement placement, LayerNormParams& norm, const ResidualActivations& act,
                          const Tensor& dy, G&& g) {
   if (placement == NormPlacement::kPre) {
     const Tensor dnormed = g(act.dropout.apply(dy));

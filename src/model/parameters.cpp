@@ -68,21 +68,17 @@ const ParameterEntry& ParameterSet::entry(const std::string& name) const {
   throw Error("no parameter named '" + name + "'");
 }
 
-Tensor ParameterSet::value(const std::string& name) const {
+Tensor ParameterSet::view_of(const Tensor& buffer, const std::string& name) const {
   const ParameterEntry& e = entry(name);
-  return values_.narrow(0, e.offset, e.numel).view(e.spec.shape);
+  if (!buffer.defined()) return Tensor();
+  return buffer.narrow(0, e.offset, e.numel).view(e.spec.shape);
 }
 
-Tensor ParameterSet::compute_value(const std::string& name) const {
-  const ParameterEntry& e = entry(name);
-  return compute_values_.narrow(0, e.offset, e.numel).view(e.spec.shape);
-}
-
-Tensor ParameterSet::grad(const std::string& name) const {
-  const ParameterEntry& e = entry(name);
-  if (!grads_.defined()) return Tensor();
-  return grads_.narrow(0, e.offset, e.numel).view(e.spec.shape);
-}
+Tensor ParameterSet::value(const std::string& name) { return view_of(values_, name); }
+const Tensor ParameterSet::value(const std::string& name) const { return view_of(values_, name); }
+const Tensor ParameterSet::compute_value(const std::string& name) const { return view_of(compute_values_, name); }
+Tensor ParameterSet::grad(const std::string& name) { return view_of(grads_, name); }
+const Tensor ParameterSet::grad(const std::string& name) const { return view_of(grads_, name); }
 
 void ParameterSet::zero_grads() {
   if (!grads_.defined()) throw Error("parameters: this model has no gradients (it was loaded for decoding)");

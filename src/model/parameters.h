@@ -78,10 +78,15 @@ class ParameterSet {
   const std::vector<ParameterEntry>& entries() const { return entries_; }
 
   // Views of one parameter (throws naming the parameter if there is no such name): its master
-  // weights, its compute weights and its gradient (undefined without gradients).
-  Tensor value(const std::string& name) const;
-  Tensor compute_value(const std::string& name) const;
-  Tensor grad(const std::string& name) const;
+  // weights, its compute weights and its gradient (undefined without gradients). As with values()
+  // and grads(), a const set hands out const views: writing a parameter (loading it, the backward
+  // pass accumulating its gradient) needs a non-const set. The compute weights are written only
+  // by refresh_compute_values() and the optimizer (mirror()), never through a view.
+  Tensor value(const std::string& name);
+  const Tensor value(const std::string& name) const;
+  const Tensor compute_value(const std::string& name) const;
+  Tensor grad(const std::string& name);
+  const Tensor grad(const std::string& name) const;
   const ParameterEntry& entry(const std::string& name) const;
   bool contains(const std::string& name) const;
 
@@ -92,6 +97,9 @@ class ParameterSet {
   void initialize(std::uint64_t seed);
 
  private:
+  // The view of parameter `name` in a flat buffer (undefined when the buffer is).
+  Tensor view_of(const Tensor& buffer, const std::string& name) const;
+
   std::vector<ParameterEntry> entries_;
   ParameterPrecision precision_;
   Tensor values_, compute_values_, grads_;

@@ -123,23 +123,24 @@ struct Transformer::Views {
 
 namespace {
 
-// The compute weights (what the forward reads) and the gradients of a layer.
-Linear bind_linear(const ParameterSet& p, const std::string& name) {
+// The compute weights (what the forward reads) and the gradients of a layer (what the backward
+// writes: hence a non-const set).
+Linear bind_linear(ParameterSet& p, const std::string& name) {
   return {p.compute_value(name + ".weight"), p.compute_value(name + ".bias"), p.grad(name + ".weight"),
           p.grad(name + ".bias")};
 }
 
-LayerNormParams bind_norm(const ParameterSet& p, const std::string& name) {
+LayerNormParams bind_norm(ParameterSet& p, const std::string& name) {
   return {p.compute_value(name + ".weight"), p.compute_value(name + ".bias"), p.grad(name + ".weight"),
           p.grad(name + ".bias")};
 }
 
-AttentionParams bind_attention(const ParameterSet& p, const std::string& name) {
+AttentionParams bind_attention(ParameterSet& p, const std::string& name) {
   return {bind_linear(p, name + ".q_proj"), bind_linear(p, name + ".k_proj"), bind_linear(p, name + ".v_proj"),
           bind_linear(p, name + ".out_proj")};
 }
 
-FeedForwardParams bind_ffn(const ParameterSet& p, const std::string& name) {
+FeedForwardParams bind_ffn(ParameterSet& p, const std::string& name) {
   return {bind_linear(p, name + ".fc1"), bind_linear(p, name + ".fc2")};
 }
 
@@ -185,7 +186,7 @@ Transformer::Transformer(const ModelConfig& config, const ParameterPrecision& pr
   const DType dtype = precision.compute;
   views_ = std::make_unique<Views>();
   Views& v = *views_;
-  const ParameterSet& p = params_;
+  ParameterSet& p = params_;
   const auto matrix = [&](const std::string& name) { return Views::Matrix{p.compute_value(name), p.grad(name)}; };
   v.src_embed = matrix(config_.share_embeddings ? "embed.weight" : "encoder.embed.weight");
   v.tgt_embed = matrix(config_.share_embeddings ? "embed.weight" : "decoder.embed.weight");
@@ -351,16 +352,17 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
   if (!params_.grads().defined()) throw Error("backward: this model has no gradients (it was loaded for decoding)");
   const std::unique_ptr<ForwardActivations::State> act = std::move(saved.state_);
   const ModelConfig& c = config_;
-  const Views& v = *views_;
+  Views& v = *views_;  // the gradient views are written
   const Batch& batch = act->batch;
   const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
 
   // Loss and output projection.
   Tensor dlogits = act->dlogits;  // [B*T, V], unscaled
   if (grad_scale != 1.0) ops::scale_(dlogits, grad_scale);
+  Tensor no_dbias;  // the output projection has no bias
   Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight,
                                    dlogits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}),
-                                   v.output.dweight, Tensor());  // [B, T, D]
+                                   v.output.dweight, no_dbias);  // [B, T, D]
   if (c.norm == NormPlacement::kPre) {
     dy = ops::layer_norm_backward(dy, act->decoder_last, v.decoder_final.weight, act->decoder_final,
                                   v.decoder_final.dweight, v.decoder_final.dbias);
@@ -370,7 +372,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
   Tensor dmemory = Tensor::zeros(act->encoder_output.shape(), act->encoder_output.dtype(),
                                  act->encoder_output.device());  // [B, S, D]
   for (std::size_t i = v.decoder.size(); i-- > 0;) {
-    const auto& p = v.decoder[i];
+    auto& p = v.decoder[i];
     const auto& a = act->decoder[i];
     dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy,
                                   [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
@@ -385,9 +387,9 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
       return g.dxq;
     });
   }
-  const Tensor tgt_dpositions = c.positions == PositionKind::kLearned ? v.tgt_positions.dweight : Tensor();
-  ops::embedding_backward(batch.tgt_in, act->tgt_embed_dropout.apply(dy), v.tgt_embed.dweight, tgt_dpositions, 0,
-                          embed_scale);
+  // Sinusoidal positions have no parameters: tgt_positions.dweight is then undefined.
+  ops::embedding_backward(batch.tgt_in, act->tgt_embed_dropout.apply(dy), v.tgt_embed.dweight, v.tgt_positions.dweight,
+                          0, embed_scale);
 
   // Encoder.
   Tensor dx = dmemory;
@@ -396,7 +398,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
                                   v.encoder_final.dweight, v.encoder_final.dbias);
   }
   for (std::size_t i = v.encoder.size(); i-- > 0;) {
-    const auto& p = v.encoder[i];
+    auto& p = v.encoder[i];
     const auto& a = act->encoder[i];
     dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx,
                                   [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
@@ -406,8 +408,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
       return g.dxq;
     });
   }
-  const Tensor src_dpositions = c.positions == PositionKind::kLearned ? v.src_positions.dweight : Tensor();
-  ops::embedding_backward(batch.src, act->src_embed_dropout.apply(dx), v.src_embed.dweight, src_dpositions, 0,
+  ops::embedding_backward(batch.src, act->src_embed_dropout.apply(dx), v.src_embed.dweight, v.src_positions.dweight, 0,
                           embed_scale);
 }
 

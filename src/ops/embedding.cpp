@@ -54,7 +54,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
   return out;
 }
 
-void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable, const Tensor& dpositions,
+void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
                         std::int64_t position_offset, double scale) {
   constexpr const char* kOp = "embedding_backward";
   check_ids(kOp, ids, dtable, dpositions, position_offset);

@@ -15,8 +15,9 @@ namespace dragoman::ops {
 Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions, std::int64_t position_offset,
                  double scale);
 
-// dtable += ..., dpositions += ... (when defined).   dout: [B, L, D]; dtable: [V, D]; dpositions: [P, D]
-void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable, const Tensor& dpositions,
+// dtable += ..., dpositions += ... (when defined; undefined for positions that are not learned).
+//   dout: [B, L, D]; dtable: [V, D]; dpositions: [P, D]
+void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
                         std::int64_t position_offset, double scale);
 
 // The paper's sinusoidal position table, computed in double and rounded once to `dtype` (any float

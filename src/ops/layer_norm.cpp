@@ -34,7 +34,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 }
 
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
-                           const Tensor& dweight, const Tensor& dbias) {
+                           Tensor& dweight, Tensor& dbias) {
   constexpr const char* kOp = "layer_norm_backward";
   detail::require_like(kOp, "x", x, x);
   detail::require_like(kOp, "dy", dy, x);

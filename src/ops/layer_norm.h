@@ -18,6 +18,6 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 // Returns dx (x's dtype); dweight += ..., dbias += ... (accumulator dtype, [D]).
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
-                           const Tensor& dweight, const Tensor& dbias);
+                           Tensor& dweight, Tensor& dbias);
 
 }  // namespace dragoman::ops

@@ -59,8 +59,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return y;
 }
 
-Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight,
-                       const Tensor& dbias, bool need_dx) {
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                       bool need_dx) {
   constexpr const char* kOp = "linear_backward";
   // The same operand checks as the forward pass: the kernels below read x and weight as dense
   // row-major blocks, so a strided view would silently give wrong gradients.

@@ -16,10 +16,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // undefined -> y: [..., out]
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
-// Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined), and
-// returns dx = dy W (or an undefined tensor when need_dx is false).   dweight: [out, in] and dbias:
-// [out] of accumulator_dtype(x.dtype())
-Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dweight,
-                       const Tensor& dbias, bool need_dx = true);
+// Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined; an undefined
+// dbias is a layer without bias), and returns dx = dy W (or an undefined tensor when need_dx is
+// false).   dweight: [out, in] and dbias: [out] of accumulator_dtype(x.dtype())
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                       bool need_dx = true);
 
 }  // namespace dragoman::ops

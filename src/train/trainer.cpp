@@ -577,7 +577,7 @@ void Trainer::inject_overflow_for_tests() {
   const std::int64_t update = state_.step + 1;
   const auto& at = options_.inject_overflow_at;
   if (std::find(at.begin(), at.end(), update) == at.end() || !injected_overflows_.insert(update).second) return;
-  Tensor grads = model_->parameters().grads();
+  Tensor& grads = model_->parameters().grads();
   const Tensor inf = Tensor::from_vector(std::vector<double>{std::numeric_limits<double>::infinity()}, {1});
   grads.narrow(0, 0, 1).copy_from(inf.to(grads.dtype()).to(grads.device()));
 }

@@ -83,7 +83,7 @@ TEST_CASE("Tensor empty, zeros, from_vector and to_vector", "[core]") {
 
 TEST_CASE("Tensor view infers -1 and rejects wrong element counts and non-contiguous tensors", "[core]") {
   const Tensor t = iota({3, 4});
-  const Tensor v = t.view({2, -1, 3});
+  Tensor v = t.view({2, -1, 3});  // written below
   CHECK(v.shape() == Shape{2, 2, 3});
   CHECK(v.strides() == Shape{6, 3, 1});
   CHECK(v.shares_storage(t));

@@ -64,7 +64,7 @@ Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t rng_stream, 
   return Tensor::from_vector(values, shape).to(dtype);
 }
 
-GradientCheck check_gradient(const std::function<double()>& loss, const Tensor& param, const Tensor& analytic,
+GradientCheck check_gradient(const std::function<double()>& loss, Tensor& param, const Tensor& analytic,
                              std::int64_t max_checked, double step) {
   GradientCheck result;
   double* p = param.data<double>();

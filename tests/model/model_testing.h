@@ -36,7 +36,7 @@ struct GradientCheck {
   double numeric = 0, analytic = 0;
   std::int64_t checked = 0;
 };
-GradientCheck check_gradient(const std::function<double()>& loss, const Tensor& param, const Tensor& analytic,
+GradientCheck check_gradient(const std::function<double()>& loss, Tensor& param, const Tensor& analytic,
                              std::int64_t max_checked = 1 << 30, double step = 1e-5);
 
 }  // namespace dragoman::test

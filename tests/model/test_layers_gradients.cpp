@@ -39,7 +39,7 @@ void zero_grads(model::Linear& l) {
   l.dbias.fill_zero();
 }
 
-void check_linear(const std::string& what, const std::function<double()>& loss, const model::Linear& l) {
+void check_linear(const std::string& what, const std::function<double()>& loss, model::Linear& l) {
   check_gradient(what + ".weight", loss, l.weight, l.dweight);
   check_gradient(what + ".bias", loss, l.bias, l.dbias);
 }
@@ -51,7 +51,8 @@ void check_linear(const std::string& what, const std::function<double()>& loss, 
 TEST_CASE("model feed_forward backward matches finite differences", "[ops]") {
   const int64_t D = 4, F = 6;
   model::FeedForwardParams p{make_linear(F, D, 70), make_linear(D, F, 72)};
-  const Tensor x = random64({2, 3, D}, 74), r = random64({2, 3, D}, 75);
+  Tensor x = random64({2, 3, D}, 74);  // perturbed by check_gradient
+  const Tensor r = random64({2, 3, D}, 75);
   const model::Dropout relu_dropout{0.2, 9, 10};
   const auto loss = [&] { return dot(model::feed_forward_forward(p, x, relu_dropout, nullptr), r); };
   model::FeedForwardActivations act;
@@ -79,7 +80,8 @@ TEST_CASE("model attention backward matches finite differences", "[ops]") {
   };
 
   SECTION("causal self-attention with padding and attention dropout") {
-    const Tensor x = random64({2, 4, D}, 88), r = random64({2, 4, D}, 89);
+    Tensor x = random64({2, 4, D}, 88);  // perturbed by check_gradient
+    const Tensor r = random64({2, 4, D}, 89);
     const Tensor lengths = ids_tensor({4, 3}, {2});
     ops::AttentionOptions options;
     options.heads = H;
@@ -96,7 +98,8 @@ TEST_CASE("model attention backward matches finite differences", "[ops]") {
     check_params(loss);
   }
   SECTION("cross-attention with key padding") {
-    const Tensor xq = random64({2, 3, D}, 90), xkv = random64({2, 5, D}, 91), r = random64({2, 3, D}, 92);
+    Tensor xq = random64({2, 3, D}, 90), xkv = random64({2, 5, D}, 91);  // perturbed by check_gradient
+    const Tensor r = random64({2, 3, D}, 92);
     const Tensor lengths = ids_tensor({5, 2}, {2});
     ops::AttentionOptions options;
     options.heads = H;
@@ -118,7 +121,8 @@ TEST_CASE("model residual backward matches finite differences for post- and pre-
     SECTION(placement == NormPlacement::kPost ? "post-norm" : "pre-norm") {
       model::FeedForwardParams ffn{make_linear(F, D, 100), make_linear(D, F, 102)};
       model::LayerNormParams norm{random64({D}, 104, 0.5, 1.0), random64({D}, 105, 0.5), zeros64({D}), zeros64({D})};
-      const Tensor x = random64({2, 3, D}, 106), r = random64({2, 3, D}, 107);
+      Tensor x = random64({2, 3, D}, 106);  // perturbed by check_gradient
+      const Tensor r = random64({2, 3, D}, 107);
       const model::Dropout dropout{0.1, 11, 12};
       const auto loss = [&] {
         const Tensor y = model::residual_forward(placement, norm, eps, x, dropout, nullptr, [&](const Tensor& in) {

@@ -37,7 +37,8 @@ TEST_CASE("Transformer gradients match finite differences for every parameter", 
       // (1e-5 crossed one such kink in pre_untied_learned), large enough for float64 round-off.
       for (const ParameterEntry& e : params.entries()) {
         INFO("parameter " << e.spec.name);
-        const test::GradientCheck check = test::check_gradient(loss, params.value(e.spec.name), params.grad(e.spec.name), 24, 1e-6);
+        Tensor value = params.value(e.spec.name);  // perturbed by check_gradient
+        const test::GradientCheck check = test::check_gradient(loss, value, params.grad(e.spec.name), 24, 1e-6);
         INFO("worst element " << check.worst_index << ": numeric " << check.numeric << ", analytic " << check.analytic);
         CHECK(check.checked > 0);
         CHECK(check.worst_error < 1e-7);

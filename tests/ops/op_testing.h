@@ -307,7 +307,7 @@ inline double dot(const Tensor& a, const Tensor& r) {
 
 // Every element of `param` against central differences of `loss`; the analytic gradient must not
 // be identically zero (a test that compares 0 with 0 checks nothing) unless `may_be_zero`.
-inline void check_gradient(const std::string& what, const std::function<double()>& loss, const Tensor& param,
+inline void check_gradient(const std::string& what, const std::function<double()>& loss, Tensor& param,
                            const Tensor& grad, bool may_be_zero = false) {
   INFO(what << " " << param.describe());
   REQUIRE(grad.defined());

@@ -254,9 +254,10 @@ TEST_CASE("ops::attention gradients match finite differences", "[ops]") {
   for (const Case& c : cases) {
     SECTION(c.name) {
       const int64_t B = c.batch, H = c.heads;
-      const Tensor q = random64({B, c.queries, H * c.key_size}, 30, 1.5);
-      const Tensor k = random64({B, c.keys, H * c.key_size}, 31, 1.5);
-      const Tensor v = random64({B, c.keys, H * c.value_size}, 32);
+      // q, k, v are perturbed by check_gradient.
+      Tensor q = random64({B, c.queries, H * c.key_size}, 30, 1.5);
+      Tensor k = random64({B, c.keys, H * c.key_size}, 31, 1.5);
+      Tensor v = random64({B, c.keys, H * c.value_size}, 32);
       const Tensor r = random64({B, c.queries, H * c.value_size}, 33);
       const Tensor lengths = ids_tensor(c.lengths, {B});
       ops::AttentionOptions options;

@@ -141,14 +141,16 @@ TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the 
 }
 
 TEST_CASE("ops::relu gradients match finite differences", "[ops]") {
-  const Tensor x = random64({3, 7}, 10), r = random64({3, 7}, 11);
+  Tensor x = random64({3, 7}, 10);  // perturbed by check_gradient
+  const Tensor r = random64({3, 7}, 11);
   const auto loss = [&] { return dot(ops::relu(x), r); };
   const Tensor dx = ops::relu_backward(ops::relu(x), r);
   check_gradient("x", loss, x, dx);
 }
 
 TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
-  const Tensor x = random64({4, 6}, 12), r = random64({4, 6}, 13);
+  Tensor x = random64({4, 6}, 12);  // perturbed by check_gradient
+  const Tensor r = random64({4, 6}, 13);
   const double p = 0.3;
   const auto loss = [&] { return dot(ops::dropout(x, p, 21, 22), r); };
   const Tensor dx = ops::dropout(r, p, 21, 22);  // the backward pass: the same mask on the gradient

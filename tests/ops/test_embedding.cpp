@@ -106,7 +106,7 @@ TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[
 TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
   const int64_t V = 6, D = 5, P = 9, offset = 2;
   const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});  // repeated ids; 2 and 4 unused
-  const Tensor table = random64({V, D}, 50), positions = random64({P, D}, 51);
+  Tensor table = random64({V, D}, 50), positions = random64({P, D}, 51);  // perturbed by check_gradient
   const Tensor r = random64({2, 4, D}, 52);
   const double scale = std::sqrt(static_cast<double>(D));
 
@@ -126,8 +126,8 @@ TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
   }
   SECTION("table only") {
     const auto loss = [&] { return dot(ops::embedding(ids, table, Tensor(), 0, scale), r); };
-    Tensor dtable = zeros64({V, D});
-    ops::embedding_backward(ids, r, dtable, Tensor(), 0, scale);
+    Tensor dtable = zeros64({V, D}), no_dpositions;
+    ops::embedding_backward(ids, r, dtable, no_dpositions, 0, scale);
     check_gradient("table", loss, table, dtable);
   }
 }
@@ -146,12 +146,12 @@ TEST_CASE("ops::embedding rejects out-of-range ids and positions", "[ops]") {
   DRAGOMAN_CHECK_OP_ERROR(ops::embedding(ids_tensor({1, 2}, {1, 2}), table, positions.to(DType::kF32), 0, 1.0),
                           "embedding", "positions");
   // The backward pass checks the same, and the shape of dout.
-  Tensor dtable = zeros64({6, 3});
+  Tensor dtable = zeros64({6, 3}), no_dpositions;
   DRAGOMAN_CHECK_OP_ERROR(
-      ops::embedding_backward(ids_tensor({7, 2}, {1, 2}), zeros64({1, 2, 3}), dtable, Tensor(), 0, 1.0),
+      ops::embedding_backward(ids_tensor({7, 2}, {1, 2}), zeros64({1, 2, 3}), dtable, no_dpositions, 0, 1.0),
       "embedding_backward", "token id 7");
   DRAGOMAN_CHECK_OP_ERROR(
-      ops::embedding_backward(ids_tensor({1, 2}, {1, 2}), zeros64({1, 3, 3}), dtable, Tensor(), 0, 1.0),
+      ops::embedding_backward(ids_tensor({1, 2}, {1, 2}), zeros64({1, 3, 3}), dtable, no_dpositions, 0, 1.0),
       "embedding_backward", "dout");
   // A valid call still works after the failures, and leaves dtable untouched by them.
   CHECK(dtable.to_vector<double>() == std::vector<double>(18, 0.0));
@@ -292,8 +292,8 @@ TEST_CASE("ops::embedding_backward accumulates into gradients of the accumulator
         CHECK(dt[at(3 * D + i)] == Approx(2.0 * (g[at(0 * D + i)] + g[at(2 * D + i)] + g[at(5 * D + i)])).margin(1e-6));
       }
       if (acc != c.dtype) {
-        Tensor wrong = Tensor::zeros({V, D}, c.dtype, c.device);
-        DRAGOMAN_CHECK_OP_ERROR(ops::embedding_backward(ids, dout, wrong, Tensor(), 0, 1.0), "embedding_backward",
+        Tensor wrong = Tensor::zeros({V, D}, c.dtype, c.device), no_dpositions;
+        DRAGOMAN_CHECK_OP_ERROR(ops::embedding_backward(ids, dout, wrong, no_dpositions, 0, 1.0), "embedding_backward",
                                 "accumulator dtype");
       }
     }

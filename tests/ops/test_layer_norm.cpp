@@ -75,8 +75,9 @@ TEST_CASE("cpu::layer_norm_backward gives the same bits with 1 and 2 threads", "
 }
 
 TEST_CASE("ops::layer_norm gradients match finite differences", "[ops]") {
-  const Tensor x = random64({2, 3, 6}, 14, 1.0, 0.5);
-  const Tensor w = random64({6}, 15, 0.5, 1.0), b = random64({6}, 16, 0.5);
+  // x, w, b are perturbed by check_gradient.
+  Tensor x = random64({2, 3, 6}, 14, 1.0, 0.5);
+  Tensor w = random64({6}, 15, 0.5, 1.0), b = random64({6}, 16, 0.5);
   const Tensor r = random64({2, 3, 6}, 17);
   const double eps = 1e-5;
   const auto loss = [&] { return dot(ops::layer_norm(x, w, b, eps, nullptr), r); };

@@ -49,10 +49,10 @@ TEST_CASE("ops parameter gradients accumulate and activation gradients are assig
   for (std::size_t i = 0; i < once.size(); ++i) CHECK(twice[i] == Approx(2 * once[i]).margin(1e-15));
 
   const Tensor ids = ids_tensor({1, 1, 0}, {1, 3});
-  Tensor dtable = zeros64({2, 4});
+  Tensor dtable = zeros64({2, 4}), no_dpositions;
   const Tensor dout = random64({1, 3, 4}, 116);
-  ops::embedding_backward(ids, dout, dtable, Tensor(), 0, 1.0);
-  ops::embedding_backward(ids, dout, dtable, Tensor(), 0, 1.0);
+  ops::embedding_backward(ids, dout, dtable, no_dpositions, 0, 1.0);
+  ops::embedding_backward(ids, dout, dtable, no_dpositions, 0, 1.0);
   const std::vector<double> d = dout.to_vector<double>(), t = dtable.to_vector<double>();
   for (std::size_t i = 0; i < 4; ++i) {
     CHECK(t[i] == Approx(2 * d[8 + i]).margin(1e-15));
@@ -63,20 +63,22 @@ TEST_CASE("ops parameter gradients accumulate and activation gradients are assig
 TEST_CASE("ops reject mismatched shapes and dtypes with an error naming the op", "[ops]") {
   const Tensor x = random64({2, 3, 4}, 120), w = random64({5, 4}, 121), b = random64({5}, 122);
   const Tensor x32 = x.to(DType::kF32), w32 = w.to(DType::kF32), i32 = Tensor::zeros({3}, DType::kI32);
-  const Tensor dw = zeros64({5, 4}), db = zeros64({5}), dy = random64({2, 3, 5}, 123);
+  const Tensor dy = random64({2, 3, 5}, 123);
+  // Gradient operands: the ops throw before they write.
+  Tensor dw = zeros64({5, 4}), db = zeros64({5}), dw_transposed = zeros64({4, 5}),
+         db_f32 = Tensor::zeros({5}, DType::kF32);
 
   // linear and matmul
   DRAGOMAN_CHECK_OP_ERROR(ops::linear(x, random64({5, 3}, 124), b), "linear", "does not match weight");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear(x, w32, b), "linear", "weight");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear(x, w, zeros64({4})), "linear", "bias");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear(x, random64({4, 5}, 125).transpose(0, 1), b), "linear", "contiguous");
-  DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w, dy, zeros64({4, 5}), db), "linear_backward", "dweight");
+  DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w, dy, dw_transposed, db), "linear_backward", "dweight");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w, random64({2, 3, 4}, 126), dw, db), "linear_backward", "dy");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w32, dy, dw, db), "linear_backward", "weight");
   DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, random64({4, 5}, 127).transpose(0, 1), dy, dw, db), "linear_backward",
                           "contiguous");
-  DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w, dy, dw, Tensor::zeros({5}, DType::kF32)), "linear_backward",
-                          "dbias");
+  DRAGOMAN_CHECK_OP_ERROR(ops::linear_backward(x, w, dy, dw, db_f32), "linear_backward", "dbias");
   DRAGOMAN_CHECK_OP_ERROR(ops::matmul(w, w), "matmul", "inner dimensions differ");
   DRAGOMAN_CHECK_OP_ERROR(ops::matmul(w, w32, false, true), "matmul", "b");
   DRAGOMAN_CHECK_OP_ERROR(ops::matmul(x, w), "matmul", "2-D");
@@ -98,14 +100,13 @@ TEST_CASE("ops reject mismatched shapes and dtypes with an error naming the op",
   ops::LayerNormSaved saved;
   ops::layer_norm(x, lw, lb, 1e-5, &saved);
   const Tensor dx = random64({2, 3, 4}, 131);
-  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw, saved, zeros64({5}), zeros64({4})), "layer_norm_backward",
-                          "dweight");
-  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(random64({2, 4, 3}, 132), x, lw, saved, zeros64({4}), zeros64({4})),
+  Tensor dlw = zeros64({4}), dlb = zeros64({4}), dlw_long = zeros64({5}), dlw_f32 = Tensor::zeros({4}, DType::kF32);
+  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw, saved, dlw_long, dlb), "layer_norm_backward", "dweight");
+  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(random64({2, 4, 3}, 132), x, lw, saved, dlw, dlb),
                           "layer_norm_backward", "dy");
-  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw, saved, Tensor::zeros({4}, DType::kF32), zeros64({4})),
-                          "layer_norm_backward", "dweight");
-  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw.to(DType::kF32), saved, zeros64({4}), zeros64({4})),
-                          "layer_norm_backward", "weight");
+  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw, saved, dlw_f32, dlb), "layer_norm_backward", "dweight");
+  DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward(dx, x, lw.to(DType::kF32), saved, dlw, dlb), "layer_norm_backward",
+                          "weight");
 
   // attention
   const Tensor q = random64({2, 3, 4}, 133), k = random64({2, 5, 4}, 134), v = random64({2, 5, 6}, 135);
