@@ -4,7 +4,7 @@
 // peak and the process's peak resident memory.
 //
 //   model_bench [--models base,big] [--tokens 4000] [--length 25] [--vocab 37000]
-//               [--threads 1,2] [--steps 2]
+//               [--threads 1,2] [--steps 2] [--precision fp32,bf16,fp16]
 
 #include <sys/resource.h>
 
@@ -37,6 +37,7 @@ struct Options {
   std::int64_t vocab = 37000;
   std::vector<int> threads{1, 2};
   int steps = 2;
+  std::vector<std::string> precisions{"fp32"};
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -49,7 +50,7 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: model_bench [--models base,big] [--tokens N] [--length L] [--vocab V] [--threads 1,2] "
-               "[--steps S]\n");
+               "[--steps S] [--precision fp32,bf16,fp16]\n");
   std::exit(2);
 }
 
@@ -72,11 +73,17 @@ Options parse(int argc, char** argv) {
       for (const std::string& t : split(value)) o.threads.push_back(std::stoi(t));
     } else if (flag == "--steps") {
       o.steps = std::stoi(value);
+    } else if (flag == "--precision") {
+      o.precisions = split(value);
     } else {
       usage();
     }
   }
   if (o.tokens < o.length || o.length < 2 || o.vocab < 8 || o.steps < 1 || o.threads.empty()) usage();
+  for (const std::string& p : o.precisions) {
+    dragoman::DType dtype;
+    if (!dragoman::parse_precision(p, dtype)) usage();
+  }
   return o;
 }
 
@@ -86,7 +93,8 @@ Batch random_batch(const ModelConfig& config, std::int64_t sentences, std::int64
   for (std::int64_t b = 0; b < sentences; ++b) {
     for (std::int64_t t = 0; t < length; ++t) {
       const auto draw = [&](std::uint64_t stream) {
-        return static_cast<std::int32_t>(4 + dragoman::philox::bits(7, stream, b * length + t) % (config.src_vocab_size - 4));
+        return static_cast<std::int32_t>(4 + dragoman::philox::bits(7, stream, b * length + t) %
+                                                 (config.src_vocab_size - 4));
       };
       src[b].push_back(draw(0));
       if (t + 1 < length) tgt[b].push_back(draw(1));
@@ -110,63 +118,69 @@ double peak_rss_mib() {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::int64_t sentences = o.tokens / o.length;
-  std::printf("Training step on CPU: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
-              "f32, dropout on; median of %d steps after one warm-up step\n\n",
-              static_cast<long long>(sentences), static_cast<long long>(o.length),
-              static_cast<long long>(sentences * o.length), static_cast<long long>(sentences * o.length),
-              static_cast<long long>(o.vocab), o.steps);
-  std::printf("| model | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
-              "allocator peak MiB | peak RSS MiB |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "Training step on CPU: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
+      "dropout on; median of %d steps after one warm-up step\n\n",
+      static_cast<long long>(sentences), static_cast<long long>(o.length), static_cast<long long>(sentences * o.length),
+      static_cast<long long>(sentences * o.length), static_cast<long long>(o.vocab), o.steps);
+  std::printf(
+      "| model | precision | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
+      "allocator peak MiB | peak RSS MiB |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const std::string& name : o.models) {
-    ModelConfig config;
-    if (name == "base") {
-      config = ModelConfig::transformer_base();
-    } else if (name == "big") {
-      config = ModelConfig::transformer_big();
-    } else {
-      usage();
-    }
-    config.src_vocab_size = config.tgt_vocab_size = o.vocab;
-    dragoman::Transformer model(config);
-    model.initialize(1);
-    const std::int64_t n = model.parameters().size();
-    Tensor m = Tensor::zeros({n}, dragoman::DType::kF32), v = Tensor::zeros({n}, dragoman::DType::kF32);
-    const Batch batch = random_batch(config, sentences, o.length);
-    for (const int threads : o.threads) {
-      dragoman::set_compute_threads(threads);
-      dragoman::allocator_for(dragoman::Device::cpu()).reset_peak();
-      std::vector<double> fwd, bwd, adam;
-      for (int step = 0; step <= o.steps; ++step) {
-        model.parameters().zero_grads();
-        auto t0 = std::chrono::steady_clock::now();
-        dragoman::ForwardActivations saved;
-        model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)}, saved);
-        const double f = seconds_since(t0);
-        t0 = std::chrono::steady_clock::now();
-        model.backward(std::move(saved), 1.0 / static_cast<double>(batch.target_tokens()));
-        const double b = seconds_since(t0);
-        t0 = std::chrono::steady_clock::now();
-        dragoman::cpu::AdamHyper hyper;
-        hyper.step = step + 1;
-        hyper.lr = 1e-4;
-        dragoman::ops::adam_step(model.parameters().values(), model.parameters().grads(), m, v, hyper);
-        const double a = seconds_since(t0);
-        if (step == 0) continue;  // warm-up: first touches of the allocator's blocks
-        fwd.push_back(f);
-        bwd.push_back(b);
-        adam.push_back(a);
+    for (const std::string& precision : o.precisions) {
+      ModelConfig config;
+      if (name == "base") {
+        config = ModelConfig::transformer_base();
+      } else if (name == "big") {
+        config = ModelConfig::transformer_big();
+      } else {
+        usage();
       }
-      const auto median = [](std::vector<double> x) {
-        std::sort(x.begin(), x.end());
-        return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
-      };
-      const double f = median(fwd), b = median(bwd), a = median(adam), total = f + b + a;
-      const double peak = static_cast<double>(dragoman::allocator_for(dragoman::Device::cpu()).stats().peak_in_use);
-      std::printf("| %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(),
-                  static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a, 1e3 * total,
-                  static_cast<double>(batch.target_tokens()) / total, peak / (1 << 20), peak_rss_mib());
-      std::fflush(stdout);
+      config.src_vocab_size = config.tgt_vocab_size = o.vocab;
+      dragoman::DType compute = dragoman::DType::kF32;
+      dragoman::parse_precision(precision, compute);
+      dragoman::Transformer model(config, dragoman::ParameterPrecision::training(compute));
+      model.initialize(1);
+      const std::int64_t n = model.parameters().size();
+      Tensor m = Tensor::zeros({n}, dragoman::DType::kF32), v = Tensor::zeros({n}, dragoman::DType::kF32);
+      const Batch batch = random_batch(config, sentences, o.length);
+      for (const int threads : o.threads) {
+        dragoman::set_compute_threads(threads);
+        dragoman::allocator_for(dragoman::Device::cpu()).reset_peak();
+        std::vector<double> fwd, bwd, adam;
+        for (int step = 0; step <= o.steps; ++step) {
+          model.parameters().zero_grads();
+          auto t0 = std::chrono::steady_clock::now();
+          dragoman::ForwardActivations saved;
+          model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)}, saved);
+          const double f = seconds_since(t0);
+          t0 = std::chrono::steady_clock::now();
+          model.backward(std::move(saved), 1.0 / static_cast<double>(batch.target_tokens()));
+          const double b = seconds_since(t0);
+          t0 = std::chrono::steady_clock::now();
+          dragoman::cpu::AdamHyper hyper;
+          hyper.step = step + 1;
+          hyper.lr = 1e-4;
+          dragoman::ops::adam_step(model.parameters().values(), model.parameters().grads(), m, v, hyper,
+                                   model.parameters().mirror());
+          const double a = seconds_since(t0);
+          if (step == 0) continue;  // warm-up: first touches of the allocator's blocks
+          fwd.push_back(f);
+          bwd.push_back(b);
+          adam.push_back(a);
+        }
+        const auto median = [](std::vector<double> x) {
+          std::sort(x.begin(), x.end());
+          return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+        };
+        const double f = median(fwd), b = median(bwd), a = median(adam), total = f + b + a;
+        const double peak = static_cast<double>(dragoman::allocator_for(dragoman::Device::cpu()).stats().peak_in_use);
+        std::printf("| %s | %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(),
+                    precision.c_str(), static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a, 1e3 * total,
+                    static_cast<double>(batch.target_tokens()) / total, peak / (1 << 20), peak_rss_mib());
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

@@ -2,7 +2,8 @@
 # Benchmark: one CPU training step (forward + backward + Adam) of the paper's base and big models
 # for a batch of about 4,000 source + 4,000 target tokens, at 1 and 2 threads (bench/model_bench.cpp).
 # Prints a Markdown table (docs/PERFORMANCE.md records it). Needs a built tree (scripts/test.sh).
-#   scripts/bench-model.sh [BUILD_DIR] [extra model_bench options, e.g. --models base --steps 3]
+#   scripts/bench-model.sh [BUILD_DIR] [extra model_bench options, e.g. --models base --steps 3,
+#   --precision fp32,bf16]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
