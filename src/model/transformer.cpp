@@ -2,6 +2,7 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -335,14 +336,25 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   const std::int64_t rows = batch.tgt_out.numel();
   Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
   // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
-  const ops::CrossEntropySums sums =
-      save != nullptr ? ops::cross_entropy_fused_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing)
-                      : ops::cross_entropy_(logits, batch.tgt_out.view({rows}), c.pad_id, c.label_smoothing);
+  Tensor call_sums;  // this call's sums, read back, unless the caller accumulates them
+  Tensor& sums = options.loss_sums != nullptr ? *options.loss_sums : call_sums;
+  if (options.loss_sums == nullptr) call_sums = Tensor::zeros({2}, DType::kF64, logits.device());
+  const Tensor targets = batch.tgt_out.view({rows});
+  if (save != nullptr) {
+    ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, sums);
+  } else {
+    ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing, sums);
+  }
   if (save != nullptr) save->dlogits = logits;
   if (evaluation != nullptr) {
     evaluation->log_probs = logits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size});
   }
-  return {sums.loss, sums.nll, batch.target_tokens()};
+  if (options.loss_sums != nullptr) {
+    constexpr double kNotRead = std::numeric_limits<double>::quiet_NaN();
+    return {kNotRead, kNotRead, batch.target_tokens()};
+  }
+  const std::vector<double> host = call_sums.to_vector<double>();
+  return {host[0], host[1], batch.target_tokens()};
 }
 
 void Transformer::backward(ForwardActivations&& saved, double grad_scale) {

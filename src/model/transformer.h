@@ -32,6 +32,9 @@ struct ForwardOptions {
   bool training = false;   // dropout on
   std::uint64_t seed = 0;  // dropout masks are a function of (seed, step)
   std::uint64_t step = 0;
+  // When given (f64 [2] = {loss, nll} on the model's device), the loss sums are added there and not
+  // read back: a trainer reads a whole log window's sums at once (LossResult's sums are then NaN).
+  Tensor* loss_sums = nullptr;
 };
 
 // What backward() needs from one training forward pass: every layer's saved activations. Returned

@@ -39,38 +39,55 @@ void log_softmax_(Tensor& x) {
   }
 }
 
-CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
-  constexpr const char* kOp = "cross_entropy_";
-  check_targets(kOp, logits, targets);
-  CrossEntropySums sums;
+namespace {
+
+// The loss and nll sums of logits [N, V] added into sums (f64 [2]); the logits become
+// log-probabilities, or dlogits when `fused`.
+void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing,
+                        Tensor& sums, bool fused) {
+  check_targets(op, logits, targets);
+  require(sums.dtype() == DType::kF64 && sums.device() == logits.device() && sums.shape() == Shape{2} &&
+              sums.is_contiguous(),
+          op, "sums must be a contiguous f64 [2] tensor on the logits' device, got " + sums.describe());
   switch (logits.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, logits, [&](auto zero) {
+      detail::dispatch_storage(op, logits, [&](auto zero) {
         using T = decltype(zero);
-        cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
-                                      smoothing, &sums.loss, &sums.nll);
+        double* out = sums.data<double>();
+        const auto kernel = fused ? cpu::cross_entropy_fused<T> : cpu::cross_entropy_forward<T>;
+        kernel(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad, smoothing, out,
+               out + 1);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: detail::no_cuda_kernel(op);
   }
-  return sums;
+}
+
+CrossEntropySums read_back(const Tensor& sums) {
+  const std::vector<double> host = sums.to_vector<double>();
+  return {host[0], host[1]};
+}
+
+}  // namespace
+
+void cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums) {
+  cross_entropy_into("cross_entropy_", logits, targets, pad, smoothing, sums, false);
+}
+
+void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums) {
+  cross_entropy_into("cross_entropy_fused_", logits, targets, pad, smoothing, sums, true);
+}
+
+CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
+  Tensor sums = Tensor::zeros({2}, DType::kF64, logits.device());
+  cross_entropy_(logits, targets, pad, smoothing, sums);
+  return read_back(sums);
 }
 
 CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
-  constexpr const char* kOp = "cross_entropy_fused_";
-  check_targets(kOp, logits, targets);
-  CrossEntropySums sums;
-  switch (logits.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, logits, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
-                                    smoothing, &sums.loss, &sums.nll);
-      });
-      break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
-  }
-  return sums;
+  Tensor sums = Tensor::zeros({2}, DType::kF64, logits.device());
+  cross_entropy_fused_(logits, targets, pad, smoothing, sums);
+  return read_back(sums);
 }
 
 }  // namespace dragoman::ops

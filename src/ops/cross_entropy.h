@@ -26,4 +26,10 @@ CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int3
 // pass and backward only scales it. (Training.)
 CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
 
+// The device forms of both: the loss and nll sums are added into `sums` (f64 [2] = {loss, nll} on
+// the logits' device) and not read back, so a trainer sums a whole log window where the logits are
+// and reads it once (#12 section 4). The forms above read one call's sums back.
+void cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums);
+void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums);
+
 }  // namespace dragoman::ops

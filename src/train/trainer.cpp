@@ -497,14 +497,16 @@ double Trainer::translate_valid() {
 
 void Trainer::validate(TrainResult& result) {
   const TrainingConfig& t = config_.training;
-  double loss = 0, nll = 0;
+  // The dev set's loss sums stay on the model's device until the last batch (keeps no activations).
+  Tensor sums = Tensor::zeros({2}, DType::kF64, model_->parameters().values().device());
   std::int64_t tokens = 0;
   for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
-    const LossResult r = model_->loss(data::make_batch(valid_, pairs, model_->config()));  // keeps no activations
-    loss += r.loss_sum;
-    nll += r.nll_sum;
-    tokens += r.tokens;
+    ForwardOptions options;
+    options.loss_sums = &sums;
+    tokens += model_->loss(data::make_batch(valid_, pairs, model_->config()), options).tokens;
   }
+  const std::vector<double> host = sums.to_vector<double>();
+  const double loss = host[0], nll = host[1];
   const double valid_nll = nll / static_cast<double>(tokens);
   const Clock::time_point bleu_start = Clock::now();
   const double bleu = t.valid_bleu ? translate_valid() : 0.0;
@@ -661,7 +663,9 @@ TrainResult Trainer::run() {
   const std::int64_t start_step = state_.step;
   const double start_elapsed = state_.elapsed_seconds;
   Clock::time_point window_start = Clock::now();
-  double window_loss = 0, window_nll = 0;
+  // The log window's loss and nll sums stay where the model is and are read once per log line.
+  const Device device = params.values().device();
+  Tensor window_sums = Tensor::zeros({2}, DType::kF64, device);
   std::int64_t window_tokens = 0;
   double grad_norm = 0;
 
@@ -689,18 +693,21 @@ TrainResult Trainer::run() {
     // Dropout streams per batch: a function of (seed, step, k) only.
     if (fp16 && state_.loss_scale == 0) state_.loss_scale = t.loss_scale;
     const double loss_scale = fp16 ? state_.loss_scale : 1.0;
-    const UpdateLoss update = accumulate_gradients(*model_, batches, true, t.seed,
-                                                   static_cast<std::uint64_t>(state_.step * t.update_freq), loss_scale);
+    Tensor update_sums = Tensor::zeros({2}, DType::kF64, device);
+    const UpdateLoss update =
+        accumulate_gradients(*model_, batches, true, t.seed, static_cast<std::uint64_t>(state_.step * t.update_freq),
+                             loss_scale, &update_sums);
     if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
+    // Non-finite logits make the gradients non-finite too: the norm alone decides, and the loss is
+    // read back only to say what happened.
     grad_norm = std::sqrt(ops::sum_squares(params.grads())) / loss_scale;
-    if (!std::isfinite(grad_norm) || !std::isfinite(update.loss_sum)) {
-      const double loss = update.loss_sum / static_cast<double>(std::max<std::int64_t>(update.tokens, 1));
+    if (!std::isfinite(grad_norm)) {
+      const double loss = update_sums.to_vector<double>()[0] / static_cast<double>(update.tokens);
       if (!fp16) fail_non_finite(loss, grad_norm);
       skip_overflowed_update(loss, grad_norm);
       continue;
     }
-    window_loss += update.loss_sum;
-    window_nll += update.nll_sum;
+    ops::add_(window_sums, update_sums);
     // Unscaling (fp16) and clipping in one pass over the gradients.
     double grad_factor = 1.0 / loss_scale;
     if (t.clip_norm > 0 && grad_norm > t.clip_norm) grad_factor *= t.clip_norm / grad_norm;
@@ -721,8 +728,9 @@ TrainResult Trainer::run() {
 
     if (state_.step % t.log_every == 0) {
       const double window_seconds = seconds_since(window_start);
-      const double loss = window_loss / static_cast<double>(window_tokens);
-      const double ppl = std::exp(window_nll / static_cast<double>(window_tokens));
+      const std::vector<double> sums = window_sums.to_vector<double>();  // the window's one read
+      const double loss = sums[0] / static_cast<double>(window_tokens);
+      const double ppl = std::exp(sums[1] / static_cast<double>(window_tokens));
       const double per_step = seconds_since(start) / static_cast<double>(state_.step - start_step);
       const std::string eta =
           t.max_steps > 0 ? format_hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
@@ -746,7 +754,7 @@ TrainResult Trainer::run() {
       }
       append_metrics(metrics);
       result.last_train_loss = loss;
-      window_loss = window_nll = 0;
+      window_sums.fill_zero();
       window_tokens = 0;
       window_start = Clock::now();
     }

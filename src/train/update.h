@@ -19,8 +19,10 @@ struct UpdateLoss {
 
 // Zeroes the model's gradients, then leaves in them d(loss_scale * loss_sum / tokens)/d(parameters)
 // over all `batches`. With `training`, dropout masks come from (seed, first_stream + k) for batch k.
-// loss_scale: fp16's loss scaling (the caller unscales the gradients); 1 otherwise.
+// loss_scale: fp16's loss scaling (the caller unscales the gradients); 1 otherwise. loss_sums: as
+// ForwardOptions::loss_sums (the update's loss sums are added there, UpdateLoss's are then NaN).
 UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
-                                std::uint64_t seed, std::uint64_t first_stream, double loss_scale = 1.0);
+                                std::uint64_t seed, std::uint64_t first_stream, double loss_scale = 1.0,
+                                Tensor* loss_sums = nullptr);
 
 }  // namespace dragoman

@@ -124,6 +124,24 @@ TEST_CASE("16-bit forward passes track fp32, and decoding returns fp32 log-proba
   }
 }
 
+TEST_CASE("A forward pass adds its loss sums into the caller's tensor, leaving LossResult's unread", "[model]") {
+  Transformer model(test::fixture_config("post_shared_tied"), DType::kF32);
+  model.initialize(5);
+  const Batch& batch = test_batch(model.config());
+  const LossResult expected = model.loss(batch);
+  Tensor sums = Tensor::zeros({2}, DType::kF64);
+  ForwardOptions options;
+  options.loss_sums = &sums;
+  const LossResult first = model.loss(batch, options);
+  CHECK(std::isnan(first.loss_sum));
+  CHECK(first.tokens == expected.tokens);
+  ForwardActivations saved;
+  model.forward_loss(batch, options, saved);  // training's fused form adds the same sums
+  const std::vector<double> got = sums.to_vector<double>();
+  CHECK(got[0] == Approx(2 * expected.loss_sum).epsilon(1e-12));
+  CHECK(got[1] == Approx(2 * expected.nll_sum).epsilon(1e-12));
+}
+
 // The gradient of a bf16/f16 forward/backward is an f32 buffer close to the fp32 model's. The bound
 // is loose for bf16 (measured: 5.9 % relative L2 error, f16 0.1 %): near initialisation attention
 // is almost uniform, and the softmax and layer-norm backward passes subtract nearly equal 16-bit

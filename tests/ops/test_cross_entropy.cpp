@@ -124,6 +124,35 @@ TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradi
   }
 }
 
+TEST_CASE("ops cross-entropy's device forms add their sums into a tensor, never reading them back", "[ops]") {
+  const std::int32_t pad = 0;
+  const Tensor logits = random64({5, 7}, 61, 2.0);
+  const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5});
+  for (const bool fused : {false, true}) {
+    INFO((fused ? "fused" : "evaluation"));
+    Tensor once = logits.clone();
+    const ops::CrossEntropySums expected =
+        fused ? ops::cross_entropy_fused_(once, targets, pad, 0.1) : ops::cross_entropy_(once, targets, pad, 0.1);
+    // Two calls add into one accumulator that already holds something.
+    Tensor sums = Tensor::from_vector(std::vector<double>{1.0, 2.0}, {2});
+    for (int call = 0; call < 2; ++call) {
+      Tensor l = logits.clone();
+      if (fused) {
+        ops::cross_entropy_fused_(l, targets, pad, 0.1, sums);
+      } else {
+        ops::cross_entropy_(l, targets, pad, 0.1, sums);
+      }
+      CHECK(l.to_vector<double>() == once.to_vector<double>());
+    }
+    const std::vector<double> got = sums.to_vector<double>();
+    CHECK(got[0] == Approx(1.0 + 2 * expected.loss).epsilon(1e-14));
+    CHECK(got[1] == Approx(2.0 + 2 * expected.nll).epsilon(1e-14));
+    Tensor l = logits.clone();
+    Tensor wrong = Tensor::zeros({2}, DType::kF32);
+    CHECK_THROWS_WITH(ops::cross_entropy_(l, targets, pad, 0.1, wrong), Catch::Contains("f64 [2]"));
+  }
+}
+
 namespace {
 
 // log_softmax, cross_entropy_forward and cross_entropy_fused of `rows` rows of v classes over T.
