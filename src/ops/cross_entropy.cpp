@@ -1,7 +1,11 @@
 // Cross-entropy (see cross_entropy.h).
 #include "ops/cross_entropy.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/cross_entropy.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -10,12 +14,27 @@ using detail::require;
 
 namespace {
 
+// Calls fn(T()) with T = float, bf16 or f16, the storage type of a CUDA tensor (no f64 kernels on
+// CUDA).
+template <typename Fn>
+void dispatch_cuda(const char* op, const Tensor& t, Fn fn) {
+  require(t.dtype() != DType::kF64, op, "f64 has no CUDA kernels; use f32, bf16 or f16 on a GPU");
+  detail::dispatch_storage(op, t, [&](auto zero) {
+    if constexpr (!std::is_same_v<decltype(zero), double>) fn(zero);
+  });
+}
+
 void check_targets(const char* op, const Tensor& logits, const Tensor& targets) {
   detail::require_like(op, "logits", logits, logits);
   require(logits.rank() == 2, op, "logits must be [N, V], got " + logits.describe());
-  require(targets.dtype() == DType::kI32 && targets.device().is_cpu() && targets.is_contiguous() &&
+  require(targets.dtype() == DType::kI32 && targets.device() == logits.device() && targets.is_contiguous() &&
               targets.shape() == Shape{logits.dim(0)},
-          op, "targets must be a contiguous i32 [N] CPU tensor, got " + targets.describe());
+          op,
+          "targets must be a contiguous i32 [N] tensor on " + logits.device().str() + ", got " + targets.describe());
+  // Ids on a GPU are not checked here: that would copy them back and wait for the device on every
+  // batch. A batch reaches a GPU only through Batch::to, which validates its ids on the host first
+  // (model/batch.h); the kernels turn an id outside [0, V) into a NaN loss, never a stray read.
+  if (!targets.device().is_cpu()) return;
   const std::int32_t* t = targets.data<std::int32_t>();
   for (std::int64_t i = 0; i < targets.numel(); ++i) {
     require(t[i] >= 0 && t[i] < logits.dim(1), op, "target id " + std::to_string(t[i]) + " outside the vocabulary");
@@ -35,7 +54,14 @@ void log_softmax_(Tensor& x) {
         cpu::log_softmax<T>(x.data<T>(), x.numel() / v, v);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const cuda::DeviceGuard guard(x.device().index);
+      dispatch_cuda(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::log_softmax<T>(x.data<T>(), x.numel() / v, v, cuda::stream_of(x.device().index));
+      });
+      break;
+    }
   }
 }
 
@@ -59,7 +85,20 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
                out + 1);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(op);
+    case DeviceType::kCuda: {
+      const int device = logits.device().index;
+      const cuda::DeviceGuard guard(device);
+      // Each row's {loss, nll}, added in a fixed order by the kernel (deterministic sums).
+      Tensor row_losses = Tensor::empty({logits.dim(0), 2}, DType::kF64, logits.device());  // [N, 2]
+      dispatch_cuda(op, logits, [&](auto zero) {
+        using T = decltype(zero);
+        double* out = sums.data<double>();
+        const auto kernel = fused ? cuda::cross_entropy_fused<T> : cuda::cross_entropy_forward<T>;
+        kernel(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad, smoothing, out,
+               out + 1, row_losses.data<double>(), cuda::stream_of(device));
+      });
+      break;
+    }
   }
 }
 

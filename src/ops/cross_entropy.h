@@ -1,4 +1,6 @@
-// log-softmax and the label-smoothed cross-entropy on tensors (kernels/cpu/cross_entropy.h).
+// log-softmax and the label-smoothed cross-entropy on tensors (kernels/cpu/cross_entropy.h; on CUDA
+// kernels/cuda/cross_entropy.h, whose sums are deterministic but whose per-row reductions add in
+// another order than the CPU's).
 // Logits, log-probabilities and dlogits are activations (f64, f32, bf16 or f16), rewritten in place;
 // the sums are double.
 #pragma once
@@ -18,7 +20,8 @@ struct CrossEntropySums {
 void log_softmax_(Tensor& x);
 
 // Replaces logits [N, V] by their log-probabilities (in place) and returns the loss and nll sums
-// over rows whose target (i32 [N], CPU) is not pad. (Evaluation.)
+// over rows whose target (i32 [N], on the logits' device) is not pad. (Evaluation.) Target ids are
+// range-checked on the CPU; on a GPU they were checked when their batch was copied (Batch::to).
 CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
 
 // The same sums, with logits replaced by d(loss_sum)/d(logits) = p - q (in place; pad rows 0): the

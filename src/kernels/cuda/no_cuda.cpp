@@ -11,6 +11,8 @@
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/copy.h"
+#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/pinned.h"
 #include "kernels/cuda/random.h"
@@ -80,5 +82,66 @@ template void cast<f16, float>(const f16*, float*, std::size_t, Stream);
 
 // random.h
 void uniform_fill(float*, std::size_t, std::uint64_t, std::uint64_t, std::uint64_t, Stream) { no_cuda("uniform_fill"); }
+
+// gemm.h
+template <typename T, typename C>
+void gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, const T*,
+          std::int64_t, acc_t<T>, C*, std::int64_t, int) {
+  no_cuda("gemm");
+}
+template <typename T>
+void gemm_bias(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t,
+               const T*, T*, int) {
+  no_cuda("gemm_bias");
+}
+template <typename T>
+void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t,
+                          std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>, T*, std::int64_t, std::int64_t,
+                          std::int64_t, int) {
+  no_cuda("gemm_strided_batched");
+}
+#define DRAGOMAN_INSTANTIATE_GEMM(T, C)                                                                            \
+  template void gemm<T, C>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, \
+                           const T*, std::int64_t, acc_t<T>, C*, std::int64_t, int);
+#define DRAGOMAN_INSTANTIATE(T)                                                                                      \
+  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
+  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
+                             std::int64_t, const T*, T*, int);                                                       \
+  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
+                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
+                                        T*, std::int64_t, std::int64_t, std::int64_t, int);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+DRAGOMAN_INSTANTIATE_GEMM(bf16, float)
+DRAGOMAN_INSTANTIATE_GEMM(f16, float)
+#undef DRAGOMAN_INSTANTIATE
+#undef DRAGOMAN_INSTANTIATE_GEMM
+
+// cross_entropy.h
+template <typename T>
+void log_softmax(T*, std::int64_t, std::int64_t, Stream) {
+  no_cuda("log_softmax");
+}
+template <typename T>
+void cross_entropy_forward(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, double*, double*,
+                           double*, Stream) {
+  no_cuda("cross_entropy_forward");
+}
+template <typename T>
+void cross_entropy_fused(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, double*, double*,
+                         double*, Stream) {
+  no_cuda("cross_entropy_fused");
+}
+#define DRAGOMAN_INSTANTIATE(T)                                                                                     \
+  template void log_softmax<T>(T*, std::int64_t, std::int64_t, Stream);                                             \
+  template void cross_entropy_forward<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, \
+                                         double*, double*, double*, Stream);                                        \
+  template void cross_entropy_fused<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,   \
+                                       double*, double*, double*, Stream);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
 
 }  // namespace dragoman::cuda

@@ -1,0 +1,331 @@
+// cuBLASLt GEMMs in row-major form (see gemm.h), with the small kernels of their edge cases.
+//
+// Row-major through a column-major library: a row-major X [r, c] with row stride ld is, read
+// column-major, the matrix X^T [c, r] with the same ld. So C = op(A) op(B) (row-major) is computed as
+// C^T = op(B)^T op(A)^T (column-major): cuBLASLt's first operand is our B, its second our A, its
+// problem is n x m x k, and a transposed operand of ours is an untransposed one of cuBLASLt's and
+// vice versa. The BIAS epilogue adds a vector along the rows of its column-major D = C^T, i.e. one
+// bias element per column of our C: what a linear layer needs.
+//
+// Heuristic cache: cublasLtMatmulAlgoGetHeuristic is asked once per problem (device, shape, leading
+// dimensions, batch strides, dtypes, transposes, epilogue, and the pointers' alignments, which decide
+// which algorithms are eligible); its best algorithm is kept in a process-wide map under a mutex and
+// used for every later call, so a problem always runs the same algorithm (the same bits).
+#include "kernels/cuda/gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
+
+namespace dragoman::cuda {
+namespace {
+
+// ---- small kernels -------------------------------------------------------------------------------
+
+constexpr unsigned kThreads = 256;
+
+unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+// C = beta * C over `batch` matrices [m, n] (ldc, stride_c); beta == 0 writes zeros without reading C
+// (it may hold NaN). The k == 0 case of gemm, as cpu::gemm defines it.
+template <typename C, typename S>
+__global__ void scale_kernel(C* c, std::int64_t m, std::int64_t n, std::int64_t ldc, std::int64_t stride_c,
+                             std::int64_t batch, S beta) {
+  const std::int64_t total = batch * m * n;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const std::int64_t b = i / (m * n), r = (i / n) % m, j = i % n;
+    C& x = c[b * stride_c + r * ldc + j];
+    x = beta == S(0) ? store<C>(0) : store<C>(beta * load(x));
+  }
+}
+
+// c[r, j] = bias[j] for r < m, j < n (c contiguous): the rows a beta = 1 product adds the bias from.
+template <typename T>
+__global__ void bias_rows_kernel(const T* bias, T* c, std::int64_t m, std::int64_t n) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m * n; i += step) {
+    c[i] = bias[i % n];
+  }
+}
+
+// ---- cuBLASLt ------------------------------------------------------------------------------------
+
+template <typename X>
+constexpr cudaDataType_t data_type() {
+  if constexpr (std::is_same_v<X, float>) {
+    return CUDA_R_32F;
+  } else if constexpr (std::is_same_v<X, bf16>) {
+    return CUDA_R_16BF;
+  } else {
+    static_assert(std::is_same_v<X, f16>, "float, bf16 or f16");
+    return CUDA_R_16F;
+  }
+}
+
+// One product as cuBLASLt sees it, in our row-major terms (see the top of this file).
+struct Problem {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  std::int64_t lda = 0, stride_a = 0;
+  const void* b = nullptr;
+  std::int64_t ldb = 0, stride_b = 0;
+  void* c = nullptr;
+  std::int64_t ldc = 0, stride_c = 0;
+  std::int64_t batch = 1;
+  cudaDataType_t ab_type = CUDA_R_32F, c_type = CUDA_R_32F;
+  const void* alpha = nullptr;  // host floats (the scale type of CUBLAS_COMPUTE_32F)
+  const void* beta = nullptr;
+  const void* bias = nullptr;  // non-null: the BIAS epilogue
+};
+
+// The largest power of two (at most 256) that divides the address: the alignment the heuristics are
+// told about (their default assumes 256 bytes, which a view into a buffer need not have).
+std::uint32_t alignment(const void* p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t align = 256;
+  while (align > 1 && address % align != 0) align /= 2;
+  return align;
+}
+
+// What decides the heuristic's choice: device, transposes, epilogue, dtypes, shape, leading
+// dimensions, batch strides and count, and the alignments of A, B and C.
+using PlanKey = std::array<std::int64_t, 19>;
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& key) const {
+    std::size_t h = 0;
+    for (const std::int64_t v : key) h = h * 1000003u ^ std::hash<std::int64_t>()(v);
+    return h;
+  }
+};
+
+struct Plan {
+  bool found = false;  // false: cuBLASLt offered no algorithm (kept, so it is not asked again)
+  cublasLtMatmulAlgo_t algo{};
+};
+
+std::mutex g_plans_mutex;
+std::unordered_map<PlanKey, Plan, PlanKeyHash> g_plans;
+
+// Owners of cuBLASLt descriptors. Destroying a valid descriptor cannot fail; its status is ignored
+// because a destructor must not throw.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t desc = nullptr;
+  ~MatmulDesc() {
+    if (desc != nullptr) (void)cublasLtMatmulDescDestroy(desc);
+  }
+};
+struct Layout {
+  cublasLtMatrixLayout_t layout = nullptr;
+  ~Layout() {
+    if (layout != nullptr) (void)cublasLtMatrixLayoutDestroy(layout);
+  }
+};
+struct Preference {
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Preference() {
+    if (pref != nullptr) (void)cublasLtMatmulPreferenceDestroy(pref);
+  }
+};
+
+// A column-major layout [rows, cols] with leading dimension ld, `batch` of them `stride` apart.
+void make_layout(Layout& l, cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                 std::int64_t batch, std::int64_t stride) {
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l.layout, type, static_cast<std::uint64_t>(rows),
+                                                   static_cast<std::uint64_t>(cols), ld));
+  if (batch > 1) {
+    const auto count = static_cast<std::int32_t>(batch);
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l.layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    DRAGOMAN_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                           &stride, sizeof stride));
+  }
+}
+
+std::string describe(const Problem& p) {
+  return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+         " trans_a=" + std::to_string(p.trans_a) + " trans_b=" + std::to_string(p.trans_b) +
+         " lda=" + std::to_string(p.lda) + " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) +
+         " batch=" + std::to_string(p.batch) + " A/B type " + std::to_string(static_cast<int>(p.ab_type)) + " C type " +
+         std::to_string(static_cast<int>(p.c_type)) + (p.bias != nullptr ? " BIAS epilogue" : "");
+}
+
+// Runs the product on the device's context; false (nothing run) when cuBLASLt has no algorithm and
+// `may_fail`, otherwise such a problem is an error.
+bool matmul(const Problem& p, int device, bool may_fail) {
+  const Context& ctx = context(device);
+  MatmulDesc desc;
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // cuBLASLt's first operand is our B, its second our A (column-major view).
+  const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  DRAGOMAN_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+  DRAGOMAN_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  if (p.bias != nullptr) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias));
+  }
+  Layout first, second, out;
+  make_layout(first, p.ab_type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);
+  make_layout(second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
+  make_layout(out, p.c_type, p.n, p.m, p.ldc, p.batch, p.stride_c);
+
+  const std::uint32_t align_a = alignment(p.a), align_b = alignment(p.b), align_c = alignment(p.c);
+  const PlanKey key = {
+      device, p.trans_a, p.trans_b,  p.bias != nullptr, p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
+      p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
+  Plan plan;
+  {
+    const std::lock_guard<std::mutex> lock(g_plans_mutex);
+    const auto it = g_plans.find(key);
+    if (it != g_plans.end()) {
+      plan = it->second;
+    } else {
+      Preference pref;
+      DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
+      const std::uint64_t workspace = ctx.blaslt_workspace_bytes;
+      DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                 &workspace, sizeof workspace));
+      // Our B is cuBLASLt's A, our A its B; C and D are one buffer.
+      const std::uint32_t aligns[4] = {align_b, align_a, align_c, align_c};
+      const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+      for (int i = 0; i < 4; ++i) {
+        DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, attrs[i], &aligns[i], sizeof aligns[i]));
+      }
+      cublasLtMatmulHeuristicResult_t result{};
+      int count = 0;
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+          ctx.blaslt, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1, &result, &count);
+      // NOT_SUPPORTED is how cuBLASLt says "no algorithm"; anything else is a real error.
+      if (status != CUBLAS_STATUS_NOT_SUPPORTED) DRAGOMAN_CUBLAS_CHECK(status);
+      plan.found = status == CUBLAS_STATUS_SUCCESS && count > 0;
+      if (plan.found) plan.algo = result.algo;
+      g_plans.emplace(key, plan);
+    }
+  }
+  if (!plan.found) {
+    if (may_fail) return false;
+    throw Error("cuda::gemm: cuBLASLt found no algorithm for " + describe(p) + " on cuda:" + std::to_string(device));
+  }
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmul(ctx.blaslt, desc.desc, p.alpha, p.b, first.layout, p.a, second.layout, p.beta,
+                                       p.c, out.layout, p.c, out.layout, &plan.algo, ctx.blaslt_workspace,
+                                       ctx.blaslt_workspace_bytes, ctx.stream));
+  return true;
+}
+
+template <typename T, typename C>
+Problem make_problem(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const acc_t<T>* alpha,
+                     const T* a, std::int64_t lda, const T* b, std::int64_t ldb, const acc_t<T>* beta, C* c,
+                     std::int64_t ldc) {
+  Problem p;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a;
+  p.lda = lda;
+  p.b = b;
+  p.ldb = ldb;
+  p.c = c;
+  p.ldc = ldc;
+  p.ab_type = data_type<T>();
+  p.c_type = data_type<C>();
+  p.alpha = alpha;
+  p.beta = beta;
+  return p;
+}
+
+template <typename C, typename S>
+void scale(C* c, std::int64_t m, std::int64_t n, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, S beta,
+           int device) {
+  scale_kernel<C, S>
+      <<<blocks_for(batch * m * n), kThreads, 0, context(device).stream>>>(c, m, n, ldc, stride_c, batch, beta);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+template <typename T, typename C>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, acc_t<T> beta, C* c, std::int64_t ldc, int device) {
+  static_assert(std::is_same_v<C, T> || std::is_same_v<C, acc_t<T>>, "C is T or acc_t<T>");
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale(c, m, n, ldc, 0, 1, beta, device);
+  matmul(make_problem<T, C>(trans_a, trans_b, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc), device, false);
+}
+
+template <typename T>
+void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const T* b, std::int64_t ldb, const T* bias, T* c, int device) {
+  if (m == 0 || n == 0) return;
+  const acc_t<T> one = 1, zero = 0;
+  if (bias == nullptr) return gemm<T, T>(trans_a, trans_b, m, n, k, one, a, lda, b, ldb, zero, c, n, device);
+  Problem p = make_problem<T, T>(trans_a, trans_b, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
+  // The epilogue wants a 16-byte aligned bias (Marian saw misaligned ones fail on A100).
+  if (k > 0 && alignment(bias) >= 16) {
+    p.bias = bias;
+    if (matmul(p, device, true)) return;
+    p.bias = nullptr;
+  }
+  // C = bias rows, then C = A B + 1 * C: the same sum, rounded once.
+  bias_rows_kernel<T><<<blocks_for(m * n), kThreads, 0, context(device).stream>>>(bias, c, m, n);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  if (k == 0) return;
+  p.beta = &one;
+  matmul(p, device, false);
+}
+
+template <typename T>
+void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
+                          const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                          std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
+                          std::int64_t batch, int device) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (k == 0) return scale(c, m, n, ldc, stride_c, batch, beta, device);
+  Problem p = make_problem<T, T>(trans_a, trans_b, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+  p.batch = batch;
+  p.stride_a = stride_a;
+  p.stride_b = stride_b;
+  p.stride_c = stride_c;
+  matmul(p, device, false);
+}
+
+#define DRAGOMAN_INSTANTIATE_GEMM(T, C)                                                                            \
+  template void gemm<T, C>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, \
+                           const T*, std::int64_t, acc_t<T>, C*, std::int64_t, int);
+#define DRAGOMAN_INSTANTIATE(T)                                                                                      \
+  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
+  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
+                             std::int64_t, const T*, T*, int);                                                       \
+  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
+                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
+                                        T*, std::int64_t, std::int64_t, std::int64_t, int);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+DRAGOMAN_INSTANTIATE_GEMM(bf16, float)
+DRAGOMAN_INSTANTIATE_GEMM(f16, float)
+#undef DRAGOMAN_INSTANTIATE
+#undef DRAGOMAN_INSTANTIATE_GEMM
+
+}  // namespace dragoman::cuda

@@ -1,0 +1,46 @@
+// Matrix multiplication on CUDA through cuBLASLt, the twins of kernels/cpu/gemm.h (same names, same
+// arguments, plus the device whose context runs them). The bias gradient of a linear layer is
+// cuda::bias_backward (kernels/cuda/elementwise.h), a deterministic column sum: cuBLASLt's BGRADB
+// epilogue writes the bias gradient instead of accumulating into it, in an unspecified order.
+//
+// Row-major, as on the CPU:  C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C[m, n], with
+// op(X) = X or X^T and leading dimensions (row strides) lda, ldb, ldc in elements. T (A and B) is
+// float, bf16 or f16 (no f64 on CUDA); C is T, or float for bf16/f16 (a parameter gradient
+// accumulated in fp32 with beta = 1). The products are summed in float (CUBLAS_COMPUTE_32F, never
+// TF32) and each element of C is rounded once. The summation order is cuBLASLt's, not
+// OpenBLAS's: results agree with the CPU within a tolerance that grows with k, not bit for bit.
+// With the same algorithm, cuBLASLt is deterministic on one GPU model; an algorithm is chosen once per
+// problem (the heuristic cache in gemm.cpp), so a product repeats bit for bit within a process.
+//
+// All of it runs asynchronously on the device's context stream (kernels/cuda/context.h), with its
+// cuBLASLt handle and workspace; the caller holds a DeviceGuard for `device`. Pointers are device
+// memory of that device. Throws dragoman::Error when cuBLASLt has no algorithm for the problem.
+// Plain C++ header (no CUDA types); the CPU-only build links stubs (no_cuda.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/numeric.h"
+
+namespace dragoman::cuda {
+
+template <typename T, typename C>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, acc_t<T> beta, C* c, std::int64_t ldc, int device);
+
+// C[m, n] = op(A) op(B) + bias[n] on every row, C contiguous (ldc = n); bias may be null. The bias is
+// added to the acc_t<T> sum before C is rounded (cuBLASLt's BIAS epilogue; where the epilogue has no
+// algorithm or the bias is not 16-byte aligned, bias rows copied into C and beta = 1, which rounds the
+// same way). For float this equals cpu::gemm_bias's product-then-bias_add.
+template <typename T>
+void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const T* b, std::int64_t ldb, const T* bias, T* c, int device);
+
+// gemm (C of T) for `batch` independent products at fixed element strides between them.
+template <typename T>
+void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
+                          const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                          std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
+                          std::int64_t batch, int device);
+
+}  // namespace dragoman::cuda
