@@ -3,6 +3,7 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/adam.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -43,7 +44,23 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cp
         });
       }
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(param);
+      if (mirror == nullptr) {
+        detail::dispatch_float(kOp, param, [&](auto zero) {
+          using T = decltype(zero);
+          cuda::adam_step<T>(param.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), param.numel(), hyper,
+                             on_device.stream);
+        });
+      } else if (mirror->dtype() == DType::kBF16) {
+        cuda::adam_step<bf16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
+                              hyper, mirror->data<bf16>(), on_device.stream);
+      } else {
+        cuda::adam_step<f16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
+                             hyper, mirror->data<f16>(), on_device.stream);
+      }
+      break;
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "core/tensor.h"
+#include "kernels/cuda/context.h"
 
 namespace dragoman::ops::detail {
 
@@ -50,6 +51,14 @@ void dispatch_storage(const char* op, const Tensor& t, Fn fn) {
     default: throw Error(std::string(op) + ": expected an f32, f64, bf16 or f16 tensor, got " + t.describe());
   }
 }
+
+// What an op's CUDA case holds around its launches: the device of `t` made current (restored at
+// the end of the scope) and that device's context stream, where every launch goes.
+struct CudaScope {
+  explicit CudaScope(const Tensor& t) : guard(t.device().index), stream(cuda::stream_of(t.device().index)) {}
+  cuda::DeviceGuard guard;
+  cuda::Stream stream;
+};
 
 // A parameter gradient or a statistic of the activation `ref`: accumulator_dtype(ref's dtype), on
 // ref's device, contiguous.

@@ -2,6 +2,8 @@
 #include "ops/elementwise.h"
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/elementwise.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -29,7 +31,14 @@ Tensor add(const Tensor& a, const Tensor& b) {
         cpu::add<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(a);
+      detail::dispatch_storage(kOp, a, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::add<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel(), on_device.stream);
+      });
+      break;
+    }
   }
   return y;
 }
@@ -44,7 +53,14 @@ void add_(Tensor& y, const Tensor& x) {
         cpu::accumulate<T>(y.data<T>(), x.data<T>(), y.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(y);
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::accumulate<T>(y.data<T>(), x.data<T>(), y.numel(), on_device.stream);
+      });
+      break;
+    }
   }
 }
 
@@ -58,7 +74,14 @@ void scale_(Tensor& y, double s) {
         cpu::scale<T>(y.data<T>(), static_cast<acc_t<T>>(s), y.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(y);
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::scale<T>(y.data<T>(), static_cast<acc_t<T>>(s), y.numel(), on_device.stream);
+      });
+      break;
+    }
   }
 }
 
@@ -73,7 +96,14 @@ Tensor relu(const Tensor& x) {
         cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel(), on_device.stream);
+      });
+      break;
+    }
   }
   return y;
 }
@@ -89,7 +119,14 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy) {
         cpu::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(y);
+      detail::dispatch_storage(kOp, y, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel(), on_device.stream);
+      });
+      break;
+    }
   }
   return dx;
 }
@@ -107,7 +144,14 @@ Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_
         cpu::dropout<T>(x.data<T>(), y.data<T>(), x.numel(), p, seed, rng_stream);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::dropout<T>(x.data<T>(), y.data<T>(), x.numel(), p, seed, rng_stream, on_device.stream);
+      });
+      break;
+    }
   }
   return y;
 }
@@ -123,7 +167,18 @@ double sum_squares(const Tensor& x) {
         result = cpu::sum_squares<T>(x.data<T>(), x.numel());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      // [blocks] partial sums, then the result.
+      Tensor sums = Tensor::empty({cuda::sum_squares_blocks(x.numel()) + 1}, DType::kF64, x.device());
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        double* partials = sums.data<double>();
+        cuda::sum_squares<T>(x.data<T>(), x.numel(), partials, partials + sums.numel() - 1, on_device.stream);
+      });
+      result = sums.narrow(0, sums.numel() - 1, 1).to_vector<double>()[0];  // waits for the stream
+      break;
+    }
   }
   return result;
 }

@@ -2,6 +2,7 @@
 #include "ops/embedding.h"
 
 #include "kernels/cpu/embedding.h"
+#include "kernels/cuda/embedding.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -12,14 +13,19 @@ namespace {
 
 void check_ids(const char* op, const Tensor& ids, const Tensor& table, const Tensor& positions,
                std::int64_t position_offset) {
-  require(ids.dtype() == DType::kI32 && ids.device().is_cpu() && ids.is_contiguous() && ids.rank() == 2, op,
-          "ids must be a contiguous i32 [B, L] CPU tensor, got " + ids.describe());
+  require(ids.dtype() == DType::kI32 && ids.device() == table.device() && ids.is_contiguous() && ids.rank() == 2, op,
+          "ids must be a contiguous i32 [B, L] tensor on the table's device (" + table.device().str() + "), got " +
+              ids.describe());
   require(table.rank() == 2, op, "table must be [V, D], got " + table.describe());
   const std::int64_t v = table.dim(0);
-  const std::int32_t* p = ids.data<std::int32_t>();
-  for (std::int64_t i = 0; i < ids.numel(); ++i) {
-    require(p[i] >= 0 && p[i] < v, op,
-            "token id " + std::to_string(p[i]) + " is outside the vocabulary [0, " + std::to_string(v) + ")");
+  // Ids on a GPU are not read back: a batch there was validated on the host by Batch::to (#12
+  // section 4).
+  if (ids.device().is_cpu()) {
+    const std::int32_t* p = ids.data<std::int32_t>();
+    for (std::int64_t i = 0; i < ids.numel(); ++i) {
+      require(p[i] >= 0 && p[i] < v, op,
+              "token id " + std::to_string(p[i]) + " is outside the vocabulary [0, " + std::to_string(v) + ")");
+    }
   }
   if (positions.defined()) {
     require(positions.rank() == 2 && positions.dim(1) == table.dim(1), op,
@@ -49,7 +55,16 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
                                   ids.dim(1), position_offset, d, scale);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(table);
+      detail::dispatch_storage(kOp, table, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
+                                   positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
+                                   ids.dim(1), position_offset, d, scale, on_device.stream);
+      });
+      break;
+    }
   }
   return out;
 }
@@ -75,7 +90,21 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
                                    position_offset, d, scale);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(dtable);
+      detail::dispatch_storage(kOp, dout, [&](auto zero) {
+        using T = decltype(zero);
+        using A = acc_t<T>;
+        // The ids sorted with their rows, and CUB's storage (kernels/cuda/embedding.h).
+        const std::int64_t bytes =
+            static_cast<std::int64_t>(cuda::embedding_backward_workspace(ids.numel(), dtable.dim(0)));
+        Tensor workspace = Tensor::empty({bytes}, DType::kU8, dtable.device());
+        cuda::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
+                                    dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
+                                    position_offset, d, scale, dtable.dim(0), workspace.raw_data(), on_device.stream);
+      });
+      break;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include "ops/layer_norm.h"
 
 #include "kernels/cpu/layer_norm.h"
+#include "kernels/cuda/layer_norm.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -27,7 +28,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                                    rstd.data<A>(), rows, d, eps);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        using A = acc_t<T>;
+        cuda::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
+                                    rstd.data<A>(), rows, d, eps, on_device.stream);
+      });
+      break;
+    }
   }
   if (saved != nullptr) *saved = {mean, rstd};
   return y;
@@ -62,7 +72,20 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
                                     saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        using A = acc_t<T>;
+        // [2, chunks, D] column-sum partials of dweight and dbias (kernels/cuda/layer_norm.h)
+        Tensor workspace =
+            Tensor::empty({cuda::layer_norm_backward_workspace(rows, d)}, accumulator_dtype(x.dtype()), x.device());
+        cuda::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
+                                     saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d,
+                                     workspace.data<A>(), on_device.stream);
+      });
+      break;
+    }
   }
   return dx;
 }

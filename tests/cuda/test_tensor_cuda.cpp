@@ -2,7 +2,7 @@
 // (a transpose read back, a row written into a [B, P, X] key/value cache from the host and from the
 // device, a strided host view uploaded), zero fills of dense tensors and of views leave the rest
 // alone, dtype casts equal the CPU's bit for bit, copies between two GPUs, and model ops on CUDA
-// tensors say clearly that this version has no CUDA kernels for them.
+// tensors run there.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -156,9 +156,11 @@ TEST_CASE("Tensors copy between two GPUs", "[cuda][tensor]") {
         host.transpose(0, 1).contiguous().to_vector<float>());
 }
 
-TEST_CASE("Model ops on GPU tensors are a clear error in this version", "[cuda][ops]") {
-  const Tensor x = Tensor::zeros({4}, DType::kF32, kGpu);
-  CHECK_THROWS_WITH(ops::relu(x), Catch::Contains("relu: no CUDA kernel"));
+TEST_CASE("Model ops on GPU tensors run on the GPU", "[cuda][ops]") {
+  const Tensor x = iota({4}, -0.5f).to(kGpu);  // 0, -0.5, -1, -1.5
+  const Tensor y = ops::relu(ops::add(x, iota({4}, 1.0f).to(kGpu)));
+  CHECK(y.device() == kGpu);
+  CHECK(y.to_vector<float>() == std::vector<float>{0.0f, 0.5f, 1.0f, 1.5f});
 }
 
 TEST_CASE("A batch moves to a GPU validated on the host, with its token count", "[cuda][batch]") {

@@ -1,9 +1,8 @@
 // Adam (see adam.h).
 #include "kernels/cpu/adam.h"
 
-#include <cmath>
-
 #include "core/numeric.h"
+#include "kernels/common/adam.h"
 
 namespace dragoman::cpu {
 namespace {
@@ -11,16 +10,10 @@ namespace {
 // The update of element i, then written(i, new param[i]) (a mirror's store, or nothing).
 template <typename T, typename Written>
 void adam_update(T* param, const T* grad, T* m, T* v, std::int64_t n, const AdamHyper& h, Written written) {
-  const double correction1 = 1.0 - std::pow(h.beta1, static_cast<double>(h.step));
-  const double correction2 = 1.0 - std::pow(h.beta2, static_cast<double>(h.step));
-  const T beta1 = static_cast<T>(h.beta1), beta2 = static_cast<T>(h.beta2);
+  const common::AdamScalars<T> s = common::adam_scalars<T>(h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
-    const T g = grad[i];
-    m[i] = beta1 * m[i] + (T(1) - beta1) * g;
-    v[i] = beta2 * v[i] + (T(1) - beta2) * g * g;
-    const double update = (m[i] / correction1) / (std::sqrt(v[i] / correction2) + h.eps) + h.weight_decay * param[i];
-    param[i] = static_cast<T>(param[i] - h.lr * update);
+    param[i] = common::adam_update(param[i], grad[i], m[i], v[i], s);
     written(i, param[i]);
   }
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/philox.h"
+#include "kernels/common/dropout.h"
 
 namespace dragoman::cpu {
 
@@ -74,7 +75,7 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
     const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
     for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
       const std::int64_t i = 4 * b + j;
-      y[i] = philox::to_uniform(r.v[j]) >= threshold ? store<T>(load(x[i]) * keep_scale) : T();
+      y[i] = common::dropout_element(x[i], r.v[j], threshold, keep_scale);
     }
   }
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/common/layer_norm.h"
+
 namespace dragoman::cpu {
 
 template <typename T>
@@ -21,7 +23,8 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<
     for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
     const A rs = A(1) / std::sqrt(sq / n + e);
     T* yr = y + r * d;
-    for (std::int64_t i = 0; i < d; ++i) yr[i] = store<T>((load(xr[i]) - mu) * rs * load(weight[i]) + load(bias[i]));
+    for (std::int64_t i = 0; i < d; ++i)
+      yr[i] = store<T>(common::layer_norm_output(load(xr[i]), mu, rs, load(weight[i]), load(bias[i])));
     mean[r] = mu;
     rstd[r] = rs;
   }
@@ -39,7 +42,7 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
     const T* xr = x + r * d;
     A g_sum = 0, gx_sum = 0;
     for (std::int64_t i = 0; i < d; ++i) {
-      const A xhat = (load(xr[i]) - mean[r]) * rstd[r];
+      const A xhat = common::layer_norm_xhat(load(xr[i]), mean[r], rstd[r]);
       const A g = load(dyr[i]) * load(weight[i]);
       g_sum += g;
       gx_sum += g * xhat;
@@ -47,8 +50,8 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
     const A g_mean = g_sum / n, gx_mean = gx_sum / n;
     T* dxr = dx + r * d;
     for (std::int64_t i = 0; i < d; ++i) {
-      const A xhat = (load(xr[i]) - mean[r]) * rstd[r];
-      dxr[i] = store<T>(rstd[r] * (load(dyr[i]) * load(weight[i]) - g_mean - xhat * gx_mean));
+      const A xhat = common::layer_norm_xhat(load(xr[i]), mean[r], rstd[r]);
+      dxr[i] = store<T>(common::layer_norm_dx(load(dyr[i]), load(weight[i]), xhat, rstd[r], g_mean, gx_mean));
     }
   }
   // Parameter gradients: columns across threads, rows in order.
@@ -61,7 +64,7 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t c = c0; c < c1; ++c) {
         const A g = load(dy[r * d + c]);
-        dw[c - c0] += g * (load(x[r * d + c]) - mean[r]) * rstd[r];
+        dw[c - c0] += common::layer_norm_dweight_term(g, load(x[r * d + c]), mean[r], rstd[r]);
         db[c - c0] += g;
       }
     }

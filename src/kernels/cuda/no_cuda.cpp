@@ -8,11 +8,15 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/cuda/adam.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/pinned.h"
 #include "kernels/cuda/random.h"
@@ -143,5 +147,106 @@ DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)
 DRAGOMAN_INSTANTIATE(f16)
 #undef DRAGOMAN_INSTANTIATE
+
+// elementwise.h
+template <typename T>
+void add(const T*, const T*, T*, std::int64_t, Stream) {
+  no_cuda("add");
+}
+template <typename T>
+void accumulate(T*, const T*, std::int64_t, Stream) {
+  no_cuda("accumulate");
+}
+template <typename T>
+void scale(T*, acc_t<T>, std::int64_t, Stream) {
+  no_cuda("scale");
+}
+template <typename T>
+void relu_forward(const T*, T*, std::int64_t, Stream) {
+  no_cuda("relu_forward");
+}
+template <typename T>
+void relu_backward(const T*, const T*, T*, std::int64_t, Stream) {
+  no_cuda("relu_backward");
+}
+template <typename T>
+void bias_add(T*, const T*, std::int64_t, std::int64_t, Stream) {
+  no_cuda("bias_add");
+}
+template <typename T>
+void bias_backward(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream) {
+  no_cuda("bias_backward");
+}
+template <typename T>
+void dropout(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream) {
+  no_cuda("dropout");
+}
+template <typename T>
+void sum_squares(const T*, std::int64_t, double*, double*, Stream) {
+  no_cuda("sum_squares");
+}
+
+// layer_norm.h
+template <typename T>
+void layer_norm_forward(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, double,
+                        Stream) {
+  no_cuda("layer_norm_forward");
+}
+template <typename T>
+void layer_norm_backward(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*, acc_t<T>*,
+                         std::int64_t, std::int64_t, acc_t<T>*, Stream) {
+  no_cuda("layer_norm_backward");
+}
+
+// embedding.h
+template <typename T>
+void embedding_forward(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, double, Stream) {
+  no_cuda("embedding_forward");
+}
+std::size_t embedding_backward_workspace(std::int64_t, std::int64_t) { no_cuda("embedding_backward_workspace"); }
+template <typename T>
+void embedding_backward(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t, double, std::int64_t, void*, Stream) {
+  no_cuda("embedding_backward");
+}
+
+#define DRAGOMAN_INSTANTIATE(T)                                                                                        \
+  template void add<T>(const T*, const T*, T*, std::int64_t, Stream);                                                  \
+  template void accumulate<T>(T*, const T*, std::int64_t, Stream);                                                     \
+  template void scale<T>(T*, acc_t<T>, std::int64_t, Stream);                                                          \
+  template void relu_forward<T>(const T*, T*, std::int64_t, Stream);                                                   \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                                        \
+  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                                         \
+  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                  \
+  template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream);                  \
+  template void sum_squares<T>(const T*, std::int64_t, double*, double*, Stream);                                      \
+  template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,            \
+                                      std::int64_t, double, Stream);                                                   \
+  template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*,  \
+                                       acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                      \
+  template void embedding_forward<T>(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t,          \
+                                     std::int64_t, std::int64_t, double, Stream);                                      \
+  template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \
+                                      std::int64_t, std::int64_t, double, std::int64_t, void*, Stream);
+DRAGOMAN_INSTANTIATE(float)
+DRAGOMAN_INSTANTIATE(double)
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
+
+// adam.h
+template <typename T>
+void adam_step(T*, const T*, T*, T*, std::int64_t, const cpu::AdamHyper&, Stream) {
+  no_cuda("adam_step");
+}
+template void adam_step<float>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, Stream);
+template void adam_step<double>(double*, const double*, double*, double*, std::int64_t, const cpu::AdamHyper&, Stream);
+template <typename M>
+void adam_step(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, M*, Stream) {
+  no_cuda("adam_step");
+}
+template void adam_step<bf16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, bf16*, Stream);
+template void adam_step<f16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, f16*, Stream);
 
 }  // namespace dragoman::cuda

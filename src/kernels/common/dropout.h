@@ -1,0 +1,20 @@
+// The per-element inverted dropout, shared by the CPU spec (kernels/cpu/elementwise.cpp) and its
+// CUDA twin (kernels/cuda/elementwise.cu): element i is kept when philox::uniform(seed, rng_stream, i)
+// >= p, and then multiplied by keep_scale = 1 / (1 - p) in acc_t<T> and rounded once; otherwise 0.
+#pragma once
+
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "core/numeric.h"
+#include "core/philox.h"
+
+namespace dragoman::common {
+
+// The output element of input x given the element's 32 random bits.
+template <typename T>
+DRAGOMAN_HOST_DEVICE inline T dropout_element(T x, std::uint32_t bits, float threshold, acc_t<T> keep_scale) {
+  return philox::to_uniform(bits) >= threshold ? store<T>(load(x) * keep_scale) : T();
+}
+
+}  // namespace dragoman::common

@@ -1,0 +1,75 @@
+// Element-wise CUDA kernels, the twins of kernels/cpu/elementwise.h: same names and arguments, plus
+// a stream (and a workspace where a reduction needs one). T = double, float, bf16 or f16.
+// The element-wise kernels round at the CPU spec's points with the same code (core/numeric.h,
+// kernels/common/dropout.h) and give its bits exactly. The reductions are deterministic (a fixed
+// order that depends only on the sizes, never on the GPU or a launch race); where their order
+// differs from the CPU's sequential one, the header says so.
+//
+// All pointers are device memory of the stream's device (the caller holds its cuda::DeviceGuard);
+// every function is asynchronous on `stream` and checks its launches.
+#pragma once
+
+#include <cstdint>
+
+#include "core/numeric.h"
+#include "kernels/cuda/stream.h"
+
+namespace dragoman::cuda {
+
+// y = a + b.   [n] (y may alias a or b)
+template <typename T>
+void add(const T* a, const T* b, T* y, std::int64_t n, Stream stream);
+// y = y + x.   [n]
+template <typename T>
+void accumulate(T* y, const T* x, std::int64_t n, Stream stream);
+// y = y * s.   [n]
+template <typename T>
+void scale(T* y, acc_t<T> s, std::int64_t n, Stream stream);
+
+// y = max(x, 0).   [n] (y may alias x)
+template <typename T>
+void relu_forward(const T* x, T* y, std::int64_t n, Stream stream);
+// dx = dy * (y > 0).   [n] (dx may alias dy)
+template <typename T>
+void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n, Stream stream);
+
+// y[r, c] = y[r, c] + b[c].   y: [rows, cols], b: [cols]
+template <typename T>
+void bias_add(T* y, const T* b, std::int64_t rows, std::int64_t cols, Stream stream);
+
+// Rows per chunk of the two-pass column sums (bias_backward, layer_norm_backward): a constant, so
+// the summation order depends on the sizes only.
+inline constexpr std::int64_t kColumnSumChunkRows = 128;
+// The number of row chunks of a column sum over `rows` rows.
+inline std::int64_t column_sum_chunks(std::int64_t rows) {
+  return (rows + kColumnSumChunkRows - 1) / kColumnSumChunkRows;
+}
+
+// db[c] += sum over r of dy[r, c]. Pass 1 sums each chunk of kColumnSumChunkRows rows in row order
+// (one thread per column and chunk) into workspace; pass 2 adds the chunk sums in chunk order (one
+// thread per column) and then adds the total to db. With rows <= kColumnSumChunkRows this is the CPU
+// spec's order and its bits; with more rows the sums are reassociated (fixed order, same bits run to
+// run), within float summation error of the CPU's.
+//   dy: [rows, cols] of T; db: [cols] of acc_t<T> (+=); workspace: [column_sum_chunks(rows) * cols] of acc_t<T>
+template <typename T>
+void bias_backward(const T* dy, acc_t<T>* db, std::int64_t rows, std::int64_t cols, acc_t<T>* workspace, Stream stream);
+
+// Inverted dropout (kernels/cpu/elementwise.h): the CPU spec's mask and values, bit for bit.
+//   x, y: [n] (y may alias x); 0 <= p < 1
+template <typename T>
+void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream, Stream stream);
+
+// The CPU spec's blocks of the sum of squares (kernels/cpu/elementwise.cpp): elements in blocks of
+// kSumSquaresBlock, each block summed in double, the block sums added in block order.
+inline constexpr std::int64_t kSumSquaresBlock = std::int64_t{1} << 16;
+inline std::int64_t sum_squares_blocks(std::int64_t n) { return (n + kSumSquaresBlock - 1) / kSumSquaresBlock; }
+
+// *result = sum of x[i]^2 in double. Each block of kSumSquaresBlock elements is one CUDA block: every
+// thread sums a fixed strided subset in order, then a fixed tree adds the threads' sums (the CPU adds
+// a block's elements sequentially: the two differ in the last bits of a double, about 1e-16
+// relative); the block sums are then added in block order by one thread, as the CPU does. Same bits
+// run to run.   x: [n]; partials: [sum_squares_blocks(n)] doubles (workspace); result: one double
+template <typename T>
+void sum_squares(const T* x, std::int64_t n, double* partials, double* result, Stream stream);
+
+}  // namespace dragoman::cuda

@@ -1,0 +1,41 @@
+// Layer normalisation on CUDA, the twin of kernels/cpu/layer_norm.h: same arguments plus a stream
+// (and the backward's workspace). T = double, float, bf16 or f16; statistics and parameter
+// gradients in acc_t<T>. The per-element formulas are the CPU spec's (kernels/common/layer_norm.h); the
+// sums are not in its order:
+//   row sums (mean, variance; the backward's mean(g) and mean(g * xhat)): one warp per row, lane l
+//     sums elements l, l + 32, ... in order, then a butterfly over the 32 lanes. Deterministic; the
+//     statistics are within float summation error of the CPU's sequential sums, so outputs can
+//     differ from the CPU's by a few float ulps before their rounding to T (for bf16/f16: the
+//     stored element is the CPU's or the next one).
+//   column sums (dweight, dbias): two passes over chunks of kColumnSumChunkRows rows (see
+//     bias_backward in elementwise.h): the CPU's order and bits up to kColumnSumChunkRows rows,
+//     reassociated (fixed order) beyond.
+// All pointers are device memory of the stream's device (the caller holds its DeviceGuard).
+#pragma once
+
+#include <cstdint>
+
+#include "core/numeric.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/stream.h"
+
+namespace dragoman::cuda {
+
+// x, y: [rows, D]; weight, bias: [D]; mean, rstd: [rows] (saved for the backward pass).
+template <typename T>
+void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
+                        std::int64_t rows, std::int64_t d, double eps, Stream stream);
+
+// The acc_t<T> elements of layer_norm_backward's workspace: two column-sum partials [chunks, D].
+inline std::int64_t layer_norm_backward_workspace(std::int64_t rows, std::int64_t d) {
+  return 2 * column_sum_chunks(rows) * d;
+}
+
+// dy, x, dx: [rows, D]; weight: [D]; mean, rstd: [rows]; dweight, dbias: [D] (+=);
+// workspace: [layer_norm_backward_workspace(rows, D)] of acc_t<T>.
+template <typename T>
+void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
+                         acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d, acc_t<T>* workspace,
+                         Stream stream);
+
+}  // namespace dragoman::cuda
