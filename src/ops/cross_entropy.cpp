@@ -1,7 +1,6 @@
 // Cross-entropy (see cross_entropy.h).
 #include "ops/cross_entropy.h"
 
-#include <type_traits>
 
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/context.h"
@@ -13,16 +12,6 @@ namespace dragoman::ops {
 using detail::require;
 
 namespace {
-
-// Calls fn(T()) with T = float, bf16 or f16, the storage type of a CUDA tensor (no f64 kernels on
-// CUDA).
-template <typename Fn>
-void dispatch_cuda(const char* op, const Tensor& t, Fn fn) {
-  require(t.dtype() != DType::kF64, op, "f64 has no CUDA kernels; use f32, bf16 or f16 on a GPU");
-  detail::dispatch_storage(op, t, [&](auto zero) {
-    if constexpr (!std::is_same_v<decltype(zero), double>) fn(zero);
-  });
-}
 
 void check_targets(const char* op, const Tensor& logits, const Tensor& targets) {
   detail::require_like(op, "logits", logits, logits);
@@ -56,7 +45,7 @@ void log_softmax_(Tensor& x) {
       break;
     case DeviceType::kCuda: {
       const cuda::DeviceGuard guard(x.device().index);
-      dispatch_cuda(kOp, x, [&](auto zero) {
+      detail::dispatch_cuda(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         cuda::log_softmax<T>(x.data<T>(), x.numel() / v, v, cuda::stream_of(x.device().index));
       });
@@ -90,7 +79,7 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
       const cuda::DeviceGuard guard(device);
       // Each row's {loss, nll}, added in a fixed order by the kernel (deterministic sums).
       Tensor row_losses = Tensor::empty({logits.dim(0), 2}, DType::kF64, logits.device());  // [N, 2]
-      dispatch_cuda(op, logits, [&](auto zero) {
+      detail::dispatch_cuda(op, logits, [&](auto zero) {
         using T = decltype(zero);
         double* out = sums.data<double>();
         const auto kernel = fused ? cuda::cross_entropy_fused<T> : cuda::cross_entropy_forward<T>;

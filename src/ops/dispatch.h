@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/numeric.h"
@@ -50,6 +51,16 @@ void dispatch_storage(const char* op, const Tensor& t, Fn fn) {
     case DType::kF16: fn(f16()); return;
     default: throw Error(std::string(op) + ": expected an f32, f64, bf16 or f16 tensor, got " + t.describe());
   }
+}
+
+// Calls fn(T()) with T = float, bf16 or f16: the GEMM and cross-entropy CUDA cases (cuBLASLt has
+// no f64 path with fp32 compute; f64 is for the CPU's gradient checks).
+template <typename Fn>
+void dispatch_cuda(const char* op, const Tensor& t, Fn fn) {
+  require(t.dtype() != DType::kF64, op, "f64 has no CUDA kernels; use f32, bf16 or f16 on a GPU");
+  dispatch_storage(op, t, [&](auto zero) {
+    if constexpr (!std::is_same_v<decltype(zero), double>) fn(zero);
+  });
 }
 
 // What an op's CUDA case holds around its launches: the device of `t` made current (restored at

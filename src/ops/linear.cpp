@@ -1,10 +1,13 @@
-// Linear layers (see linear.h).
+// Linear layers (see linear.h): OpenBLAS on the CPU, cuBLASLt on CUDA (kernels/cuda/gemm.h).
 #include "ops/linear.h"
 
 #include <algorithm>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -27,7 +30,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
         cpu::gemm<T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n);
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const cuda::DeviceGuard guard(a.device().index);
+      detail::dispatch_cuda(kOp, a, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::gemm<T, T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n,
+                         a.device().index);
+      });
+      break;
+    }
   }
   return c;
 }
@@ -54,7 +65,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const cuda::DeviceGuard guard(x.device().index);
+      detail::dispatch_cuda(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
+                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), x.device().index);
+      });
+      break;
+    }
   }
   return y;
 }
@@ -93,7 +112,29 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
         }
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      // The CPU case's three steps, on the device's stream: dW += dy^T x with beta = 1 straight into
+      // the f32 gradient; db += the column sums of dy (a deterministic two-pass kernel; its
+      // workspace is a [chunks, out] scratch tensor); dx = dy W.
+      const int device = x.device().index;
+      const cuda::DeviceGuard guard(device);
+      detail::dispatch_cuda(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        using Acc = acc_t<T>;
+        cuda::gemm<T, Acc>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(),
+                           in, device);
+        if (dbias.defined()) {
+          Tensor workspace = Tensor::empty({cuda::column_sum_chunks(rows), out}, dbias.dtype(), x.device());
+          cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(),
+                                 cuda::stream_of(device));
+        }
+        if (need_dx) {
+          cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, 0, dx.data<T>(), in,
+                           device);
+        }
+      });
+      break;
+    }
   }
   return dx;
 }

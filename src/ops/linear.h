@@ -1,4 +1,5 @@
-// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, OpenBLAS).
+// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, OpenBLAS; CUDA:
+// kernels/cuda/gemm.h, cuBLASLt, f32/bf16/f16 only).
 // Operand classes (ops/dispatch.h): x, weight, bias, y, dy and dx are activations of one dtype (f64,
 // f32, bf16 or f16: the weights the forward reads are in the compute dtype); dweight and dbias are
 // parameter gradients of accumulator_dtype (f32 for bf16/f16), accumulated (+=). bf16/f16 products

@@ -1,0 +1,250 @@
+// cuBLASLt GEMMs (kernels/cuda/gemm.h) and the linear ops on a GPU against their CPU specs, for f32,
+// bf16 and f16, awkward sizes (1, 7, 31, 32, 33, 255, 513, 1025 for M, N and K), all four transposes,
+// C of T and C of f32 (beta = 1, the weight gradient), strided batches, k = 0, and a misaligned bias
+// (the epilogue's fallback).
+//
+// Tolerance: cuBLASLt and OpenBLAS both sum in float but in different orders, so an element may differ
+// by a float summation error of its dot product, bounded here by 4 sqrt(K) eps_f32 S (S = the sum of
+// |products|, computed on the CPU), plus one unit in the last place of the stored type (the two sums may
+// round to neighbouring values) and the rounding of beta * C. A wrong layout or transpose is off by
+// O(S / sqrt(K)), far outside. Elements outside C (row padding with ldc > N, a tail after C, gaps
+// between batches) are compared bit for bit with what was there before. Each product is run twice:
+// the same bits both times (the cached algorithm).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/gemm.h"
+#include "op_parity.h"
+#include "ops/linear.h"
+
+namespace dragoman {
+namespace {
+
+using parity::kGpu;
+
+// op(A) as an f32 CPU tensor of absolute values (for the error bound S = |op(A)| |op(B)|).
+std::vector<float> abs_values(const Tensor& t) {
+  std::vector<float> v = t.to(DType::kF32).to_vector<float>();
+  for (float& x : v) x = std::abs(x);
+  return v;
+}
+
+// S = |op(A)| |op(B)| [m, n] in float, the scale of the summation error of each element.
+std::vector<float> abs_products(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                                const Tensor& b) {
+  std::vector<float> s(static_cast<std::size_t>(m * n), 0.0f);
+  if (k == 0) return s;
+  const std::vector<float> abs_a = abs_values(a), abs_b = abs_values(b);
+  cpu::gemm<float, float>(ta, tb, m, n, k, 1.0f, abs_a.data(), a.dim(1), abs_b.data(), b.dim(1), 0.0f, s.data(), n);
+  return s;
+}
+
+// The bytes of a host tensor, for the bit-for-bit checks.
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  const Tensor host = t.to(Device::cpu());
+  const auto* p = static_cast<const unsigned char*>(host.raw_data());
+  return {p, p + host.nbytes()};
+}
+
+// Runs cuda::gemm<T, C> against cpu::gemm<T, C> on one problem; C has row padding (ldc = n + 3)
+// and a tail of 16 elements, all random (they are the sentinels).
+template <typename T, typename C>
+void check_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
+                std::uint32_t seed) {
+  INFO("m=" << m << " n=" << n << " k=" << k << " trans_a=" << ta << " trans_b=" << tb
+            << " T=" << dtype_name(dtype_of<T>()) << " C=" << dtype_name(dtype_of<C>()) << " beta=" << beta);
+  const DType dc = dtype_of<C>();
+  const Tensor a = parity::random_tensor(ta ? Shape{k, m} : Shape{m, k}, dtype_of<T>(), seed);
+  const Tensor b = parity::random_tensor(tb ? Shape{n, k} : Shape{k, n}, dtype_of<T>(), seed + 1);
+  const std::int64_t ldc = n + 3, c_elems = m * ldc + 16;
+  const Tensor c0 = parity::random_tensor({c_elems}, dc, seed + 2);
+  Tensor expected = c0.clone();
+  cpu::gemm<T, C>(ta, tb, m, n, k, alpha, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), beta, expected.data<C>(), ldc);
+
+  const Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+  const auto run = [&] {
+    Tensor gc = c0.to(kGpu);
+    cuda::gemm<T, C>(ta, tb, m, n, k, alpha, ga.data<T>(), a.dim(1), gb.data<T>(), b.dim(1), beta, gc.data<C>(), ldc,
+                     0);
+    return gc;
+  };
+  const Tensor gc = run();
+  const std::vector<unsigned char> got_bytes = bytes_of(gc), want_bytes = bytes_of(c0);
+  CHECK(bytes_of(run()) == got_bytes);  // the same algorithm, the same bits
+
+  const std::vector<double> got = parity::as_doubles(gc), ref = parity::as_doubles(expected),
+                            before = parity::as_doubles(c0);
+  const std::vector<float> s = abs_products(ta, tb, m, n, k, a, b);
+  const double sqrt_k = std::sqrt(static_cast<double>(k));
+  const auto inside = [&](std::int64_t i) { return i / ldc < m && i % ldc < n; };
+  const auto tolerance = [&](std::size_t i) {
+    const auto row = static_cast<std::int64_t>(i) / ldc, col = static_cast<std::int64_t>(i) % ldc;
+    if (!inside(static_cast<std::int64_t>(i))) return 0.0;
+    return parity::ulp(ref[i], dc) + 4 * sqrt_k * parity::kEpsF32 * std::abs(alpha) * s[row * n + col] +
+           2 * parity::kEpsF32 * std::abs(beta * before[i]);
+  };
+  CHECK(parity::mismatches(got, ref, tolerance, "gemm") == 0);
+  // Row padding and tail bit for bit (a zero tolerance would let -0 pass for +0).
+  const std::size_t size = sizeof(C);
+  std::int64_t written = 0;
+  for (std::int64_t i = 0; i < c_elems; ++i) {
+    if (!inside(i) && std::memcmp(got_bytes.data() + i * size, want_bytes.data() + i * size, size) != 0) ++written;
+  }
+  CHECK(written == 0);
+}
+
+struct Dims {
+  std::int64_t m, n, k;
+};
+
+// Every size of the sweep appears as M, N and K.
+const Dims kShapes[] = {{1, 1, 1},      {7, 31, 33},    {32, 33, 7},     {255, 1, 513},  {33, 1025, 32},
+                        {513, 255, 31}, {1025, 7, 255}, {31, 513, 1025}, {1, 1025, 513}, {32, 32, 32}};
+
+}  // namespace
+
+TEST_CASE("cuda::gemm matches cpu::gemm (f32, bf16, f16; all transposes; f32 C)", "[cuda][gemm]") {
+  const cuda::DeviceGuard guard(0);
+  std::uint32_t seed = 100;
+  for (const Dims& d : kShapes) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        check_gemm<float, float>(ta, tb, d.m, d.n, d.k, 1.0f, 0.0f, seed += 3);
+        check_gemm<bf16, bf16>(ta, tb, d.m, d.n, d.k, 1.0f, 0.0f, seed += 3);
+        check_gemm<f16, f16>(ta, tb, d.m, d.n, d.k, 1.0f, 0.0f, seed += 3);
+        check_gemm<float, float>(ta, tb, d.m, d.n, d.k, 0.5f, 1.0f, seed += 3);
+        check_gemm<bf16, bf16>(ta, tb, d.m, d.n, d.k, 0.5f, 1.0f, seed += 3);
+        check_gemm<bf16, float>(ta, tb, d.m, d.n, d.k, 1.0f, 1.0f, seed += 3);  // dW += dy^T x
+        check_gemm<f16, float>(ta, tb, d.m, d.n, d.k, 1.0f, 1.0f, seed += 3);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda::gemm with k = 0 scales C by beta (zeros for beta = 0)", "[cuda][gemm]") {
+  const cuda::DeviceGuard guard(0);
+  check_gemm<float, float>(false, false, 7, 33, 0, 1.0f, 0.0f, 1);
+  check_gemm<bf16, bf16>(false, true, 7, 33, 0, 1.0f, 0.5f, 2);
+  check_gemm<f16, float>(true, false, 31, 1, 0, 1.0f, 1.0f, 3);
+}
+
+TEST_CASE("cuda::gemm_strided_batched matches the CPU, gaps between batches untouched", "[cuda][gemm]") {
+  const cuda::DeviceGuard guard(0);
+  const auto check = [](auto zero, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k) {
+    using T = decltype(zero);
+    INFO("m=" << m << " n=" << n << " k=" << k << " trans_a=" << ta << " trans_b=" << tb
+              << " T=" << dtype_name(dtype_of<T>()));
+    const std::int64_t batch = 3, sa = m * k + 5, sb = k * n + 7, sc = m * n + 9;
+    const Tensor a = parity::random_tensor({batch * sa}, dtype_of<T>(), 11);
+    const Tensor b = parity::random_tensor({batch * sb}, dtype_of<T>(), 12);
+    const Tensor c0 = parity::random_tensor({batch * sc}, dtype_of<T>(), 13);
+    const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    Tensor expected = c0.clone();
+    cpu::gemm_strided_batched<T>(ta, tb, m, n, k, 1.0f, a.data<T>(), lda, sa, b.data<T>(), ldb, sb, 0.5f,
+                                 expected.data<T>(), n, sc, batch);
+    const Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+    Tensor gc = c0.to(kGpu);
+    cuda::gemm_strided_batched<T>(ta, tb, m, n, k, 1.0f, ga.data<T>(), lda, sa, gb.data<T>(), ldb, sb, 0.5f,
+                                  gc.data<T>(), n, sc, batch, 0);
+    const std::vector<double> got = parity::as_doubles(gc), ref = parity::as_doubles(expected),
+                              before = parity::as_doubles(c0);
+    // |a|, |b| <= 1: S <= k, a loose but layout-sensitive bound; gaps must be unchanged.
+    const auto tolerance = [&](std::size_t i) {
+      if (static_cast<std::int64_t>(i) % sc >= m * n) return 0.0;
+      return parity::ulp(ref[i], dtype_of<T>()) + 4 * std::sqrt(double(k)) * parity::kEpsF32 * double(k) +
+             parity::kEpsF32 * std::abs(before[i]);
+    };
+    CHECK(parity::mismatches(got, ref, tolerance, "gemm_strided_batched") == 0);
+  };
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      check(float(), ta, tb, 33, 7, 31);
+      check(bf16(), ta, tb, 1, 255, 32);
+      check(f16(), ta, tb, 31, 33, 1025);
+    }
+  }
+}
+
+namespace {
+
+// ops::linear and ops::linear_backward on the GPU against the CPU ops, with the bias at offset
+// `bias_offset` elements in its buffer (1: not 16-byte aligned, cuBLASLt's epilogue is skipped).
+template <typename T>
+void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool with_bias, std::int64_t bias_offset) {
+  INFO("rows=" << rows << " in=" << in << " out=" << out << " bias=" << with_bias << " offset=" << bias_offset
+               << " T=" << dtype_name(dtype_of<T>()));
+  const DType dt = dtype_of<T>();
+  const Tensor x = parity::random_tensor({rows, in}, dt, 21), w = parity::random_tensor({out, in}, dt, 22);
+  const Tensor bias_buffer = parity::random_tensor({out + 1}, dt, 23), gbias_buffer = bias_buffer.to(kGpu);
+  const Tensor bias = with_bias ? bias_buffer.narrow(0, bias_offset, out) : Tensor();
+  const Tensor gbias = with_bias ? gbias_buffer.narrow(0, bias_offset, out) : Tensor();  // alignment kept
+  const Tensor gx = x.to(kGpu), gw = w.to(kGpu);
+  const double eps = parity::kEpsF32;
+
+  // Forward: |x|, |w| <= 1, so S <= in.
+  const std::vector<double> y = parity::as_doubles(ops::linear(gx, gw, gbias)),
+                            y_ref = parity::as_doubles(ops::linear(x, w, bias));
+  CHECK(parity::mismatches(
+            y, y_ref, [&](std::size_t i) { return parity::ulp(y_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * in; },
+            "linear") == 0);
+
+  // Backward: dweight and dbias start from random values and accumulate.
+  const Tensor dy = parity::random_tensor({rows, out}, dt, 24), gdy = dy.to(kGpu);
+  Tensor dw = parity::random_tensor({out, in}, DType::kF32, 25), db = parity::random_tensor({out}, DType::kF32, 26);
+  Tensor gdw = dw.to(kGpu), gdb = db.to(kGpu);
+  Tensor gdb_arg = with_bias ? gdb : Tensor(), db_arg = with_bias ? db : Tensor();
+  const std::vector<double> dx = parity::as_doubles(ops::linear_backward(gx, gw, gdy, gdw, gdb_arg)),
+                            dx_ref = parity::as_doubles(ops::linear_backward(x, w, dy, dw, db_arg));
+  CHECK(parity::mismatches(
+            dx, dx_ref,
+            [&](std::size_t i) { return parity::ulp(dx_ref[i], dt) + 4 * std::sqrt(double(out)) * eps * out; },
+            "linear_backward dx") == 0);
+  // The f32 gradients: sums over `rows` products (or elements) of at most 1, plus the start value.
+  const auto check_accumulated = [&](const Tensor& got_tensor, const Tensor& ref_tensor, const char* what) {
+    const std::vector<double> got = parity::as_doubles(got_tensor), ref = parity::as_doubles(ref_tensor);
+    const double bound = 4 * std::sqrt(double(rows)) * eps * (rows + 1);
+    CHECK(parity::mismatches(
+              got, ref, [&](std::size_t i) { return parity::ulp(ref[i], DType::kF32) + bound; }, what) == 0);
+  };
+  check_accumulated(gdw, dw, "linear_backward dweight");
+  if (with_bias) check_accumulated(gdb, db, "linear_backward dbias");
+}
+
+}  // namespace
+
+TEST_CASE("ops::linear and linear_backward on a GPU match the CPU", "[cuda][linear]") {
+  const Dims kLinear[] = {{1, 7, 33}, {33, 32, 31}, {255, 513, 7}, {1025, 33, 255}, {7, 1025, 513}};  // rows, in, out
+  for (const Dims& d : kLinear) {
+    for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
+      check_linear<float>(d.m, d.n, d.k, true, offset);
+      check_linear<bf16>(d.m, d.n, d.k, true, offset);
+      check_linear<f16>(d.m, d.n, d.k, true, offset);
+    }
+    check_linear<bf16>(d.m, d.n, d.k, false, 0);
+  }
+}
+
+TEST_CASE("ops::matmul on a GPU matches the CPU; f64 is a clear error", "[cuda][linear]") {
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      const Tensor a = parity::random_tensor(ta ? Shape{33, 31} : Shape{31, 33}, DType::kBF16, 31);
+      const Tensor b = parity::random_tensor(tb ? Shape{7, 33} : Shape{33, 7}, DType::kBF16, 32);
+      const std::vector<double> got = parity::as_doubles(ops::matmul(a.to(kGpu), b.to(kGpu), ta, tb)),
+                                ref = parity::as_doubles(ops::matmul(a, b, ta, tb));
+      CHECK(parity::mismatches(
+                got, ref,
+                [&](std::size_t i) { return parity::ulp(ref[i], DType::kBF16) + 4 * std::sqrt(33.0) * 33 * 1e-7; },
+                "matmul") == 0);
+    }
+  }
+  const Tensor a64 = Tensor::zeros({2, 2}, DType::kF64, kGpu);
+  CHECK_THROWS_WITH(ops::matmul(a64, a64), Catch::Contains("f64 has no CUDA kernels"));
+}
+
+}  // namespace dragoman
