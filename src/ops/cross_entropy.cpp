@@ -1,7 +1,6 @@
 // Cross-entropy (see cross_entropy.h).
 #include "ops/cross_entropy.h"
 
-
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cross_entropy.h"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, for a machine with an NVIDIA GPU and driver but none of our Debian
+# libraries: build the bundle here first (scripts/gpu-bundle.sh -> .gpu/), carry the repository
+# with .gpu/ to the GPU machine, and run this there. It prints the GPU and library versions, runs
+# the cuda tests (dragoman_cuda_tests: every CUDA kernel against its CPU twin), the same tests
+# under compute-sanitizer (memcheck, racecheck, synccheck) when it is installed, and the PyTorch
+# reference's training throughput (TORCH_REFERENCE=path/to/torch_reference.py, when PyTorch is
+# there), and writes one report: REPORT_DIR/gpu-check.md and REPORT_DIR/gpu-check.json.
+#   REPORT_DIR=${OUT:-gpu-check}  TORCH_REFERENCE=(none)  SANITIZE=1  GPU_CHECK_TIMEOUT=300 (per step)
+# Exit status: 0 when every step that ran passed; 1 otherwise (the report says which).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+report_dir=${REPORT_DIR:-${OUT:-gpu-check}}
+step_timeout=${GPU_CHECK_TIMEOUT:-300}
+mkdir -p "$report_dir"
+md=$report_dir/gpu-check.md
+json=$report_dir/gpu-check.json
+[[ -x .gpu/dragoman_cuda_tests ]] || { echo "gpu-check: no .gpu/ bundle: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
+
+# The bundle's libraries, the CUDA toolkit's, and NCCL wherever the machine has it (a pip wheel's
+# nvidia/nccl/lib included).
+nccl_dirs=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib \
+  /usr/lib/python3*/dist-packages/nvidia/nccl/lib -maxdepth 1 -name 'libnccl.so*' -printf '%h\n' 2>/dev/null | sort -u |
+  paste -sd:)
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${nccl_dirs:+:$nccl_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+steps_json=()
+failed=0
+# step NAME COMMAND...: runs COMMAND (time-limited), keeps its output in REPORT_DIR/NAME.log, and
+# records the exit status and seconds.
+step() {
+  local name=$1 start rc seconds
+  shift
+  echo "== $name: $*"
+  start=$(date +%s.%N)
+  timeout "$step_timeout" "$@" >"$report_dir/$name.log" 2>&1
+  rc=$?
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  tail -n 5 "$report_dir/$name.log"
+  ((rc != 0)) && failed=1
+  steps_json+=("{\"name\": \"$name\", \"exit\": $rc, \"seconds\": $seconds}")
+  # shellcheck disable=SC2016  # the backquotes are Markdown's
+  printf '| %s | `%s` | %s | %s s | %s.log |\n' "$name" "$*" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED ($rc)")" \
+    "$seconds" "$name" >>"$md.steps"
+}
+
+: >"$md.steps"
+step versions bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv; .gpu/dragoman --version'
+step cuda-tests .gpu/dragoman_cuda_tests --durations yes
+if [[ ${SANITIZE:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 .gpu/dragoman_cuda_tests
+  done
+else
+  echo "== compute-sanitizer: not run (not installed, or SANITIZE=0)"
+fi
+if [[ -n ${TORCH_REFERENCE:-} ]] && python3 -c 'import torch' 2>/dev/null; then
+  for dtype in bf16 fp16; do
+    step "torch-reference-base-$dtype" python3 "$TORCH_REFERENCE" --model base --dtype "$dtype" --steps 30
+  done
+else
+  echo "== torch reference: not run (set TORCH_REFERENCE=path/to/torch_reference.py on a machine with PyTorch)"
+fi
+
+{
+  echo "# GPU check"
+  echo
+  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo '```'
+  cat "$report_dir/versions.log"
+  echo '```'
+  echo
+  echo "| step | command | result | time | log |"
+  echo "|---|---|---|---|---|"
+  cat "$md.steps"
+} >"$md"
+rm -f "$md.steps"
+{
+  printf '{"revision": "%s", "steps": [' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  (IFS=,; printf '%s' "${steps_json[*]}")
+  printf ']}\n'
+} >"$json"
+echo
+cat "$md"
+exit "$failed"
