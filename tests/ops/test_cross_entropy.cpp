@@ -20,16 +20,7 @@
 namespace dragoman {
 
 using std::int64_t;
-using test::at;
-using test::check_gradient;
-using test::dot;
-using test::ids_tensor;
-using test::max_abs_difference;
-using test::random64;
-using test::random_values;
-using test::ScopedThreads;
-using test::tolerance;
-using test::zeros64;
+using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- log-softmax and cross-entropy --------------------------------------------------------------
 
