@@ -502,8 +502,9 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
   Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,
                             std::sqrt(static_cast<double>(c.d_model)));  // [B, 1, D]
-  const Tensor self_lengths = Tensor::from_vector(
-      std::vector<std::int32_t>(static_cast<std::size_t>(b), static_cast<std::int32_t>(t + 1)), {b});
+  const Tensor self_lengths =  // on the model's device, like every operand of an op
+      Tensor::from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(b), static_cast<std::int32_t>(t + 1)), {b})
+          .to(tokens.device());
   ops::AttentionOptions options;
   options.heads = c.heads;
   for (std::size_t i = 0; i < v.decoder.size(); ++i) {
