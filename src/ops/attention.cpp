@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cuda/attention.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -72,7 +73,17 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
                                   out.data<T>());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(q);
+      const Tensor lengths = key_lengths.to(q.device());  // [B] i32: the kernel reads it on the device
+      detail::dispatch_storage(kOp, q, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), lengths.data<std::int32_t>(), scale,
+                                   o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
+                                   out.data<T>(), on_device.stream);
+      });
+      break;
+    }
   }
   if (saved != nullptr) *saved = {lse};
   return out;
@@ -102,7 +113,22 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
                                    g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
       });
       break;
-    case DeviceType::kCuda: detail::no_cuda_kernel(kOp);
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(q);
+      const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device
+      detail::dispatch_storage(kOp, q, [&](auto zero) {
+        using T = decltype(zero);
+        using A = acc_t<T>;
+        // [B, H, T]: each query's sum of p * dprob, from the dq kernel to the dk/dv kernel
+        Tensor workspace =
+            Tensor::empty({cuda::attention_backward_workspace(a)}, accumulator_dtype(q.dtype()), q.device());
+        cuda::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), lengths.data<std::int32_t>(), scale,
+                                    o.dropout, o.seed, o.rng_stream, saved.lse.data<A>(), dout.data<T>(),
+                                    g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>(), workspace.data<A>(),
+                                    on_device.stream);
+      });
+      break;
+    }
   }
   return g;
 }

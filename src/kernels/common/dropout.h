@@ -1,6 +1,7 @@
 // The per-element inverted dropout, shared by the CPU spec (kernels/cpu/elementwise.cpp) and its
 // CUDA twin (kernels/cuda/elementwise.cu): element i is kept when philox::uniform(seed, rng_stream, i)
 // >= p, and then multiplied by keep_scale = 1 / (1 - p) in acc_t<T> and rounded once; otherwise 0.
+// The keep test is also attention dropout's (kernels/cpu/attention.cpp, kernels/cuda/attention.cu).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +12,15 @@
 
 namespace dragoman::common {
 
+// Whether dropout keeps the element of these 32 random bits; threshold = p as a float.
+DRAGOMAN_HOST_DEVICE inline bool dropout_keeps(std::uint32_t bits, float threshold) {
+  return philox::to_uniform(bits) >= threshold;
+}
+
 // The output element of input x given the element's 32 random bits.
 template <typename T>
 DRAGOMAN_HOST_DEVICE inline T dropout_element(T x, std::uint32_t bits, float threshold, acc_t<T> keep_scale) {
-  return philox::to_uniform(bits) >= threshold ? store<T>(load(x) * keep_scale) : T();
+  return dropout_keeps(bits, threshold) ? store<T>(load(x) * keep_scale) : T();
 }
 
 }  // namespace dragoman::common

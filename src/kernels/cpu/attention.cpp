@@ -8,6 +8,7 @@
 
 #include "core/numeric.h"
 #include "core/philox.h"
+#include "kernels/common/dropout.h"
 
 namespace dragoman::cpu {
 namespace {
@@ -40,7 +41,8 @@ acc_t<T> scores(const AttentionShape& a, const T* q, const T* k, std::int64_t b,
 
 // Whether attention dropout keeps element `index` of [B, H, T, S].
 bool kept(double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, std::int64_t index) {
-  return philox::uniform(seed, rng_stream, static_cast<std::uint64_t>(index)) >= static_cast<float>(dropout_p);
+  return common::dropout_keeps(philox::bits(seed, rng_stream, static_cast<std::uint64_t>(index)),
+                               static_cast<float>(dropout_p));
 }
 
 }  // namespace

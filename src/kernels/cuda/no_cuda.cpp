@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/adam.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/copy.h"
@@ -198,6 +199,18 @@ void layer_norm_backward(const T*, const T*, const T*, const acc_t<T>*, const ac
   no_cuda("layer_norm_backward");
 }
 
+// attention.h
+template <typename T>
+void attention_forward(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, double,
+                       std::uint64_t, std::uint64_t, acc_t<T>*, T*, Stream) {
+  no_cuda("attention_forward");
+}
+template <typename T>
+void attention_backward(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, double,
+                        std::uint64_t, std::uint64_t, const acc_t<T>*, const T*, T*, T*, T*, acc_t<T>*, Stream) {
+  no_cuda("attention_backward");
+}
+
 // embedding.h
 template <typename T>
 void embedding_forward(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t,
@@ -225,6 +238,11 @@ void embedding_backward(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std
                                       std::int64_t, double, Stream);                                                   \
   template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*,  \
                                        acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                      \
+  template void attention_forward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, \
+                                     double, std::uint64_t, std::uint64_t, acc_t<T>*, T*, Stream);                     \
+  template void attention_backward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*,        \
+                                      double, double, std::uint64_t, std::uint64_t, const acc_t<T>*, const T*, T*, T*, \
+                                      T*, acc_t<T>*, Stream);                                                          \
   template void embedding_forward<T>(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t,          \
                                      std::int64_t, std::int64_t, double, Stream);                                      \
   template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \

@@ -1,0 +1,62 @@
+// Scaled dot-product attention on CUDA, the twin of kernels/cpu/attention.h: the same shape
+// description, masks, scale, dropout (p, seed, rng_stream; element index = flat index in
+// [B, H, T, S], keep test common::dropout_keeps) and precision (acc_t<T> compute, each stored
+// element rounded once), plus a stream and the backward's workspace. T = double, float, bf16 or f16.
+//
+// Kernels (attention.cu), one block of kThreads threads per row, no atomics, every sum in a fixed
+// order, so a rerun gives the same bits:
+//   forward         one block per query (b, h, t): the scores (thread j takes keys j, j + 128, ...;
+//                   each dot product over K in index order, as on the CPU) and the probabilities in
+//                   shared memory; max and sum over the keys by a fixed tree (a per-thread strided
+//                   sum, a warp butterfly, then the warps in order); out[i] by thread i summing the
+//                   keys in order.
+//   backward dq     one block per query (b, h, t): probabilities again from lse, dprob = dout . v_s
+//                   (dropout applied), delta = sum_s p * dprob by the same tree (saved in the
+//                   workspace), dscore in shared memory, dq[i] summed over the keys in order.
+//   backward dk/dv  one block per key (b, h, s): for every query t that sees s, p, dprob and dscore
+//                   again (delta from the workspace) in shared memory, then dk[i] and dv[i] summed
+//                   over the queries in order (the CPU's order).
+// Against the CPU spec: the dot products and the per-key and per-query sums are the CPU's, in its
+// order; exp/log are CUDA's (within 2 ulp of float, not glibc's bits) and the softmax sum and delta
+// are summed in another order, so results are within a few float ulps of the CPU's before the
+// rounding to T.
+// Not optimised (simplicity first; flash-style tiling is future work, to be chosen by measurement):
+// each thread of the score phase reads a whole key row (uncoalesced), k and v are read once per
+// query and q and dout once per key, nothing is tiled through shared memory or tensor cores. Shared
+// memory holds two acc_t<T> arrays of S (forward, dq) or T (dk/dv) elements plus a row of q and
+// dout: the launchers throw when that exceeds 48 KiB (S or T above about 6,000 in float, 3,000 in
+// double).
+// All pointers are device memory of the stream's device (the caller holds its DeviceGuard),
+// key_lengths included.
+#pragma once
+
+#include <cstdint>
+
+#include "core/numeric.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cuda/stream.h"
+
+namespace dragoman::cuda {
+
+using cpu::AttentionShape;
+
+// lse: [B, H, T] of acc_t<T>, written when not null; key_lengths: i32 [B].
+template <typename T>
+void attention_forward(const AttentionShape& shape, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
+                       double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, acc_t<T>* lse,
+                       T* out, Stream stream);
+
+// The acc_t<T> elements of attention_backward's workspace: delta [B, H, T].
+inline std::int64_t attention_backward_workspace(const AttentionShape& shape) {
+  return shape.batch * shape.heads * shape.queries;
+}
+
+// dq, dk, dv (assigned; dq with q's strides, dk k's, dv v's) from the forward's lse and the same
+// dropout; workspace: [attention_backward_workspace(shape)] of acc_t<T>.
+template <typename T>
+void attention_backward(const AttentionShape& shape, const T* q, const T* k, const T* v,
+                        const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
+                        std::uint64_t rng_stream, const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv,
+                        acc_t<T>* workspace, Stream stream);
+
+}  // namespace dragoman::cuda
