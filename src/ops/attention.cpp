@@ -28,9 +28,12 @@ cpu::AttentionShape describe(const char* op, const Tensor& q, const Tensor& k, c
           "head sizes do not divide: q " + q.describe() + ", k " + k.describe() + ", v " + v.describe() + ", " +
               std::to_string(H) + " heads");
   require(k.dim(0) == B && v.dim(0) == B && v.dim(1) == k.dim(1), op, "batch or key counts differ");
-  require(key_lengths.dtype() == DType::kI32 && key_lengths.device().is_cpu() && key_lengths.is_contiguous() &&
-              key_lengths.shape() == Shape{B},
-          op, "key_lengths must be a contiguous i32 [B] CPU tensor, got " + key_lengths.describe());
+  // On q's device (the model keeps its lengths there) or on the CPU (uploaded by the CUDA case).
+  require(key_lengths.dtype() == DType::kI32 && (key_lengths.device() == q.device() || key_lengths.device().is_cpu()) &&
+              key_lengths.is_contiguous() && key_lengths.shape() == Shape{B},
+          op,
+          "key_lengths must be a contiguous i32 [B] tensor on " + q.device().str() + " or the CPU, got " +
+              key_lengths.describe());
   cpu::AttentionShape a;
   a.batch = B;
   a.heads = H;
@@ -75,7 +78,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
       break;
     case DeviceType::kCuda: {
       const detail::CudaScope on_device(q);
-      const Tensor lengths = key_lengths.to(q.device());  // [B] i32: the kernel reads it on the device
+      const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device (no copy when there already)
       detail::dispatch_storage(kOp, q, [&](auto zero) {
         using T = decltype(zero);
         cuda::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), lengths.data<std::int32_t>(), scale,

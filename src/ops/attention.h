@@ -1,6 +1,7 @@
 // Multi-head scaled dot-product attention on tensors (kernels/cpu/attention.h).
 // q: [B, T, H*K]; k: [B, S, H*K]; v: [B, S, H*Kv]. k and v may be strided views whose rows are
-// contiguous (a key/value cache narrowed to its first S rows). key_lengths: i32 [B] on the CPU.
+// contiguous (a key/value cache narrowed to its first S rows). key_lengths: i32 [B] on q's device or
+// the CPU.
 // q, k, v, out, dout, dq, dk, dv are activations of one dtype (f64, f32, bf16 or f16); the saved
 // log-sum-exp is a statistic, of accumulator_dtype (f32 for f32, bf16, f16; ops/dispatch.h).
 #pragma once

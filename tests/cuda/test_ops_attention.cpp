@@ -14,7 +14,8 @@
 //   lse:             |got - cpu| <= r (|cpu| + 1),
 // r = test::reorder_tolerance<T>() (1e-5 for float accumulation, 1e-13 for double): some 20 times
 // the float order term, still far below one missing or doubled key.
-// Then ops::attention/attention_backward on GPU tensors match the CPU ops.
+// Then ops::attention/attention_backward on GPU tensors (key_lengths on the CPU or the GPU) match the
+// CPU ops.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -246,13 +247,14 @@ TEST_CASE("attention ops on GPU tensors match the CPU ops", "[cuda][attention][o
     o.dropout = 0.1;
     o.seed = 5;
     o.rng_stream = 9;
+    // key_lengths on the CPU for the forward pass, on the GPU (as the model keeps them) for the backward.
     ops::AttentionSaved saved, gsaved;
     const Tensor out = ops::attention(q, k, v, lengths, o, &saved);
     const Tensor gout = ops::attention(q.to(gpu), gk, gv, lengths, o, &gsaved);
     CHECK(gout.device() == gpu);
     CHECK(gsaved.lse.dtype() == accumulator_dtype(dtype));
     const ops::AttentionGrads g = ops::attention_backward(q, k, v, lengths, o, saved, dout);
-    const ops::AttentionGrads gg = ops::attention_backward(q.to(gpu), gk, gv, lengths, o, gsaved, dout.to(gpu));
+    const ops::AttentionGrads gg = ops::attention_backward(q.to(gpu), gk, gv, lengths.to(gpu), o, gsaved, dout.to(gpu));
     const double tol = dtype == DType::kF64 ? 1e-12 : dtype == DType::kF32 ? 1e-5 : dtype == DType::kF16 ? 4e-3 : 3e-2;
     const auto close = [&](const Tensor& got, const Tensor& expected, const char* what) {
       INFO(what);
