@@ -22,15 +22,6 @@ inline void require(bool ok, const char* op, const std::string& message) {
   if (!ok) throw Error(std::string(op) + ": " + message);
 }
 
-// The error of an op's CUDA case: CUDA kernels for the model are not in this version yet.
-[[noreturn]] inline void no_cuda_kernel(const char* op) {
-#if defined(DRAGOMAN_WITH_CUDA)
-  throw Error(std::string(op) + ": no CUDA kernel in this version; run on cpu");
-#else
-  throw Error(std::string(op) + ": this build has no CUDA");
-#endif
-}
-
 // Calls fn(T()) with T = float or double, the element type of a floating-point tensor.
 template <typename Fn>
 void dispatch_float(const char* op, const Tensor& t, Fn fn) {
