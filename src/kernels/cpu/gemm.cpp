@@ -45,8 +45,8 @@ void widened_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
   // The float blocks, kept per thread between calls (a fresh 1 MiB allocation per product costs a
   // brk/mmap round trip and page faults every time).
   thread_local std::vector<float> a_block, b_block, tile;
-  const auto reserve = [](std::vector<float>& v, std::int64_t n) {
-    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  const auto reserve = [](std::vector<float>& v, std::int64_t elements) {
+    if (v.size() < static_cast<std::size_t>(elements)) v.resize(static_cast<std::size_t>(elements));
   };
   reserve(a_block, std::min(kB, m) * std::min(kB, k));
   reserve(b_block, std::min(kB, k) * std::min(kB, n));
