@@ -1,10 +1,11 @@
 // Benchmark: one training step (forward + backward + Adam) of the paper's base and big models on
-// CPU, for a batch of about --tokens source and --tokens target tokens, at each thread count.
-// Prints a Markdown table: milliseconds per phase, target tokens per second, the CPU allocator's
-// peak and the process's peak resident memory.
+// the CPU (at each thread count) or a GPU (--device cuda:N), for a batch of about --tokens source
+// and --tokens target tokens. Prints a Markdown table: milliseconds per phase (a GPU phase ends with
+// a device synchronisation), target tokens per second, the device allocator's peak and the
+// process's peak resident memory.
 //
 //   model_bench [--models base,big] [--tokens 4000] [--length 25] [--vocab 37000]
-//               [--threads 1,2] [--steps 2] [--precision fp32,bf16,fp16]
+//               [--threads 1,2] [--steps 2] [--precision fp32,bf16,fp16] [--device cpu|cuda:N]
 
 #include <sys/resource.h>
 
@@ -21,6 +22,7 @@
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "core/threads.h"
+#include "kernels/cuda/context.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
 
@@ -38,6 +40,7 @@ struct Options {
   std::vector<int> threads{1, 2};
   int steps = 2;
   std::vector<std::string> precisions{"fp32"};
+  dragoman::Device device = dragoman::Device::cpu();
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -50,7 +53,7 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: model_bench [--models base,big] [--tokens N] [--length L] [--vocab V] [--threads 1,2] "
-               "[--steps S] [--precision fp32,bf16,fp16]\n");
+               "[--steps S] [--precision fp32,bf16,fp16] [--device cpu|cuda:N]\n");
   std::exit(2);
 }
 
@@ -75,6 +78,8 @@ Options parse(int argc, char** argv) {
       o.steps = std::stoi(value);
     } else if (flag == "--precision") {
       o.precisions = split(value);
+    } else if (flag == "--device") {
+      o.device = dragoman::Device::parse(value);
     } else {
       usage();
     }
@@ -115,14 +120,15 @@ double peak_rss_mib() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::int64_t sentences = o.tokens / o.length;
   std::printf(
-      "Training step on CPU: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
+      "Training step on %s: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
       "dropout on; median of %d steps after one warm-up step\n\n",
-      static_cast<long long>(sentences), static_cast<long long>(o.length), static_cast<long long>(sentences * o.length),
-      static_cast<long long>(sentences * o.length), static_cast<long long>(o.vocab), o.steps);
+      o.device.str().c_str(), static_cast<long long>(sentences), static_cast<long long>(o.length),
+      static_cast<long long>(sentences * o.length), static_cast<long long>(sentences * o.length),
+      static_cast<long long>(o.vocab), o.steps);
   std::printf(
       "| model | precision | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
       "allocator peak MiB | peak RSS MiB |\n");
@@ -140,23 +146,30 @@ int main(int argc, char** argv) {
       config.src_vocab_size = config.tgt_vocab_size = o.vocab;
       dragoman::DType compute = dragoman::DType::kF32;
       dragoman::parse_precision(precision, compute);
-      dragoman::Transformer model(config, dragoman::ParameterPrecision::training(compute));
+      dragoman::Transformer model(config, dragoman::ParameterPrecision::training(compute), o.device);
       model.initialize(1);
       const std::int64_t n = model.parameters().size();
-      Tensor m = Tensor::zeros({n}, dragoman::DType::kF32), v = Tensor::zeros({n}, dragoman::DType::kF32);
-      const Batch batch = random_batch(config, sentences, o.length);
+      Tensor m = Tensor::zeros({n}, dragoman::DType::kF32, o.device);
+      Tensor v = Tensor::zeros({n}, dragoman::DType::kF32, o.device);
+      const Batch batch = random_batch(config, sentences, o.length).to(o.device, config);
+      // A GPU phase is timed to the end of its kernels.
+      const auto finish = [&] {
+        if (!o.device.is_cpu()) dragoman::cuda::synchronize(o.device.index);
+      };
       for (const int threads : o.threads) {
         dragoman::set_compute_threads(threads);
-        dragoman::allocator_for(dragoman::Device::cpu()).reset_peak();
+        dragoman::allocator_for(o.device).reset_peak();
         std::vector<double> fwd, bwd, adam;
         for (int step = 0; step <= o.steps; ++step) {
           model.parameters().zero_grads();
           auto t0 = std::chrono::steady_clock::now();
           dragoman::ForwardActivations saved;
           model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)}, saved);
+          finish();
           const double f = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();
           model.backward(std::move(saved), 1.0 / static_cast<double>(batch.target_tokens()));
+          finish();
           const double b = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();
           dragoman::cpu::AdamHyper hyper;
@@ -164,6 +177,7 @@ int main(int argc, char** argv) {
           hyper.lr = 1e-4;
           dragoman::ops::adam_step(model.parameters().values(), model.parameters().grads(), m, v, hyper,
                                    model.parameters().mirror());
+          finish();
           const double a = seconds_since(t0);
           if (step == 0) continue;  // warm-up: first touches of the allocator's blocks
           fwd.push_back(f);
@@ -175,7 +189,7 @@ int main(int argc, char** argv) {
           return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
         };
         const double f = median(fwd), b = median(bwd), a = median(adam), total = f + b + a;
-        const double peak = static_cast<double>(dragoman::allocator_for(dragoman::Device::cpu()).stats().peak_in_use);
+        const double peak = static_cast<double>(dragoman::allocator_for(o.device).stats().peak_in_use);
         std::printf("| %s | %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(),
                     precision.c_str(), static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a, 1e3 * total,
                     static_cast<double>(batch.target_tokens()) / total, peak / (1 << 20), peak_rss_mib());
@@ -184,4 +198,13 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -12,7 +12,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRAGOMAN_CUDA=ON -
 cmake --build build-gpu -j "${JOBS:-2}"
 rm -rf .gpu
 mkdir -p .gpu/lib
-binaries=(build-gpu/src/dragoman build-gpu/tests/dragoman_tests build-gpu/tests/dragoman_cuda_tests)
+binaries=(build-gpu/src/dragoman build-gpu/tests/dragoman_tests build-gpu/tests/dragoman_cuda_tests
+  build-gpu/bench/model_bench)
 cp "${binaries[@]}" .gpu/
 # Every resolved library except glibc/libstdc++ (present everywhere) and the CUDA toolkit's own
 # (libcudart, libcublas*, libnccl: the GPU machine has its own, matching its driver).

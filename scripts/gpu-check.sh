@@ -2,8 +2,9 @@
 # Every GPU check in one command, for a machine with an NVIDIA GPU and driver but none of our Debian
 # libraries: build the bundle here first (scripts/gpu-bundle.sh -> .gpu/), carry the repository
 # with .gpu/ to the GPU machine, and run this there. It prints the GPU and library versions, runs
-# the cuda tests (dragoman_cuda_tests: every CUDA kernel against its CPU twin), the same tests
-# under compute-sanitizer (memcheck, racecheck, synccheck) when it is installed, and the PyTorch
+# the cuda tests (dragoman_cuda_tests: every CUDA kernel against its CPU twin, the whole model GPU
+# vs CPU), the same tests under compute-sanitizer (memcheck, racecheck, synccheck) when it is
+# installed, Dragoman's training step on the GPU (bench/model_bench), and the PyTorch
 # reference's training throughput (TORCH_REFERENCE=path/to/torch_reference.py, when PyTorch is
 # there), and writes one report: REPORT_DIR/gpu-check.md and REPORT_DIR/gpu-check.json.
 #   REPORT_DIR=${OUT:-gpu-check}  TORCH_REFERENCE=(none)  SANITIZE=1  GPU_CHECK_TIMEOUT=300 (per step)
@@ -55,6 +56,10 @@ if [[ ${SANITIZE:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
 else
   echo "== compute-sanitizer: not run (not installed, or SANITIZE=0)"
 fi
+# Dragoman's training step on the GPU (bench/model_bench): base and big, bf16 and fp16, batches of
+# about 16,384 tokens a side (torch_reference.py's budget; sentences of 32 tokens, its mean length).
+step model-bench .gpu/model_bench --device cuda:0 --models base,big --precision bf16,fp16 --tokens 16384 \
+  --length 32 --threads 1 --steps 5
 if [[ -n ${TORCH_REFERENCE:-} ]] && python3 -c 'import torch' 2>/dev/null; then
   for dtype in bf16 fp16; do
     step "torch-reference-base-$dtype" python3 "$TORCH_REFERENCE" --model base --dtype "$dtype" --steps 30
