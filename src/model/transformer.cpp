@@ -245,7 +245,7 @@ Evaluation Transformer::evaluate(const Batch& batch) const {
 // beyond this call); evaluation: receives the log-probabilities and the encoder output.
 LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
                                     Evaluation* evaluation) const {
-  if (!batch.validated_on_device()) Batch(batch).validate(config_);  // a GPU batch was, by Batch::to
+  if (!batch.validated_on_device()) batch.validate(config_);  // a GPU batch was, by Batch::to
   if (batch.device() != params_.values().device()) {
     throw Error("forward: the batch is on " + batch.device().str() + ", the model on " +
                 params_.values().device().str() + " (Batch::to moves it)");
@@ -336,25 +336,24 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   const std::int64_t rows = batch.tgt_out.numel();
   Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
   // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
-  Tensor call_sums;  // this call's sums, read back, unless the caller accumulates them
-  Tensor& sums = options.loss_sums != nullptr ? *options.loss_sums : call_sums;
-  if (options.loss_sums == nullptr) call_sums = Tensor::zeros({2}, DType::kF64, logits.device());
+  // The sums go into the caller's accumulator when given (not read back), else come back here.
   const Tensor targets = batch.tgt_out.view({rows});
-  if (save != nullptr) {
-    ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, sums);
+  constexpr double kNotRead = std::numeric_limits<double>::quiet_NaN();
+  ops::CrossEntropySums sums{kNotRead, kNotRead};
+  if (options.loss_sums != nullptr && save != nullptr) {
+    ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, *options.loss_sums);
+  } else if (options.loss_sums != nullptr) {
+    ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing, *options.loss_sums);
+  } else if (save != nullptr) {
+    sums = ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing);
   } else {
-    ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing, sums);
+    sums = ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing);
   }
   if (save != nullptr) save->dlogits = logits;
   if (evaluation != nullptr) {
     evaluation->log_probs = logits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size});
   }
-  if (options.loss_sums != nullptr) {
-    constexpr double kNotRead = std::numeric_limits<double>::quiet_NaN();
-    return {kNotRead, kNotRead, batch.target_tokens()};
-  }
-  const std::vector<double> host = call_sums.to_vector<double>();
-  return {host[0], host[1], batch.target_tokens()};
+  return {sums.loss, sums.nll, batch.target_tokens()};
 }
 
 void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
