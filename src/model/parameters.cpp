@@ -6,7 +6,6 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "core/philox.h"
-#include "kernels/cpu/cast.h"
 
 namespace dragoman {
 
@@ -41,17 +40,7 @@ ParameterSet::ParameterSet(const std::vector<ParameterSpec>& specs, const Parame
 }
 
 void ParameterSet::refresh_compute_values() {
-  if (precision_.single_buffer()) return;
-  if (!values_.device().is_cpu() || values_.dtype() != DType::kF32) {
-    compute_values_.copy_from(values_.to(precision_.compute));
-    return;
-  }
-  const std::size_t n = static_cast<std::size_t>(size());
-  switch (precision_.compute) {  // f32 master, the common case: one parallel pass
-    case DType::kBF16: cpu::cast(values_.data<float>(), compute_values_.data<bf16>(), n); break;
-    case DType::kF16: cpu::cast(values_.data<float>(), compute_values_.data<f16>(), n); break;
-    default: compute_values_.copy_from(values_.to(precision_.compute));
-  }
+  if (!precision_.single_buffer()) compute_values_.copy_from(values_.to(precision_.compute));
 }
 
 bool ParameterSet::contains(const std::string& name) const {
