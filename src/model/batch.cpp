@@ -7,12 +7,17 @@
 
 namespace dragoman {
 
-std::int64_t Batch::target_tokens() const {
-  if (tokens >= 0) return tokens;
+namespace {
+
+std::int64_t sum_of_lengths(const Tensor& lengths) {
   std::int64_t n = 0;
-  for (const std::int32_t len : tgt_lengths.to_vector<std::int32_t>()) n += len;
+  for (const std::int32_t len : lengths.to_vector<std::int32_t>()) n += len;
   return n;
 }
+
+}  // namespace
+
+std::int64_t Batch::target_tokens() const { return tokens >= 0 ? tokens : sum_of_lengths(tgt_lengths); }
 
 Batch Batch::from_sentences(const std::vector<std::vector<std::int32_t>>& src,
                             const std::vector<std::vector<std::int32_t>>& tgt, const ModelConfig& config) {
@@ -43,11 +48,11 @@ Batch Batch::from_sentences(const std::vector<std::vector<std::int32_t>>& src,
   }
   Batch batch{Tensor::from_vector(src_ids, {b, s}), Tensor::from_vector(src_len, {b}), Tensor::from_vector(in, {b, t}),
               Tensor::from_vector(out, {b, t}), Tensor::from_vector(tgt_len, {b})};
-  batch.validate(config);
+  batch.tokens = batch.validate(config);
   return batch;
 }
 
-void Batch::validate(const ModelConfig& config) {
+std::int64_t Batch::validate(const ModelConfig& config) const {
   const auto fail = [](const std::string& what) { throw Error("invalid batch: " + what); };
   for (const Tensor* t : {&src, &src_lengths, &tgt_in, &tgt_out, &tgt_lengths}) {
     if (!t->defined() || t->dtype() != DType::kI32 || !t->device().is_cpu() || !t->is_contiguous()) {
@@ -81,16 +86,12 @@ void Batch::validate(const ModelConfig& config) {
   if (src.dim(1) > config.max_positions || tgt_in.dim(1) > config.max_positions) {
     fail("sequence longer than max_positions " + std::to_string(config.max_positions));
   }
-  tokens = 0;
-  for (const std::int32_t len : tgt_lengths.to_vector<std::int32_t>()) tokens += len;
+  return sum_of_lengths(tgt_lengths);
 }
 
 Batch Batch::to(Device device, const ModelConfig& config) const {
-  Batch host = *this;
-  host.validate(config);
-  if (device.is_cpu()) return host;
-  return {src.to(device),     src_lengths.to(device), tgt_in.to(device),
-          tgt_out.to(device), tgt_lengths.to(device), host.tokens};
+  const std::int64_t count = validate(config);
+  return {src.to(device), src_lengths.to(device), tgt_in.to(device), tgt_out.to(device), tgt_lengths.to(device), count};
 }
 
 }  // namespace dragoman

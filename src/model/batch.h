@@ -29,8 +29,9 @@ struct Batch {
                               const std::vector<std::vector<std::int32_t>>& tgt, const ModelConfig& config);
 
   // Throws dragoman::Error unless shapes and lengths are consistent, every real position holds a
-  // non-pad id and every padding position holds pad_id. Counts `tokens`. (Host tensors only.)
-  void validate(const ModelConfig& config);
+  // non-pad id and every padding position holds pad_id; returns the target token count (for
+  // `tokens`). (Host tensors only.)
+  std::int64_t validate(const ModelConfig& config) const;
 
   // The batch on `device`: validated on the host first, then copied, so a batch on a GPU has been
   // checked exactly once and no kernel checks ids (#12 section 4).

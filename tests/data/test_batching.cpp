@@ -98,7 +98,7 @@ TEST_CASE("batching: make_batch pads the pairs and adds BOS/EOS to the target", 
   const data::EncodedCorpus c = synthetic_corpus(10);
   ModelConfig config;
   config.src_vocab_size = config.tgt_vocab_size = 60;
-  Batch b = data::make_batch(c, {3, 7}, config);
+  const Batch b = data::make_batch(c, {3, 7}, config);
   REQUIRE(b.size() == 2);
   b.validate(config);
   const std::vector<std::int32_t> src = b.src.to_vector<std::int32_t>();
