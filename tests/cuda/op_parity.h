@@ -1,11 +1,9 @@
 // Helpers of the GPU-vs-CPU parity tests of the ops (test_ops_linear.cpp, test_ops_cross_entropy.cpp):
-// seeded random tensors, units in the last place, and an element-wise comparison
-// |got - ref| <= tolerance(i) that prints the first mismatches.
+// seeded random tensors and units in the last place (comparisons: parity_testing.h's check_close).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -40,23 +38,5 @@ inline double ulp(double x, DType dtype) {
 }
 
 inline constexpr double kEpsF32 = 1.0 / (1 << 23);
-
-// Counts the i with |got[i] - ref[i]| > tolerance(i) (or a NaN on one side only) and prints the
-// first five.
-template <typename Tolerance>
-std::size_t mismatches(const std::vector<double>& got, const std::vector<double>& ref, Tolerance tolerance,
-                       const char* what) {
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < ref.size() && i < got.size(); ++i) {
-    const double tol = tolerance(i);
-    const bool ok = std::isnan(ref[i]) ? std::isnan(got[i]) : std::abs(got[i] - ref[i]) <= tol;
-    if (!ok && bad++ < 5) {
-      std::printf("%s: element %zu of %zu: got %.9g, expected %.9g (tolerance %.3g)\n", what, i, ref.size(), got[i],
-                  ref[i], tol);
-    }
-  }
-  if (got.size() != ref.size()) ++bad;
-  return bad;
-}
 
 }  // namespace dragoman::parity

@@ -22,6 +22,7 @@
 #include "kernels/cuda/gemm.h"
 #include "op_parity.h"
 #include "ops/linear.h"
+#include "parity_testing.h"
 
 namespace dragoman {
 namespace {
@@ -89,7 +90,7 @@ void check_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     return parity::ulp(ref[i], dc) + 4 * sqrt_k * parity::kEpsF32 * std::abs(alpha) * s[row * n + col] +
            2 * parity::kEpsF32 * std::abs(beta * before[i]);
   };
-  CHECK(parity::mismatches(got, ref, tolerance, "gemm") == 0);
+  test::check_close(got, ref, tolerance, "gemm");
   // Row padding and tail bit for bit (a zero tolerance would let -0 pass for +0).
   const std::size_t size = sizeof(C);
   std::int64_t written = 0;
@@ -160,7 +161,7 @@ TEST_CASE("cuda::gemm_strided_batched matches the CPU, gaps between batches unto
       return parity::ulp(ref[i], dtype_of<T>()) + 4 * std::sqrt(double(k)) * parity::kEpsF32 * double(k) +
              parity::kEpsF32 * std::abs(before[i]);
     };
-    CHECK(parity::mismatches(got, ref, tolerance, "gemm_strided_batched") == 0);
+    test::check_close(got, ref, tolerance, "gemm_strided_batched");
   };
   for (const bool ta : {false, true}) {
     for (const bool tb : {false, true}) {
@@ -190,9 +191,9 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
   // Forward: |x|, |w| <= 1, so S <= in.
   const std::vector<double> y = parity::as_doubles(ops::linear(gx, gw, gbias)),
                             y_ref = parity::as_doubles(ops::linear(x, w, bias));
-  CHECK(parity::mismatches(
-            y, y_ref, [&](std::size_t i) { return parity::ulp(y_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * in; },
-            "linear") == 0);
+  test::check_close(
+      y, y_ref, [&](std::size_t i) { return parity::ulp(y_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * in; },
+      "linear");
 
   // Backward: dweight and dbias start from random values and accumulate.
   const Tensor dy = parity::random_tensor({rows, out}, dt, 24), gdy = dy.to(kGpu);
@@ -201,16 +202,15 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
   Tensor gdb_arg = with_bias ? gdb : Tensor(), db_arg = with_bias ? db : Tensor();
   const std::vector<double> dx = parity::as_doubles(ops::linear_backward(gx, gw, gdy, gdw, gdb_arg)),
                             dx_ref = parity::as_doubles(ops::linear_backward(x, w, dy, dw, db_arg));
-  CHECK(parity::mismatches(
-            dx, dx_ref,
-            [&](std::size_t i) { return parity::ulp(dx_ref[i], dt) + 4 * std::sqrt(double(out)) * eps * out; },
-            "linear_backward dx") == 0);
+  test::check_close(
+      dx, dx_ref, [&](std::size_t i) { return parity::ulp(dx_ref[i], dt) + 4 * std::sqrt(double(out)) * eps * out; },
+      "linear_backward dx");
   // The f32 gradients: sums over `rows` products (or elements) of at most 1, plus the start value.
   const auto check_accumulated = [&](const Tensor& got_tensor, const Tensor& ref_tensor, const char* what) {
     const std::vector<double> got = parity::as_doubles(got_tensor), ref = parity::as_doubles(ref_tensor);
     const double bound = 4 * std::sqrt(double(rows)) * eps * (rows + 1);
-    CHECK(parity::mismatches(
-              got, ref, [&](std::size_t i) { return parity::ulp(ref[i], DType::kF32) + bound; }, what) == 0);
+    test::check_close(
+        got, ref, [&](std::size_t i) { return parity::ulp(ref[i], DType::kF32) + bound; }, what);
   };
   check_accumulated(gdw, dw, "linear_backward dweight");
   if (with_bias) check_accumulated(gdb, db, "linear_backward dbias");
@@ -237,10 +237,9 @@ TEST_CASE("ops::matmul on a GPU matches the CPU; f64 is a clear error", "[cuda][
       const Tensor b = parity::random_tensor(tb ? Shape{7, 33} : Shape{33, 7}, DType::kBF16, 32);
       const std::vector<double> got = parity::as_doubles(ops::matmul(a.to(kGpu), b.to(kGpu), ta, tb)),
                                 ref = parity::as_doubles(ops::matmul(a, b, ta, tb));
-      CHECK(parity::mismatches(
-                got, ref,
-                [&](std::size_t i) { return parity::ulp(ref[i], DType::kBF16) + 4 * std::sqrt(33.0) * 33 * 1e-7; },
-                "matmul") == 0);
+      test::check_close(
+          got, ref, [&](std::size_t i) { return parity::ulp(ref[i], DType::kBF16) + 4 * std::sqrt(33.0) * 33 * 1e-7; },
+          "matmul");
     }
   }
   const Tensor a64 = Tensor::zeros({2, 2}, DType::kF64, kGpu);
