@@ -3,7 +3,8 @@
 # libraries: build the bundle here first (scripts/gpu-bundle.sh -> .gpu/), carry the repository
 # with .gpu/ to the GPU machine, and run this there. It prints the GPU and library versions, runs
 # the cuda tests (dragoman_cuda_tests: every CUDA kernel against its CPU twin, the whole model GPU
-# vs CPU), the same tests under compute-sanitizer (memcheck, racecheck, synccheck) when it is
+# vs CPU, train() on the GPU), `dragoman train --devices cuda:0` from the shell
+# (scripts/gpu-train-check.sh), the same tests under compute-sanitizer (memcheck, racecheck, synccheck) when it is
 # installed, Dragoman's training step on the GPU (bench/model_bench), and the PyTorch
 # reference's training throughput (TORCH_REFERENCE=path/to/torch_reference.py, when PyTorch is
 # there), and writes one report: REPORT_DIR/gpu-check.md and REPORT_DIR/gpu-check.json.
@@ -56,6 +57,9 @@ if [[ ${SANITIZE:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
 else
   echo "== compute-sanitizer: not run (not installed, or SANITIZE=0)"
 fi
+# `dragoman train --devices cuda:0` from the command line: vocabulary, bf16 training with validation
+# BLEU, a resume on the CPU from the GPU's checkpoint, translate and score-bleu.
+step train-cli bash scripts/gpu-train-check.sh .gpu/dragoman "$report_dir/train-cli"
 # Dragoman's training step on the GPU (bench/model_bench): base and big, bf16 and fp16, batches of
 # about 16,384 tokens a side (torch_reference.py's budget; sentences of 32 tokens, its mean length).
 step model-bench .gpu/model_bench --device cuda:0 --models base,big --precision bf16,fp16 --tokens 16384 \

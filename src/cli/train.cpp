@@ -11,7 +11,6 @@
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "core/device.h"
 #include "core/error.h"
 #include "train/trainer.h"
 
@@ -22,7 +21,7 @@ struct TrainCliOptions {
   std::string config;
   std::vector<std::string> overrides;
   std::string run = "runs/default";
-  std::string device = "cpu";
+  std::string devices;  // empty: the config's training.devices
   bool overwrite = false;
   bool dump_config = false;
 };
@@ -39,6 +38,7 @@ TrainConfig resolve_config(const TrainCliOptions& o) {
     spdlog::info("train: no --config: using the run's {}", path);
   }
   TrainConfig config = TrainConfig::load(path, o.overrides);
+  if (!o.devices.empty()) config.training.devices = o.devices;
   config.make_paths_absolute();
   return config;
 }
@@ -58,15 +58,21 @@ Subcommand add_train(CLI::App& app) {
   sub->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu (CUDA training is not in this version)")
-      ->check(device_name())
-      ->capture_default_str();
+  sub->add_option("--devices,--device", o->devices,
+                  "Where to train: cpu or cuda:N (sets training.devices; default: the config's, cpu)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_devices(text);
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "DEVICE"));
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
   sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
   return {sub, [o] {
-            if (!Device::parse(o->device).is_cpu()) {
-              throw Error("train: --device " + o->device + ": this version trains on the CPU only");
-            }
             const TrainConfig config = resolve_config(*o);
             if (o->dump_config) {
               std::fputs(to_yaml(config.to_json()).c_str(), stdout);

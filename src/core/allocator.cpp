@@ -68,7 +68,7 @@ void* CachingAllocator::allocate(std::size_t bytes, cuda::Stream stream) {
     stats_.system_frees = pool_->system_frees();
   }
   if (block == nullptr) {
-    throw Error("out of memory on " + device_.str() + ": could not allocate " + std::to_string(size) + " bytes (" +
+    throw OutOfMemory("out of memory on " + device_.str() + ": could not allocate " + std::to_string(size) + " bytes (" +
                 std::to_string(stats_.in_use) + " bytes in use)");
   }
   stats_.in_use += block_size;

@@ -65,7 +65,7 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // A block of at least `bytes` bytes (never nullptr; 0 bytes gives a valid block) for work on
-  // `stream` (CUDA; ignored on the CPU). Throws dragoman::Error when the device is out of memory, or
+  // `stream` (CUDA; ignored on the CPU). Throws dragoman::OutOfMemory when the device is out of memory, or
   // the error a previous deallocate() kept.
   void* allocate(std::size_t bytes, cuda::Stream stream = nullptr);
   // Returns a block from allocate() with the same `bytes`. Never throws: anything else (a block it

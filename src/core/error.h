@@ -22,6 +22,14 @@ class Interrupted : public Error {
   explicit Interrupted(const std::string& message) : Error(message) {}
 };
 
+// Thrown by a device's allocator when the device has no memory left for a request (the message
+// names the device and the sizes); callers that know what the memory was for (the trainer's
+// max_tokens) catch it to say what to lower.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& message) : Error(message) {}
+};
+
 // "FILE:LINE: MESSAGE" (line is 1-based), the form compilers use, so editors can jump to it.
 [[noreturn]] void throw_input_error(std::string_view file, std::size_t line, std::string_view message);
 

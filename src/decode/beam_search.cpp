@@ -104,7 +104,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
 
   // Encode the batch once; the decoder state holds K rows per sentence still searching.
   std::vector<std::vector<std::int32_t>> empty_targets(static_cast<std::size_t>(n));
-  const Batch batch = Batch::from_sentences(sources, empty_targets, c);
+  // On a GPU model the sources go to the device once; each step's log-probabilities come back to
+  // the host for the bookkeeping below (issue #15 moves the top-2K selection onto the device).
+  const Device device = model.parameters().values().device();
+  Batch batch = Batch::from_sentences(sources, empty_targets, c);
+  if (!device.is_cpu()) batch = batch.to(device, c);
   const Tensor memory = model.encode(batch.src, batch.src_lengths);
   std::vector<SentenceSearch> search(static_cast<std::size_t>(n));
   std::int64_t capacity = 1;
@@ -126,7 +130,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
 
   for (std::int64_t t = 0; !active.empty(); ++t) {
     const auto live_rows = static_cast<std::int64_t>(active.size()) * k_max;
-    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}));  // [A*K, V]
+    Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
+    if (!device.is_cpu()) logits = logits.to(Device::cpu());
     std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
     std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
     std::vector<std::int64_t> still_active;  // positions j in `active`

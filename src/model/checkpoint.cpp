@@ -59,7 +59,7 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
 }
 
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
-                                   const ParameterPrecision& precision, ModelFileInfo* info) {
+                                   const ParameterPrecision& precision, ModelFileInfo* info, Device device) {
   const DType dtype = precision.master;
   const auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
   const auto meta = [&](const char* key) -> const std::string& {
@@ -80,7 +80,7 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("model_config is not valid JSON: ") + e.what());
   }
-  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), precision);
+  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), precision, device);
 
   ModelFileInfo read_info;
   if (const auto it = file.metadata.find("step"); it != file.metadata.end()) {
@@ -147,8 +147,9 @@ Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info
   return model_from_safetensors(read_safetensors(path), path, dtype, info);
 }
 
-Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info) {
-  return model_from_safetensors(read_safetensors(path), path, precision, info);
+Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info,
+                       Device device) {
+  return model_from_safetensors(read_safetensors(path), path, precision, info, device);
 }
 
 }  // namespace dragoman

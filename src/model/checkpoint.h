@@ -36,14 +36,17 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
 // Parameters are converted to `dtype` (widening a 16-bit file is exact).
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info = nullptr);
-// The same, held as `precision` says: the file's tensors are converted to the master dtype (a
-// 16-bit decoding model rounds f32 weights to nearest even), and the compute weights refreshed.
+// The same, held as `precision` says on `device`: the file's tensors are converted to the master
+// dtype (a 16-bit decoding model rounds f32 weights to nearest even), and the compute weights
+// refreshed. A file holds no device: a model saved from a GPU run loads on the CPU and back.
 Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
-                                   const ParameterPrecision& precision, ModelFileInfo* info = nullptr);
+                                   const ParameterPrecision& precision, ModelFileInfo* info = nullptr,
+                                   Device device = Device::cpu());
 
 void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
                 std::optional<DType> file_dtype = std::nullopt);
 Transformer load_model(const std::string& path, DType dtype = DType::kF32, ModelFileInfo* info = nullptr);
-Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info = nullptr);
+Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info = nullptr,
+                       Device device = Device::cpu());
 
 }  // namespace dragoman

@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -194,6 +195,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"best_metric", training.best_metric},
             {"patience", training.patience},
             {"threads", training.threads},
+            {"devices", training.devices},
             {"precision", training.precision},
             {"loss_scale", training.loss_scale},
             {"loss_scale_window", training.loss_scale_window},
@@ -255,6 +257,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.string("best_metric", c.training.best_metric);
       r.integer("patience", c.training.patience);
       r.integer("threads", c.training.threads);
+      r.string("devices", c.training.devices);
       r.string("precision", c.training.precision);
       r.number("loss_scale", c.training.loss_scale);
       r.integer("loss_scale_window", c.training.loss_scale_window);
@@ -336,6 +339,17 @@ void TrainConfig::validate() const {
   if (training.threads < 0 || training.threads > kMaxThreads) {
     fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(kMaxThreads));
   }
+  std::vector<Device> devices;
+  try {
+    devices = parse_devices(training.devices);
+  } catch (const Error& e) {
+    fail(std::string("training.devices: ") + e.what());
+  }
+  if (devices.size() != 1) {
+    fail("training.devices '" + training.devices +
+         "': this version trains on one device (cpu or cuda:N); data-parallel training over several devices is not "
+         "built yet");
+  }
   DType precision = DType::kF32;
   if (!parse_precision(training.precision, precision)) fail("training.precision must be fp32, bf16 or fp16");
   if (!(training.min_loss_scale > 0) || !(training.loss_scale >= training.min_loss_scale) ||
@@ -352,6 +366,24 @@ void TrainConfig::make_paths_absolute() {
                             &data.valid_target, &data.valid_tsv, &data.vocabulary}) {
     if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
   }
+}
+
+std::vector<Device> parse_devices(const std::string& text) {
+  std::vector<Device> devices;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    std::string entry = text.substr(begin, comma - begin);
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    const Device device = Device::parse(entry);  // names the entry and what was expected
+    if (std::find(devices.begin(), devices.end(), device) != devices.end()) {
+      throw Error("device " + device.str() + " is given twice in '" + text + "'");
+    }
+    devices.push_back(device);
+    begin = comma + 1;
+  }
+  return devices;
 }
 
 std::string to_yaml(const nlohmann::json& json) {

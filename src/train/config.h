@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/device.h"
 #include "model/config.h"
 
 namespace dragoman {
@@ -44,7 +45,10 @@ struct TrainingConfig {
   std::int64_t valid_beam = 4;      // beam for that (1: greedy, faster)
   std::string best_metric = "nll";  // nll or bleu: decides checkpoint-best and patience
   std::int64_t patience = 0;        // stop after this many validations without improvement (0: never)
-  std::int64_t threads = 0;         // 0: all cores
+  std::int64_t threads = 0;         // 0: all cores (the CPU's compute threads; data work on a GPU run)
+  // Where the model trains: "cpu" or "cuda:N" (CUDA's device numbering). One device in this
+  // version; the list form ("cuda:0,cuda:1") is parsed and refused with a clear error.
+  std::string devices = "cpu";
   // Compute precision (docs/MODEL.md, "Precision"): fp32, bf16 or fp16, from fp32 master weights.
   std::string precision = "fp32";
   // fp16's dynamic loss scaling: the first scale, updates without overflow before it doubles, and
@@ -80,6 +84,10 @@ struct TrainConfig {
   // The data file paths (and data.vocabulary) made absolute against the working directory.
   void make_paths_absolute();
 };
+
+// The devices of training.devices: comma-separated "cpu" / "cuda" / "cuda:N", spaces allowed. An
+// Error names the entry that is not a device, and a device given twice.
+std::vector<Device> parse_devices(const std::string& text);
 
 // The YAML text of a JSON value (the resolved config written into the run directory).
 std::string to_yaml(const nlohmann::json& json);

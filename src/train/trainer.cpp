@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "core/allocator.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/json_diff.h"
 #include "core/parallel.h"
@@ -28,6 +30,7 @@
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"
+#include "kernels/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
@@ -187,15 +190,19 @@ class Trainer {
   void validate(TrainResult& result);
   double translate_valid();
   void append_metrics(const nlohmann::json& line);
+  std::string last_good_state() const;
   [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
   void require_finite_weights() const;
   void inject_overflow_for_tests();
   void skip_overflowed_update(double loss, double grad_norm);
   void grow_loss_scale();
+  Batch on_device(Batch batch) const;
+  [[noreturn]] void fail_out_of_memory(const OutOfMemory& e, const std::string& during) const;
 
   TrainConfig config_;
   TrainOptions options_;
   ParameterPrecision precision_;  // fp32 master weights, training.precision compute
+  Device device_;                 // training.devices: the model, its gradients, Adam's moments, the batches
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<Vocabulary> vocab_;
@@ -215,6 +222,18 @@ class Trainer {
 // Everything that can be wrong with the command is found here, before the run directory is touched:
 // the config, the model config (with the vocabulary's size), the vocabulary file and the data files.
 void Trainer::check_inputs() {
+  device_ = parse_devices(config_.training.devices).front();  // one device: TrainConfig::validate
+  if (!device_.is_cpu()) {
+    if (!built_with_cuda()) {
+      throw Error("training.devices " + device_.str() +
+                  ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit), or train on cpu");
+    }
+    const int count = cuda::device_count();
+    if (device_.index >= count) {
+      throw Error("training.devices " + device_.str() + ": no such CUDA device (" + std::to_string(count) +
+                  " visible" + (count == 0 ? ": no driver or no GPU" : "") + ")");
+    }
+  }
   ModelConfig& mc = config_.model;
   if (!config_.data.vocabulary.empty())
     vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
@@ -350,7 +369,7 @@ void Trainer::resume_or_initialize() {
       if (!std::ifstream(path, std::ios::binary)) throw Error("cannot read checkpoint file " + path);
     }
     try {
-      loaded = std::make_unique<Transformer>(load_model(model_path, precision_, &info));
+      loaded = std::make_unique<Transformer>(load_model(model_path, precision_, &info, device_));
       state = load_train_state(state_path);
       if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
         throw Error("checkpoint state " + state_path + " does not match its model file");
@@ -376,6 +395,10 @@ void Trainer::resume_or_initialize() {
     }
     model_ = std::move(loaded);
     state_ = std::move(state);
+    if (!device_.is_cpu()) {  // a checkpoint holds no device: CPU and GPU runs resume each other
+      state_.adam_m = state_.adam_m.to(device_);
+      state_.adam_v = state_.adam_v.to(device_);
+    }
     saved_step_ = state_.step;
     resumed_from_ = state_.step;
     if (set_aside > 0) {  // checkpoint-last still names the damaged files
@@ -393,11 +416,11 @@ void Trainer::resume_or_initialize() {
                 " set aside as *.damaged in " + (fs::path(run_) / "checkpoints").string() +
                 "); restore one, or use --overwrite to start afresh");
   }
-  model_ = std::make_unique<Transformer>(mc, precision_);
-  model_->initialize(config_.training.seed);
+  model_ = std::make_unique<Transformer>(mc, precision_, device_);
+  model_->initialize(config_.training.seed);  // the same weights on every device (Philox, per element)
   state_ = TrainState();
-  state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32);
-  state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32);
+  state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
+  state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
   truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), 0);
 }
 
@@ -500,10 +523,14 @@ void Trainer::validate(TrainResult& result) {
   // The dev set's loss sums stay on the model's device until the last batch (keeps no activations).
   Tensor sums = Tensor::zeros({2}, DType::kF64, model_->parameters().values().device());
   std::int64_t tokens = 0;
-  for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
-    ForwardOptions options;
-    options.loss_sums = &sums;
-    tokens += model_->loss(data::make_batch(valid_, pairs, model_->config()), options).tokens;
+  try {
+    for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
+      ForwardOptions options;
+      options.loss_sums = &sums;
+      tokens += model_->loss(on_device(data::make_batch(valid_, pairs, model_->config())), options).tokens;
+    }
+  } catch (const OutOfMemory& e) {
+    fail_out_of_memory(e, "validation after update " + std::to_string(state_.step));
   }
   const std::vector<double> host = sums.to_vector<double>();
   const double loss = host[0], nll = host[1];
@@ -548,18 +575,36 @@ void Trainer::validate(TrainResult& result) {
   append_metrics(metrics);
 }
 
+// What a run that stops on an error leaves to resume from.
+std::string Trainer::last_good_state() const {
+  return last_saved_.empty() && saved_step_ < 0 ? std::string("no checkpoint was written yet")
+                                                : "the last checkpoint (step " + std::to_string(saved_step_) +
+                                                      ", checkpoints/checkpoint-last.safetensors) is the last good state";
+}
+
 // A non-finite loss or gradient norm never reaches Adam: the run stops, and its newest checkpoint
 // (written before this update) is the last good state.
 void Trainer::fail_non_finite(double loss, double grad_norm) const {
-  const std::string kept = last_saved_.empty() && saved_step_ < 0
-                               ? std::string("no checkpoint was written yet")
-                               : "the last checkpoint (step " + std::to_string(saved_step_) +
-                                     ", checkpoints/checkpoint-last.safetensors) " + "is the last good state";
   throw Error(fmt::format(
       "train: update {} gave a non-finite {} (loss {}, gradient norm {}); stopping without applying it, {}. Lower "
       "the learning rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set "
       "training.clip_norm, then run the same command to resume",
-      state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, kept));
+      state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, last_good_state()));
+}
+
+// A batch that does not fit: the message says which key to lower (the allocator's says how much
+// was asked for and how much is in use). Nothing is applied or saved; the last checkpoint stands.
+void Trainer::fail_out_of_memory(const OutOfMemory& e, const std::string& during) const {
+  const TrainingConfig& t = config_.training;
+  throw Error(fmt::format(
+      "train: {} ran out of memory on {} with batches of training.max_tokens {} tokens a side ({}). Lower "
+      "training.max_tokens, and raise training.update_freq by the same factor to keep the tokens per update (both "
+      "define the run: start it in a new --run, or use --overwrite); {}",
+      during, device_.str(), t.max_tokens, e.what(), last_good_state()));
+}
+
+Batch Trainer::on_device(Batch batch) const {
+  return device_.is_cpu() ? batch : batch.to(device_, config_.model);
 }
 
 // Adam can overflow weights even from finite gradients (an absurd learning rate): such weights are
@@ -654,8 +699,8 @@ TrainResult Trainer::run() {
     return result;
   }
   const ModelConfig& mc = config_.model;
-  spdlog::info("train: {} parameters, {} training pairs, batches of at most {} tokens x {} per update",
-               model_->parameters().size(), train_.size(), t.max_tokens, t.update_freq);
+  spdlog::info("train: {} parameters on {} in {}, {} training pairs, batches of at most {} tokens x {} per update",
+               model_->parameters().size(), device_.str(), t.precision, train_.size(), t.max_tokens, t.update_freq);
 
   ParameterSet& params = model_->parameters();
   std::vector<std::vector<std::int64_t>> plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
@@ -686,7 +731,7 @@ TrainResult Trainer::run() {
         plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
         spdlog::info("train: epoch {}", state_.epoch + 1);
       }
-      batches.push_back(data::make_batch(train_, plan[static_cast<std::size_t>(state_.batch_index++)], mc));
+      batches.push_back(on_device(data::make_batch(train_, plan[static_cast<std::size_t>(state_.batch_index++)], mc)));
     }
     if (batches.empty()) break;
 
@@ -694,9 +739,13 @@ TrainResult Trainer::run() {
     if (fp16 && state_.loss_scale == 0) state_.loss_scale = t.loss_scale;
     const double loss_scale = fp16 ? state_.loss_scale : 1.0;
     Tensor update_sums = Tensor::zeros({2}, DType::kF64, device);
-    const UpdateLoss update =
-        accumulate_gradients(*model_, batches, true, t.seed, static_cast<std::uint64_t>(state_.step * t.update_freq),
-                             loss_scale, &update_sums);
+    UpdateLoss update;
+    try {
+      update = accumulate_gradients(*model_, batches, true, t.seed,
+                                    static_cast<std::uint64_t>(state_.step * t.update_freq), loss_scale, &update_sums);
+    } catch (const OutOfMemory& e) {
+      fail_out_of_memory(e, "update " + std::to_string(state_.step + 1));
+    }
     if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
     // Non-finite logits make the gradients non-finite too: the norm alone decides, and the loss is
     // read back only to say what happened.
@@ -735,10 +784,14 @@ TrainResult Trainer::run() {
       const std::string eta =
           t.max_steps > 0 ? format_hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
       const double tokens_per_second = static_cast<double>(window_tokens) / window_seconds;
+      // On a GPU, the device allocator's high-water mark: what training.max_tokens costs.
+      const double peak_mib =
+          device_.is_cpu() ? 0.0 : static_cast<double>(allocator_for(device_).stats().peak_reserved) / (1 << 20);
+      const std::string memory = device_.is_cpu() ? "" : fmt::format(" | {:.0f} MiB", peak_mib);
       spdlog::info(
-          "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s | "
+          "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s{} | "
           "elapsed {} | ETA {}",
-          state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second,
+          state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second, memory,
           format_hms(state_.elapsed_seconds), eta);
       nlohmann::json metrics = {{"step", state_.step},
                                 {"epoch", state_.epoch + 1},
@@ -748,6 +801,7 @@ TrainResult Trainer::run() {
                                 {"gnorm", grad_norm},
                                 {"tgt_tokens_per_s", tokens_per_second},
                                 {"elapsed_s", state_.elapsed_seconds}};
+      if (!device_.is_cpu()) metrics["device_memory_mib"] = peak_mib;
       if (fp16) {
         metrics["loss_scale"] = state_.loss_scale;
         metrics["skipped_updates"] = state_.skipped_steps;

@@ -93,9 +93,19 @@ expect threads-bound 1 "training.threads must be from 0 .* to 1024" -- "$dragoma
   --run "$tmp/z" --set training.threads=2000
 expect precision-name 1 "training.precision must be fp32, bf16 or fp16" -- "$dragoman" train -c "$tmp/c.yaml" \
   --run "$tmp/z" --set training.precision=fp8
-expect cuda-device 1 "CPU only" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:0
-expect bad-device 2 "expected cpu, cuda or cuda:N, got 'gpu'" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
-  --device gpu
+# --devices (alias --device) sets training.devices; a device this machine lacks is refused before
+# the run directory is written (cuda:99: no machine has it; a CPU-only build has no CUDA at all).
+expect devices-dump 0 "devices: .cuda:0." -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --devices cuda:0 \
+  --dump-config
+expect device-alias 0 "devices: .cuda:2." -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --device cuda:2 \
+  --dump-config
+expect missing-device 1 "training.devices cuda:99: (no such CUDA device|this build of dragoman has no CUDA)" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --devices cuda:99
+check missing-device-nothing-written test ! -e "$tmp/z"
+expect several-devices 1 "trains on one device" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
+  --devices cuda:0,cuda:1
+expect bad-device 2 "invalid device 'gpu': expected cpu, cuda or cuda:N" -- "$dragoman" train -c "$tmp/c.yaml" \
+  --run "$tmp/z" --device gpu
 
 # --dump-config prints the resolved config (data paths absolute) and touches nothing; `key=` resets.
 expect dump-config 0 "max_steps: 7" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/dump" \

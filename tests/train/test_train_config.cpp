@@ -136,6 +136,25 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(TrainConfig::load(path, {"model.heads=3"}).model.validate(), Contains("heads"));
 }
 
+TEST_CASE("train config: training.devices names one device", "[train]") {
+  const std::string dir = test::scratch_dir("config_devices");
+  const std::string path = write_config(dir, "c.yaml", kMinimal);
+  const auto with = [&](const std::string& set) { return TrainConfig::load(path, {set}); };
+  CHECK(TrainConfig::load(path, {}).training.devices == "cpu");
+  CHECK(with("training.devices=cuda:1").training.devices == "cuda:1");
+  CHECK_NOTHROW(with("training.devices=cuda:1").validate());
+  CHECK_NOTHROW(with("training.devices=cuda").validate());
+  CHECK_THROWS_WITH(with("training.devices=gpu").validate(),
+                    Contains("training.devices") && Contains("invalid device 'gpu'"));
+  CHECK_THROWS_WITH(with("training.devices=cuda:0,cuda:1").validate(),
+                    Contains("'cuda:0,cuda:1'") && Contains("one device"));
+  CHECK_THROWS_WITH(with("training.devices=\"\"").validate(), Contains("invalid device ''"));
+  CHECK(parse_devices(" cuda:0 , cuda:3") == std::vector<Device>{Device::cuda(0), Device::cuda(3)});
+  CHECK(parse_devices("cpu") == std::vector<Device>{Device::cpu()});
+  CHECK_THROWS_WITH(parse_devices("cuda:2,cuda:2"), Contains("cuda:2 is given twice"));
+  CHECK_THROWS_WITH(parse_devices("cuda:0,"), Contains("invalid device ''"));
+}
+
 TEST_CASE("train config: the shipped configs load and follow the paper", "[train]") {
   const std::string configs = std::string(DRAGOMAN_SOURCE_DIR) + "/configs/";
   const TrainConfig base = TrainConfig::load(configs + "transformer-base.yaml", {});

@@ -29,52 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
-struct Task {
-  std::string dir;
-  test::ReversalFiles train, valid;
-  std::string vocab;
-  explicit Task(const std::string& name, int lines = 2000)
-      : dir(test::scratch_dir(name)),
-        train(test::write_reversal_corpus(dir, "train", lines, 1)),
-        valid(test::write_reversal_corpus(dir, "valid", 100, 2)),
-        vocab(test::write_letters_vocabulary(dir)) {}
-  TrainConfig config() const { return test::tiny_reversal_config(train, valid, vocab); }
-  TrainOptions options(const std::string& run) const {
-    TrainOptions o;
-    o.run_dir = dir + "/" + run;
-    return o;
-  }
-};
-
-std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
-
-std::vector<float> weights(const std::string& path) {
-  return load_model(path).parameters().values().to_vector<float>();
-}
-
-// A config where resuming has the most to get wrong: dropout, label smoothing, accumulation over
-// 2 batches, clipping, epochs crossed (200 pairs) and a few checkpoints.
-TrainConfig resume_config(const Task& task) {
-  TrainConfig c = task.config();
-  c.model.dropout = 0.1;
-  c.model.attention_dropout = 0.1;
-  c.model.label_smoothing = 0.1;
-  c.training.update_freq = 2;
-  c.training.clip_norm = 1.0;
-  c.training.max_steps = 24;
-  c.training.log_every = 4;
-  c.training.valid_every = 8;
-  c.checkpoint.every_steps = 8;
-  c.training.valid_bleu = true;  // the best BLEU and the step it decides resume too
-  c.training.valid_beam = 2;
-  c.training.best_metric = "bleu";
-  return c;
-}
+using Task = test::ReversalTask;
+using test::read_metrics;
+using test::resume_config;
+using test::weights;
 
 }  // namespace
 
@@ -152,54 +110,10 @@ TEST_CASE("train: a tiny model learns to reverse sequences, and translates the d
   CHECK(last_bleu > 95);
 }
 
-namespace {
-
-// Trains `config` straight to its max_steps, and again stopped halfway and resumed: the two runs
-// must agree bit for bit (weights, Adam moments, data position, history, metrics).
-void check_resume_is_bit_identical(const Task& task, TrainConfig config) {
-  config.training.threads = 2;  // same thread count in both runs (OpenBLAS may round differently on others)
-  const std::int64_t steps = config.training.max_steps;
-  const TrainOptions straight = task.options("straight");
-  train(config, straight);
-
-  // Stopped halfway (a checkpoint is written at the end), then resumed.
-  const TrainOptions resumed = task.options("resumed");
-  TrainConfig first = config;
-  first.training.max_steps = steps / 2;
-  CHECK(train(first, resumed).step == steps / 2);
-  CHECK(train(config, resumed).step == steps);
-
-  CHECK(weights(checkpoint_model_path(resumed.run_dir, steps)) ==
-        weights(checkpoint_model_path(straight.run_dir, steps)));
-  const TrainState a = load_train_state(checkpoint_state_path(straight.run_dir, steps));
-  const TrainState b = load_train_state(checkpoint_state_path(resumed.run_dir, steps));
-  CHECK(a.adam_m.to_vector<float>() == b.adam_m.to_vector<float>());
-  CHECK(a.adam_v.to_vector<float>() == b.adam_v.to_vector<float>());
-  CHECK(a.epoch == b.epoch);
-  CHECK(a.epoch > 0);  // the run crossed epochs
-  CHECK(a.batch_index == b.batch_index);
-  CHECK(a.tokens_seen == b.tokens_seen);
-  CHECK(a.best_valid_loss == b.best_valid_loss);
-  CHECK(a.best_valid_bleu == b.best_valid_bleu);
-  CHECK(a.best_step == b.best_step);
-  // The resumed run's metrics are those of the uninterrupted run, step for step.
-  const auto strip_speed = [](std::vector<nlohmann::json> lines) {
-    for (auto& line : lines) {
-      line.erase("tgt_tokens_per_s");
-      line.erase("elapsed_s");
-    }
-    return lines;
-  };
-  CHECK(strip_speed(read_metrics(resumed.run_dir)) == strip_speed(read_metrics(straight.run_dir)));
-  CHECK(a.loss_scale == b.loss_scale);
-  CHECK(a.skipped_steps == b.skipped_steps);
-}
-
-}  // namespace
 
 TEST_CASE("train: a resumed run is bit-identical to an uninterrupted one", "[train]") {
   const Task task("resume", 200);
-  check_resume_is_bit_identical(task, resume_config(task));
+  test::check_resume_is_bit_identical(task, resume_config(task));
 }
 
 TEST_CASE("train: a resumed bf16 run is bit-identical to an uninterrupted one", "[train]") {
@@ -207,7 +121,7 @@ TEST_CASE("train: a resumed bf16 run is bit-identical to an uninterrupted one", 
   TrainConfig config = resume_config(task);
   config.training.precision = "bf16";
   config.training.max_steps = 16;
-  check_resume_is_bit_identical(task, config);
+  test::check_resume_is_bit_identical(task, config);
 }
 
 // The issue's own check is configs/tiny.yaml on the demo corpus (scripts/precision-check.sh); this is

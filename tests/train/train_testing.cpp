@@ -6,7 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <catch2/catch.hpp>
+
 #include "core/error.h"
+#include "model/checkpoint.h"
+#include "train/run_dir.h"
+#include "train/train_state.h"
 
 namespace dragoman::test {
 
@@ -104,6 +109,85 @@ TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles
   c.checkpoint.every_steps = 100;
   c.checkpoint.every_minutes = 0;
   return c;
+}
+
+ReversalTask::ReversalTask(const std::string& name, int lines)
+    : dir(scratch_dir(name)),
+      train(write_reversal_corpus(dir, "train", lines, 1)),
+      valid(write_reversal_corpus(dir, "valid", 100, 2)),
+      vocab(write_letters_vocabulary(dir)) {}
+
+TrainOptions ReversalTask::options(const std::string& run) const {
+  TrainOptions o;
+  o.run_dir = dir + "/" + run;
+  return o;
+}
+
+std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+std::vector<float> weights(const std::string& path) {
+  return load_model(path).parameters().values().to_vector<float>();
+}
+
+TrainConfig resume_config(const ReversalTask& task) {
+  TrainConfig c = task.config();
+  c.model.dropout = 0.1;
+  c.model.attention_dropout = 0.1;
+  c.model.label_smoothing = 0.1;
+  c.training.update_freq = 2;
+  c.training.clip_norm = 1.0;
+  c.training.max_steps = 24;
+  c.training.log_every = 4;
+  c.training.valid_every = 8;
+  c.checkpoint.every_steps = 8;
+  c.training.valid_bleu = true;  // the best BLEU and the step it decides resume too
+  c.training.valid_beam = 2;
+  c.training.best_metric = "bleu";
+  return c;
+}
+
+void check_resume_is_bit_identical(const ReversalTask& task, TrainConfig config) {
+  config.training.threads = 2;  // same thread count in both runs (OpenBLAS may round differently on others)
+  const std::int64_t steps = config.training.max_steps;
+  const TrainOptions straight = task.options("straight");
+  train(config, straight);
+
+  // Stopped halfway (a checkpoint is written at the end), then resumed.
+  const TrainOptions resumed = task.options("resumed");
+  TrainConfig first = config;
+  first.training.max_steps = steps / 2;
+  CHECK(train(first, resumed).step == steps / 2);
+  CHECK(train(config, resumed).step == steps);
+
+  CHECK(weights(checkpoint_model_path(resumed.run_dir, steps)) ==
+        weights(checkpoint_model_path(straight.run_dir, steps)));
+  const TrainState a = load_train_state(checkpoint_state_path(straight.run_dir, steps));
+  const TrainState b = load_train_state(checkpoint_state_path(resumed.run_dir, steps));
+  CHECK(a.adam_m.to_vector<float>() == b.adam_m.to_vector<float>());
+  CHECK(a.adam_v.to_vector<float>() == b.adam_v.to_vector<float>());
+  CHECK(a.epoch == b.epoch);
+  CHECK(a.epoch > 0);  // the run crossed epochs
+  CHECK(a.batch_index == b.batch_index);
+  CHECK(a.tokens_seen == b.tokens_seen);
+  CHECK(a.best_valid_loss == b.best_valid_loss);
+  CHECK(a.best_valid_bleu == b.best_valid_bleu);
+  CHECK(a.best_step == b.best_step);
+  // The resumed run's metrics are those of the uninterrupted run, step for step.
+  const auto strip_speed = [](std::vector<nlohmann::json> lines) {
+    for (auto& line : lines) {
+      line.erase("tgt_tokens_per_s");
+      line.erase("elapsed_s");
+    }
+    return lines;
+  };
+  CHECK(strip_speed(read_metrics(resumed.run_dir)) == strip_speed(read_metrics(straight.run_dir)));
+  CHECK(a.loss_scale == b.loss_scale);
+  CHECK(a.skipped_steps == b.skipped_steps);
 }
 
 }  // namespace dragoman::test

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `dragoman train --devices cuda:0` from the command line, as a user runs it (scripts/gpu-check.sh's
+# train-cli step): a synthetic corpus made here (random words; the target is the source's words in
+# reverse order), the vocabulary built into the run, 1,000 updates in bf16 with validation BLEU on the
+# GPU, a resume on the CPU from the GPU's checkpoint, and that checkpoint translated on the CPU and
+# scored. Fails unless the loss falls to less than half its first value and every command exits 0.
+#   Usage: scripts/gpu-train-check.sh DRAGOMAN WORK_DIR
+set -euo pipefail
+dragoman=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+
+# corpus NAME LINES SEED: sentences of 3-8 words of 2-3 letters.
+corpus() {
+  awk -v out="$work/$1" -v lines="$2" -v seed="$3" 'BEGIN {
+    srand(seed); letters = "abcdefghijklmnopqrstuvwxyz"
+    for (i = 0; i < lines; i++) {
+      n = 3 + int(rand() * 6); s = ""; t = ""
+      for (j = 0; j < n; j++) {
+        w[j] = ""; for (k = 0; k < 2 + int(rand() * 2); k++) w[j] = w[j] substr(letters, 1 + int(rand() * 26), 1)
+      }
+      for (j = 0; j < n; j++) { s = s (j ? " " : "") w[j]; t = t (j ? " " : "") w[n - 1 - j] }
+      print s > (out ".src"); print t > (out ".tgt")
+    } }'
+}
+corpus train 20000 1
+corpus dev 200 2
+
+cat >"$work/config.yaml" <<EOF
+model: {encoder_layers: 2, decoder_layers: 2, d_model: 128, d_ff: 256, heads: 4, dropout: 0.1, max_positions: 64}
+data: {train_source: $work/train.src, train_target: $work/train.tgt, valid_source: $work/dev.src,
+       valid_target: $work/dev.tgt, vocab_size: 400, max_length: 60}
+training: {max_tokens: 4096, max_steps: 1000, lr: 0.001, warmup_steps: 100, log_every: 50, valid_every: 500,
+           valid_bleu: true, precision: bf16}
+checkpoint: {every_steps: 500, every_minutes: 0}
+EOF
+
+"$dragoman" train -c "$work/config.yaml" --run "$work/run" --devices cuda:0
+grep -q '"device_memory_mib"' "$work/run/metrics.jsonl"
+first=$(grep -v valid_ "$work/run/metrics.jsonl" | head -n 1 | sed 's/.*"loss":\([^,]*\).*/\1/')
+last=$(grep -v valid_ "$work/run/metrics.jsonl" | tail -n 1 | sed 's/.*"loss":\([^,]*\).*/\1/')
+echo "training loss: first log line $first, last $last"
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+
+# The GPU's checkpoint resumes on the CPU (20 more updates) and translates there.
+"$dragoman" train --run "$work/run" --devices cpu --set training.max_steps=1020
+"$dragoman" translate --model "$work/run/checkpoints/checkpoint-00001000.safetensors" --input "$work/dev.src" \
+  --output "$work/dev.hyp" --beam 4
+"$dragoman" score-bleu -r "$work/dev.tgt" -i "$work/dev.hyp"
