@@ -53,7 +53,7 @@ AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActiva
 
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act) {
-  const Tensor hidden = ops::relu(ops::linear(x, p.fc1.weight, p.fc1.bias));  // [B, L, F]
+  const Tensor hidden = ops::linear_relu(x, p.fc1.weight, p.fc1.bias);  // [B, L, F]
   const Tensor dropped = relu_dropout.apply(hidden);
   if (act != nullptr) *act = {x, hidden, dropped, relu_dropout};
   return ops::linear(dropped, p.fc2.weight, p.fc2.bias);  // [B, L, D]

@@ -43,8 +43,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   return c;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  constexpr const char* kOp = "linear";
+namespace {
+
+Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu) {
   detail::require_like(kOp, "x", x, x);
   detail::require_like(kOp, "weight", weight, x);
   require(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1), kOp,
@@ -63,6 +64,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         using T = decltype(zero);
         cpu::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+        if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), y.numel());
       });
       break;
     case DeviceType::kCuda: {
@@ -70,12 +72,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       detail::dispatch_cuda(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
-                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), x.device().index);
+                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), x.device().index, relu);
       });
       break;
     }
   }
   return y;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_forward("linear", x, weight, bias, false);
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_forward("linear_relu", x, weight, bias, true);
 }
 
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,

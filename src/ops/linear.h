@@ -17,6 +17,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // undefined -> y: [..., out]
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// relu(linear(x, weight, bias)): the feed-forward layer's first half in one pass on CUDA (cuBLASLt's
+// RELU_BIAS epilogue); on the CPU the product, then the ReLU in place. Equal to ops::relu of ops::linear
+// bit for bit on the CPU (rounding commutes with max(., 0)).
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
 // Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined; an undefined
 // dbias is a layer without bias), and returns dx = dy W (or an undefined tensor when need_dx is
 // false).   dweight: [out, in] and dbias: [out] of accumulator_dtype(x.dtype())

@@ -194,6 +194,13 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
   test::check_close(
       y, y_ref, [&](std::size_t i) { return parity::ulp(y_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * in; },
       "linear");
+  // linear_relu (the RELU_BIAS / RELU epilogue, or the ReLU kernel after the fallback) against the
+  // CPU's: within the same bound (max(., 0) only shrinks differences).
+  const std::vector<double> r = parity::as_doubles(ops::linear_relu(gx, gw, gbias)),
+                            r_ref = parity::as_doubles(ops::linear_relu(x, w, bias));
+  test::check_close(
+      r, r_ref, [&](std::size_t i) { return parity::ulp(r_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * in; },
+      "linear_relu");
 
   // Backward: dweight and dbias start from random values and accumulate.
   const Tensor dy = parity::random_tensor({rows, out}, dt, 24), gdy = dy.to(kGpu);

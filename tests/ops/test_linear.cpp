@@ -14,6 +14,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cpu/gemm.h"
+#include "ops/elementwise.h"
 #include "ops/linear.h"
 #include "ops/op_testing.h"
 
@@ -121,6 +122,23 @@ TEST_CASE("cpu::gemm_bias and cpu::gemm round once per stored element, for every
           check_linear_kernels<T>(c.dtype, 7, 33, s);
         }
       });
+    }
+  }
+}
+
+TEST_CASE("ops::linear_relu equals ops::relu of ops::linear bit for bit, with and without a bias", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const Tensor x = test::from_doubles(test::random_doubles(7 * 33, 5), {7, 33}, c.dtype, c.device);
+      const Tensor w = test::from_doubles(test::random_doubles(31 * 33, 6), {31, 33}, c.dtype, c.device);
+      const Tensor b = test::from_doubles(test::random_doubles(31, 7), {31}, c.dtype, c.device);
+      for (const Tensor& bias : {b, Tensor()}) {
+        const std::vector<double> got = test::to_doubles(ops::linear_relu(x, w, bias));
+        const std::vector<double> expected = test::to_doubles(ops::relu(ops::linear(x, w, bias)));
+        CHECK(got == expected);
+        CHECK(std::count(got.begin(), got.end(), 0.0) > 0);  // the ReLU cut something
+        CHECK(std::count(got.begin(), got.end(), 0.0) < static_cast<std::ptrdiff_t>(got.size()));
+      }
     }
   }
 }

@@ -24,6 +24,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace dragoman::cuda {
 namespace {
@@ -87,7 +88,8 @@ struct Problem {
   cudaDataType_t ab_type = CUDA_R_32F, c_type = CUDA_R_32F;
   const void* alpha = nullptr;  // host floats (the scale type of CUBLAS_COMPUTE_32F)
   const void* beta = nullptr;
-  const void* bias = nullptr;  // non-null: the BIAS epilogue
+  const void* bias = nullptr;  // non-null: the BIAS (or RELU_BIAS) epilogue
+  bool relu = false;           // the RELU (or RELU_BIAS) epilogue
 };
 
 // The largest power of two (at most 256) that divides the address: the alignment the heuristics are
@@ -159,7 +161,8 @@ std::string describe(const Problem& p) {
          " trans_a=" + std::to_string(p.trans_a) + " trans_b=" + std::to_string(p.trans_b) +
          " lda=" + std::to_string(p.lda) + " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) +
          " batch=" + std::to_string(p.batch) + " A/B type " + std::to_string(static_cast<int>(p.ab_type)) + " C type " +
-         std::to_string(static_cast<int>(p.c_type)) + (p.bias != nullptr ? " BIAS epilogue" : "");
+         std::to_string(static_cast<int>(p.c_type)) + (p.bias != nullptr ? " BIAS epilogue" : "") +
+         (p.relu ? " RELU epilogue" : "");
 }
 
 // Runs the product on the device's context; false (nothing run) when cuBLASLt has no algorithm and
@@ -175,10 +178,14 @@ bool matmul(const Problem& p, int device, bool may_fail) {
       cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
   DRAGOMAN_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
-  if (p.bias != nullptr) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epilogue =
+      p.bias != nullptr ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                        : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  }
+  if (p.bias != nullptr) {
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias));
   }
@@ -189,7 +196,7 @@ bool matmul(const Problem& p, int device, bool may_fail) {
 
   const std::uint32_t align_a = alignment(p.a), align_b = alignment(p.b), align_c = alignment(p.c);
   const PlanKey key = {
-      device, p.trans_a, p.trans_b,  p.bias != nullptr, p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
+      device, p.trans_a, p.trans_b,  epilogue,          p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
       p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
   Plan plan;
   {
@@ -276,23 +283,30 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 
 template <typename T>
 void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
-               const T* b, std::int64_t ldb, const T* bias, T* c, int device) {
+               const T* b, std::int64_t ldb, const T* bias, T* c, int device, bool relu) {
   if (m == 0 || n == 0) return;
   const acc_t<T> one = 1, zero = 0;
-  if (bias == nullptr) return gemm<T, T>(trans_a, trans_b, m, n, k, one, a, lda, b, ldb, zero, c, n, device);
   Problem p = make_problem<T, T>(trans_a, trans_b, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
   // The epilogue wants a 16-byte aligned bias (Marian saw misaligned ones fail on A100).
-  if (k > 0 && alignment(bias) >= 16) {
+  if (k > 0 && (bias == nullptr || alignment(bias) >= 16) && (bias != nullptr || relu)) {
     p.bias = bias;
+    p.relu = relu;
     if (matmul(p, device, true)) return;
     p.bias = nullptr;
+    p.relu = false;
   }
-  // C = bias rows, then C = A B + 1 * C: the same sum, rounded once.
-  bias_rows_kernel<T><<<blocks_for(m * n), kThreads, 0, context(device).stream>>>(bias, c, m, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
-  if (k == 0) return;
-  p.beta = &one;
-  matmul(p, device, false);
+  if (bias == nullptr) {
+    gemm<T, T>(trans_a, trans_b, m, n, k, one, a, lda, b, ldb, zero, c, n, device);
+  } else {
+    // C = bias rows, then C = A B + 1 * C: the same sum, rounded once.
+    bias_rows_kernel<T><<<blocks_for(m * n), kThreads, 0, context(device).stream>>>(bias, c, m, n);
+    DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+    if (k > 0) {
+      p.beta = &one;
+      matmul(p, device, false);
+    }
+  }
+  if (relu) relu_forward<T>(c, c, m * n, context(device).stream);
 }
 
 template <typename T>
@@ -316,7 +330,7 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
 #define DRAGOMAN_INSTANTIATE(T)                                                                                      \
   DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
   template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
-                             std::int64_t, const T*, T*, int);                                                       \
+                             std::int64_t, const T*, T*, int, bool);                                                 \
   template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
                                         std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);

@@ -31,10 +31,13 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 // C[m, n] = op(A) op(B) + bias[n] on every row, C contiguous (ldc = n); bias may be null. The bias is
 // added to the acc_t<T> sum before C is rounded (cuBLASLt's BIAS epilogue; where the epilogue has no
 // algorithm or the bias is not 16-byte aligned, bias rows copied into C and beta = 1, which rounds the
-// same way). For float this equals cpu::gemm_bias's product-then-bias_add.
+// same way). For float this equals cpu::gemm_bias's product-then-bias_add. With `relu`, C =
+// max(C, 0) in the same pass (the RELU_BIAS / RELU epilogue; without an algorithm for it, a ReLU
+// kernel over C after the product): rounding commutes with max(., 0), so this equals the CPU's
+// cpu::gemm_bias followed by cpu::relu_forward.
 template <typename T>
 void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
-               const T* b, std::int64_t ldb, const T* bias, T* c, int device);
+               const T* b, std::int64_t ldb, const T* bias, T* c, int device, bool relu = false);
 
 // gemm (C of T) for `batch` independent products at fixed element strides between them.
 template <typename T>

@@ -96,7 +96,7 @@ void gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const 
 }
 template <typename T>
 void gemm_bias(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t,
-               const T*, T*, int) {
+               const T*, T*, int, bool) {
   no_cuda("gemm_bias");
 }
 template <typename T>
@@ -111,7 +111,7 @@ void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, 
 #define DRAGOMAN_INSTANTIATE(T)                                                                                      \
   DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
   template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
-                             std::int64_t, const T*, T*, int);                                                       \
+                             std::int64_t, const T*, T*, int, bool);                                                 \
   template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
                                         std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);
