@@ -12,6 +12,7 @@
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "core/error.h"
+#include "train/communicator.h"
 #include "train/trainer.h"
 
 namespace dragoman::cli {
@@ -59,11 +60,12 @@ Subcommand add_train(CLI::App& app) {
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
   sub->add_option("--devices,--device", o->devices,
-                  "Where to train: cpu or cuda:N (sets training.devices; default: the config's, cpu)")
+                  "The workers of each process: cpu, cpu:N (N CPU workers), cuda:I, cuda:A-B, cuda:0,1,2,3 or all "
+                  "(sets training.devices; default: the config's, cpu)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             try {
-              parse_devices(text);
+              parse_devices(text, 1);  // the syntax ("all" is resolved when training starts)
             } catch (const Error& e) {
               return e.what();
             }
@@ -73,6 +75,8 @@ Subcommand add_train(CLI::App& app) {
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
   sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
   return {sub, [o] {
+            // Under mpirun/srun, process 0 speaks for the run; the others report only errors.
+            if (ProcessGroup::from_environment().rank != 0) spdlog::set_level(spdlog::level::err);
             const TrainConfig config = resolve_config(*o);
             if (o->dump_config) {
               std::fputs(to_yaml(config.to_json()).c_str(), stdout);
@@ -85,16 +89,17 @@ Subcommand add_train(CLI::App& app) {
             options.stop_signal = signals.flag();
             const TrainResult result = train(config, options);
             if (result.interrupted) {
+              // The signal this process received, or (in a multi-process run) one another received.
+              const int signal = result.stop_signal > 0 ? result.stop_signal : signals.received();
               if (result.last_checkpoint.empty()) {
-                spdlog::warn("train: interrupted by signal {} at step {}; nothing new to save", signals.received(),
-                             result.step);
+                spdlog::warn("train: interrupted by signal {} at step {}; nothing new to save", signal, result.step);
               } else {
                 spdlog::warn(
                     "train: interrupted by signal {} at step {}; checkpoint saved ({}); run the same "
                     "command to resume",
-                    signals.received(), result.step, result.last_checkpoint);
+                    signal, result.step, result.last_checkpoint);
               }
-              return 128 + signals.received();
+              return 128 + signal;
             }
             if (result.already_finished) {
               spdlog::info("train: the run was already finished at step {}{}", result.step,

@@ -47,4 +47,6 @@ void set_compute_threads(int n) {
 
 int compute_threads() { return omp_get_max_threads(); }
 
+void use_compute_threads_here(int n) { omp_set_num_threads(std::max(n, 1)); }
+
 }  // namespace dragoman

@@ -18,5 +18,8 @@ int resolve_threads(int requested, const std::string& what);
 // starts (not thread-safe).
 void set_compute_threads(int n);
 int compute_threads();
+// OpenMP's thread count for the parallel loops the calling thread starts (a data-parallel worker
+// thread of its own; set_compute_threads sets the main thread's and OpenBLAS's).
+void use_compute_threads_here(int n);
 
 }  // namespace dragoman

@@ -4,10 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -339,16 +341,10 @@ void TrainConfig::validate() const {
   if (training.threads < 0 || training.threads > kMaxThreads) {
     fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(kMaxThreads));
   }
-  std::vector<Device> devices;
   try {
-    devices = parse_devices(training.devices);
+    parse_devices(training.devices, 1);  // the syntax ("all" is resolved by the trainer)
   } catch (const Error& e) {
-    fail(std::string("training.devices: ") + e.what());
-  }
-  if (devices.size() != 1) {
-    fail("training.devices '" + training.devices +
-         "': this version trains on one device (cpu or cuda:N); data-parallel training over several devices is not "
-         "built yet");
+    fail(std::string("training.devices ") + e.what());
   }
   DType precision = DType::kF32;
   if (!parse_precision(training.precision, precision)) fail("training.precision must be fp32, bf16 or fp16");
@@ -368,20 +364,64 @@ void TrainConfig::make_paths_absolute() {
   }
 }
 
-std::vector<Device> parse_devices(const std::string& text) {
+namespace {
+
+// A non-negative decimal number, or nothing.
+std::optional<int> parse_index(const std::string& text) {
+  int value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty() || value < 0) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::vector<Device> parse_devices(const std::string& text, int visible_gpus) {
+  const auto fail = [&](const std::string& what) -> void {
+    throw Error("'" + text + "': " + what +
+                " (expected cpu, cpu:N for N CPU workers, cuda:I, cuda:A-B, a comma list such as cuda:0,1,2,3, or all)");
+  };
   std::vector<Device> devices;
+  if (text == "all") {
+    if (visible_gpus < 1) throw Error("'all': no CUDA device is visible (no GPU, no driver, or a build without CUDA)");
+    for (int i = 0; i < visible_gpus; ++i) devices.push_back(Device::cuda(i));
+    return devices;
+  }
+  bool cuda = false;  // a bare index or range continues a cuda list
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t comma = std::min(text.find(',', begin), text.size());
     std::string entry = text.substr(begin, comma - begin);
     entry.erase(0, entry.find_first_not_of(' '));
     entry.erase(entry.find_last_not_of(' ') + 1);
-    const Device device = Device::parse(entry);  // names the entry and what was expected
-    if (std::find(devices.begin(), devices.end(), device) != devices.end()) {
-      throw Error("device " + device.str() + " is given twice in '" + text + "'");
-    }
-    devices.push_back(device);
     begin = comma + 1;
+    if (entry == "cpu" || entry.rfind("cpu:", 0) == 0) {
+      const std::optional<int> workers = entry == "cpu" ? std::optional<int>(1) : parse_index(entry.substr(4));
+      if (!workers || *workers < 1 || *workers > 1024) fail("'" + entry + "' is not cpu or cpu:N with N in [1, 1024]");
+      if (!devices.empty()) fail("cpu workers are given once, alone");
+      devices.assign(static_cast<std::size_t>(*workers), Device::cpu());
+      if (begin <= text.size()) fail("cpu workers are not mixed with other devices");
+      return devices;
+    }
+    std::string range = entry;
+    if (entry == "cuda") {
+      range = "0";
+    } else if (entry.rfind("cuda:", 0) == 0) {
+      range = entry.substr(5);
+    } else if (!cuda) {
+      fail("'" + entry + "' is not a device");
+    }
+    cuda = true;
+    const std::size_t dash = range.find('-');
+    const std::optional<int> first = parse_index(range.substr(0, dash));
+    const std::optional<int> last = dash == std::string::npos ? first : parse_index(range.substr(dash + 1));
+    if (!first || !last || *last < *first) fail("'" + entry + "' is not a CUDA device index or range A-B");
+    for (int i = *first; i <= *last; ++i) {
+      if (std::find(devices.begin(), devices.end(), Device::cuda(i)) != devices.end()) {
+        fail("cuda:" + std::to_string(i) + " is given twice");
+      }
+      devices.push_back(Device::cuda(i));
+    }
   }
   return devices;
 }

@@ -46,8 +46,8 @@ struct TrainingConfig {
   std::string best_metric = "nll";  // nll or bleu: decides checkpoint-best and patience
   std::int64_t patience = 0;        // stop after this many validations without improvement (0: never)
   std::int64_t threads = 0;         // 0: all cores (the CPU's compute threads; data work on a GPU run)
-  // Where the model trains: "cpu" or "cuda:N" (CUDA's device numbering). One device in this
-  // version; the list form ("cuda:0,cuda:1") is parsed and refused with a clear error.
+  // The data-parallel workers of each process (parse_devices): "cpu", "cpu:4", "cuda:0",
+  // "cuda:0-7", "all". Under mpirun/srun every process runs these workers.
   std::string devices = "cpu";
   // Compute precision (docs/MODEL.md, "Precision"): fp32, bf16 or fp16, from fp32 master weights.
   std::string precision = "fp32";
@@ -85,9 +85,11 @@ struct TrainConfig {
   void make_paths_absolute();
 };
 
-// The devices of training.devices: comma-separated "cpu" / "cuda" / "cuda:N", spaces allowed. An
-// Error names the entry that is not a device, and a device given twice.
-std::vector<Device> parse_devices(const std::string& text);
+// The workers of training.devices: "cpu" (one), "cpu:N" (N CPU workers), "cuda" (cuda:0), "cuda:I",
+// "cuda:A-B", comma lists of those (a bare index or range continues a CUDA list: "cuda:0,1,2,3"), or
+// "all" (the `visible_gpus` GPUs; an Error when there are none). CPU workers are the same device N
+// times; a GPU is given at most once; CPU and GPUs are not mixed. An Error names what is wrong.
+std::vector<Device> parse_devices(const std::string& text, int visible_gpus);
 
 // The YAML text of a JSON value (the resolved config written into the run directory).
 std::string to_yaml(const nlohmann::json& json);

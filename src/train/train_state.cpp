@@ -42,7 +42,8 @@ void save_train_state(const std::string& path, const TrainState& state) {
                    {"bad_validations", std::to_string(state.bad_validations)},
                    {"best_step", std::to_string(state.best_step)},
                    {"loss_scale_good_steps", std::to_string(state.loss_scale_good_steps)},
-                   {"skipped_steps", std::to_string(state.skipped_steps)}};
+                   {"skipped_steps", std::to_string(state.skipped_steps)},
+                   {"batches_per_update", std::to_string(state.batches_per_update)}};
   // The best values must round-trip exactly (they decide "best"): store their bits too.
   for (const auto& [key, value] :
        {std::pair{"best_valid_loss_bits", state.best_valid_loss},
@@ -99,6 +100,7 @@ TrainState load_train_state(const std::string& path) {
       throw Error(path + ": training state 'loss_scale' is not a finite non-negative number");
     }
   }
+  if (file.metadata.count("batches_per_update") != 0) s.batches_per_update = integer("batches_per_update");  // newer
   const SafeTensor* m = file.find("adam_m");
   const SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {

@@ -27,6 +27,9 @@ struct TrainState {
   double loss_scale = 0;
   std::int64_t loss_scale_good_steps = 0;
   std::int64_t skipped_steps = 0;
+  // Global batches per update: data-parallel workers x update_freq (0: a state file from before
+  // data parallelism). A run resumes on any number of workers that keeps it.
+  std::int64_t batches_per_update = 0;
   Tensor adam_m, adam_v;  // [parameters]
 };
 

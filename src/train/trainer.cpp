@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -37,6 +39,7 @@
 #include "ops/elementwise.h"
 #include "text/vocabulary.h"
 #include "train/child_process.h"
+#include "train/communicator.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 #include "train/update.h"
@@ -53,7 +56,9 @@ namespace {
 // checkpoint intervals) may change between restarts; the changes are logged.
 nlohmann::json run_identity(const nlohmann::json& config) {
   nlohmann::json id = {{"model", config["model"]}, {"data", config["data"]}};
-  for (const char* key : {"seed", "max_tokens", "update_freq"}) id["training"][key] = config["training"][key];
+  // update_freq is not among them: what defines the run is workers x update_freq, which the
+  // training state keeps (Trainer::check_batches_per_update).
+  for (const char* key : {"seed", "max_tokens"}) id["training"][key] = config["training"][key];
   return id;
 }
 
@@ -158,6 +163,19 @@ class RunLogFile {
   std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
 };
 
+// While it lives, only errors are logged: the processes of a multi-process run other than process
+// 0, which logs for the run.
+class QuietLog {
+ public:
+  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::err); }
+  ~QuietLog() { spdlog::set_level(level_); }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+
+ private:
+  spdlog::level::level_enum level_;
+};
+
 std::string step_name(std::int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "%08lld", static_cast<long long>(step));
@@ -176,6 +194,14 @@ class Trainer {
  public:
   Trainer(const TrainConfig& config, const TrainOptions& options) : config_(config), options_(options) {}
   TrainResult run();
+  // After an error in this process of a multi-process run: ends the others (they would wait for
+  // this one forever). Returns when there are no others.
+  void end_other_processes(const std::string& error) noexcept {
+    if (comm_ && comm_->processes() > 1) {
+      comm_->abort("train: process " + std::to_string(comm_->process_rank()) + " of " +
+                   std::to_string(comm_->processes()) + ": " + error);
+    }
+  }
 
  private:
   bool stop_requested() const { return options_.stop_signal != nullptr && options_.stop_signal->load() != 0; }
@@ -196,13 +222,39 @@ class Trainer {
   void inject_overflow_for_tests();
   void skip_overflowed_update(double loss, double grad_norm);
   void grow_loss_scale();
-  Batch on_device(Batch batch) const;
+  Batch on_device(Batch batch, Device device) const;
+  Transformer& worker_model(std::size_t w);
+  Tensor& worker_adam_m(std::size_t w);
+  Tensor& worker_adam_v(std::size_t w);
+  void for_each_worker(const std::function<void(std::size_t)>& fn);
+  void start_workers();
+  void wait_for_writer();
+  void check_batches_per_update();
+  std::vector<std::vector<std::int64_t>> next_update(std::vector<std::vector<std::int64_t>>& plan);
+  std::int64_t compute_gradients(const std::vector<std::vector<std::int64_t>>& update, double loss_scale,
+                                 const std::vector<Tensor>& sums);
+  void agree_on_stop(TrainResult& result);
+  void log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
+                  double seconds_per_step);
   [[noreturn]] void fail_out_of_memory(const OutOfMemory& e, const std::string& during) const;
 
   TrainConfig config_;
   TrainOptions options_;
   ParameterPrecision precision_;  // fp32 master weights, training.precision compute
-  Device device_;                 // training.devices: the model, its gradients, Adam's moments, the batches
+  // Data parallelism (communicator.h): this process's workers, one device each (training.devices),
+  // among processes_; worker 0 is model_ with state_'s Adam moments, the others are replicas_.
+  // Only the writer (process 0) writes into the run directory and logs.
+  std::vector<Device> devices_;
+  Device device_;  // devices_[0]
+  ProcessGroup processes_;
+  bool writer_ = true;
+  std::unique_ptr<Communicator> comm_;
+  struct Replica {
+    std::unique_ptr<Transformer> model;
+    Tensor adam_m, adam_v;
+  };
+  std::vector<Replica> replicas_;  // workers 1 .. local_size() - 1
+  int worker_threads_ = 1;         // compute threads of each CPU worker
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<Vocabulary> vocab_;
@@ -222,18 +274,22 @@ class Trainer {
 // Everything that can be wrong with the command is found here, before the run directory is touched:
 // the config, the model config (with the vocabulary's size), the vocabulary file and the data files.
 void Trainer::check_inputs() {
-  device_ = parse_devices(config_.training.devices).front();  // one device: TrainConfig::validate
-  if (!device_.is_cpu()) {
+  const int visible = cuda::device_count();
+  devices_ = parse_devices(config_.training.devices, visible);
+  device_ = devices_.front();
+  for (const Device& d : devices_) {
+    if (d.is_cpu()) continue;
     if (!built_with_cuda()) {
-      throw Error("training.devices " + device_.str() +
+      throw Error("training.devices " + d.str() +
                   ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit), or train on cpu");
     }
-    const int count = cuda::device_count();
-    if (device_.index >= count) {
-      throw Error("training.devices " + device_.str() + ": no such CUDA device (" + std::to_string(count) +
-                  " visible" + (count == 0 ? ": no driver or no GPU" : "") + ")");
+    if (d.index >= visible) {
+      throw Error("training.devices " + d.str() + ": no such CUDA device (" + std::to_string(visible) + " visible" +
+                  (visible == 0 ? ": no driver or no GPU" : "") + ")");
     }
   }
+  processes_ = ProcessGroup::from_environment();
+  writer_ = processes_.rank == 0;
   ModelConfig& mc = config_.model;
   if (!config_.data.vocabulary.empty())
     vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
@@ -286,6 +342,10 @@ void Trainer::obtain_vocabulary() {
   if (vocab_) return;  // data.vocabulary, loaded by check_inputs
   const fs::path prefix = fs::path(run_) / "vocab";
   const fs::path built = fs::path(run_) / "vocab.model", record_path = fs::path(run_) / "vocab.json";
+  if (!writer_) {  // process 0 has built or checked it
+    vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+    return;
+  }
   const nlohmann::json record = vocabulary_record(config_, train_data_hash_);
   if (fs::exists(built)) {
     const nlohmann::json previous = read_json_or_null(record_path);
@@ -375,12 +435,14 @@ void Trainer::resume_or_initialize() {
         throw Error("checkpoint state " + state_path + " does not match its model file");
       }
     } catch (const Error& e) {  // the contents: truncated, not a model, non-finite values, ...
+      if (!writer_) throw;  // process 0 set aside the damaged ones before the others started
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);
       ++set_aside;
       continue;
     } catch (const std::logic_error& e) {  // a number in the state file that does not parse
+      if (!writer_) throw;
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);
@@ -406,7 +468,7 @@ void Trainer::resume_or_initialize() {
       link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
       link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
     }
-    truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), state_.step);
+    if (writer_) truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), state_.step);
     spdlog::info("train: resuming from step {} (epoch {}, batch {}){}", state_.step, state_.epoch + 1,
                  state_.batch_index, checkpoint.kind == CheckpointKind::kInterrupted ? " of an interrupted run" : "");
     return;
@@ -421,7 +483,7 @@ void Trainer::resume_or_initialize() {
   state_ = TrainState();
   state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
   state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
-  truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), 0);
+  if (writer_) truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), 0);
 }
 
 // Why the resumed run has nothing left to do ("": it has).
@@ -451,6 +513,7 @@ void Trainer::load_corpora() {
 }
 
 void Trainer::append_metrics(const nlohmann::json& line) {
+  if (!writer_) return;
   std::ofstream out(fs::path(run_) / "metrics.jsonl", std::ios::app);
   out << line.dump() << "\n";
   if (!out) throw Error("cannot append to " + (fs::path(run_) / "metrics.jsonl").string());
@@ -527,7 +590,7 @@ void Trainer::validate(TrainResult& result) {
     for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
       ForwardOptions options;
       options.loss_sums = &sums;
-      tokens += model_->loss(on_device(data::make_batch(valid_, pairs, model_->config())), options).tokens;
+      tokens += model_->loss(on_device(data::make_batch(valid_, pairs, model_->config()), device_), options).tokens;
     }
   } catch (const OutOfMemory& e) {
     fail_out_of_memory(e, "validation after update " + std::to_string(state_.step));
@@ -603,8 +666,27 @@ void Trainer::fail_out_of_memory(const OutOfMemory& e, const std::string& during
       during, device_.str(), t.max_tokens, e.what(), last_good_state()));
 }
 
-Batch Trainer::on_device(Batch batch) const {
-  return device_.is_cpu() ? batch : batch.to(device_, config_.model);
+Batch Trainer::on_device(Batch batch, Device device) const {
+  return device.is_cpu() ? batch : batch.to(device, config_.model);
+}
+
+// A barrier of the processes: the others wait here until process 0 has prepared the run directory
+// (vocabulary, corpus caches, damaged checkpoints set aside), then read what it wrote.
+void Trainer::wait_for_writer() { comm_->all_reduce_host({0.0}, ReduceOp::kMax); }
+
+// The run's batches per update are world size x update_freq: a checkpoint made with 8 workers and
+// update_freq 1 resumes on 1 worker with update_freq 8 (and back), never with another total.
+void Trainer::check_batches_per_update() {
+  const std::int64_t now = config_.training.update_freq * comm_->world_size();
+  if (state_.batches_per_update > 0 && state_.batches_per_update != now) {
+    throw Error(fmt::format(
+        "run directory {} trains with {} batches per update (workers x training.update_freq), this command with {} "
+        "({} workers x update_freq {}): set training.update_freq to {} / {} workers, or use --overwrite to start "
+        "afresh",
+        run_, state_.batches_per_update, now, comm_->world_size(), config_.training.update_freq,
+        state_.batches_per_update, comm_->world_size()));
+  }
+  state_.batches_per_update = now;
 }
 
 // Adam can overflow weights even from finite gradients (an absurd learning rate): such weights are
@@ -658,31 +740,160 @@ void Trainer::grow_loss_scale() {
   spdlog::debug("train: loss scale now {}", state_.loss_scale);
 }
 
+// The workers of this process: worker 0 is model_ (state_'s moments), worker w > 0 replicas_[w - 1].
+Transformer& Trainer::worker_model(std::size_t w) { return w == 0 ? *model_ : *replicas_[w - 1].model; }
+Tensor& Trainer::worker_adam_m(std::size_t w) { return w == 0 ? state_.adam_m : replicas_[w - 1].adam_m; }
+Tensor& Trainer::worker_adam_v(std::size_t w) { return w == 0 ? state_.adam_v : replicas_[w - 1].adam_v; }
+
+// Runs fn(w) for every local worker at once, each in its own thread (worker 0 in this one), with
+// the compute threads split between CPU workers. The first exception is rethrown after all ended.
+void Trainer::for_each_worker(const std::function<void(std::size_t)>& fn) {
+  const std::size_t n = devices_.size();
+  parallel_for(n, static_cast<int>(n), [&](std::size_t begin, std::size_t end) {
+    if (begin != 0) use_compute_threads_here(worker_threads_);
+    for (std::size_t w = begin; w < end; ++w) fn(w);
+  });
+}
+
+// The communicator and the replicas of worker 0's model and moments on the other local devices.
+void Trainer::start_workers() {
+  const ParameterSet& params = model_->parameters();
+  for (std::size_t w = 1; w < devices_.size(); ++w) {
+    Replica r;
+    r.model = std::make_unique<Transformer>(config_.model, precision_, devices_[w]);
+    r.model->parameters().values().copy_from(params.values());
+    r.model->refresh_compute_weights();
+    r.adam_m = Tensor::empty({state_.adam_m.numel()}, DType::kF32, devices_[w]);  // own copies: to() of
+    r.adam_v = Tensor::empty({state_.adam_v.numel()}, DType::kF32, devices_[w]);  // the same device shares
+    r.adam_m.copy_from(state_.adam_m);
+    r.adam_v.copy_from(state_.adam_v);
+    replicas_.push_back(std::move(r));
+  }
+  const int world = comm_->world_size();
+  if (world > 1) {
+    const int cpu_workers = device_.is_cpu() ? static_cast<int>(devices_.size()) : 0;
+    spdlog::info("train: {} data-parallel workers ({} process{} x {}: {}){}", world, comm_->processes(),
+                 comm_->processes() == 1 ? "" : "es", devices_.size(), config_.training.devices,
+                 cpu_workers > 1 ? fmt::format(", {} compute threads each", worker_threads_) : std::string());
+  }
+}
+
+// The global batches of the next update: world_size() x update_freq of them from the plan, crossing
+// into the next epoch (and rebuilding `plan`) when this one ends; fewer at the end of the last epoch.
+std::vector<std::vector<std::int64_t>> Trainer::next_update(std::vector<std::vector<std::int64_t>>& plan) {
+  const TrainingConfig& t = config_.training;
+  const std::int64_t wanted = t.update_freq * comm_->world_size();
+  std::vector<std::vector<std::int64_t>> update;
+  while (static_cast<std::int64_t>(update.size()) < wanted) {
+    if (state_.batch_index >= static_cast<std::int64_t>(plan.size())) {
+      ++state_.epoch;
+      state_.batch_index = 0;
+      if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
+      plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
+      if (writer_) spdlog::info("train: epoch {}", state_.epoch + 1);
+    }
+    update.push_back(plan[static_cast<std::size_t>(state_.batch_index++)]);
+  }
+  return update;
+}
+
+// One update's gradients on every local worker, then summed over all workers: worker g (global rank)
+// takes the update's batches g*k .. g*k + k - 1 (k = update_freq) with dropout streams
+// (step * world + g) * k + j, and normalises by the whole update's target tokens, so the summed
+// gradient is the one-worker gradient of all world x k batches. Loss sums go to `sums` (per worker).
+std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64_t>>& update, double loss_scale,
+                                        const std::vector<Tensor>& sums) {
+  const TrainingConfig& t = config_.training;
+  std::int64_t tokens = 0;
+  for (const auto& pairs : update) {
+    for (const std::int64_t pair : pairs) tokens += train_.tgt_length(pair) + 1;  // the target with its EOS
+  }
+  const auto world = static_cast<std::uint64_t>(comm_->world_size());
+  for_each_worker([&](std::size_t w) {
+    const std::int64_t rank = comm_->first_rank() + static_cast<std::int64_t>(w);
+    std::vector<Batch> batches;
+    for (std::int64_t j = 0; j < t.update_freq; ++j) {
+      const std::int64_t index = rank * t.update_freq + j;
+      if (index >= static_cast<std::int64_t>(update.size())) break;  // the last update of the last epoch
+      batches.push_back(on_device(data::make_batch(train_, update[static_cast<std::size_t>(index)], config_.model),
+                                  devices_[w]));
+    }
+    const std::uint64_t stream = (static_cast<std::uint64_t>(state_.step) * world + static_cast<std::uint64_t>(rank)) *
+                                 static_cast<std::uint64_t>(t.update_freq);
+    Tensor worker_sums = sums[w];
+    try {
+      if (options_.fail_worker_at.first == rank && options_.fail_worker_at.second == state_.step + 1) {
+        throw Error("the failure TrainOptions::fail_worker_at asked for (tests)");
+      }
+      accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens);
+    } catch (const OutOfMemory& e) {
+      fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) + " (worker " + std::to_string(rank) + ")");
+    } catch (const Error& e) {
+      if (comm_->world_size() == 1) throw;
+      throw Error(fmt::format("train: worker {} of {} ({}) failed at update {}: {}", rank, comm_->world_size(),
+                              devices_[w].str(), state_.step + 1, e.what()));
+    }
+  });
+  std::vector<Tensor> grads;
+  for (std::size_t w = 0; w < devices_.size(); ++w) grads.push_back(worker_model(w).parameters().grads());
+  comm_->all_reduce_sum(grads);
+  return tokens;
+}
+
+// What only one process can know, made common to all at the start of each update: a signal that
+// reached any process (its number), and the writer's early stop. One process: nothing to exchange.
+void Trainer::agree_on_stop(TrainResult& result) {
+  double signal = stop_requested() ? options_.stop_signal->load() : 0;
+  double early = result.early_stopped ? 1 : 0;
+  if (comm_->processes() > 1) {
+    const std::vector<double> agreed = comm_->all_reduce_host({signal, early}, ReduceOp::kMax);
+    signal = agreed[0];
+    early = agreed[1];
+  }
+  result.stop_signal = static_cast<int>(signal);
+  result.interrupted = signal > 0;
+  result.early_stopped = early > 0;
+}
+
 TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
   DType compute = DType::kF32;
   parse_precision(t.precision, compute);  // validated by TrainConfig::validate
   precision_ = ParameterPrecision::training(compute);
   const bool fp16 = compute == DType::kF16;
-  set_compute_threads(resolve_threads(static_cast<int>(t.threads), "train: training.threads"));
   config_.make_paths_absolute();
   run_ = options_.run_dir;
   check_inputs();
-  fs::create_directories(run_);
-  const RunLock lock(run_);
-  if (options_.overwrite) {
-    for (const char* name : kRunFiles) fs::remove_all(fs::path(run_) / name);
+  const int threads = resolve_threads(static_cast<int>(t.threads), "train: training.threads");
+  worker_threads_ = device_.is_cpu() ? std::max(1, threads / static_cast<int>(devices_.size())) : threads;
+  set_compute_threads(worker_threads_);
+  std::optional<RunLock> lock;
+  std::optional<RunLogFile> log_file;
+  std::optional<QuietLog> quiet;
+  comm_ = make_communicator(devices_, processes_);
+  if (writer_) {
+    fs::create_directories(run_);
+    lock.emplace(run_);
+    if (options_.overwrite) {
+      for (const char* name : kRunFiles) fs::remove_all(fs::path(run_) / name);
+    }
+    log_file.emplace((fs::path(run_) / "train.log").string());  // from here on, everything logged is kept
+    if (options_.overwrite) spdlog::warn("train: --overwrite: removed the previous run in {}", run_);
+    prepare_run_dir();
+    spdlog::info("train: config ({}/config.yaml):\n{}", run_, to_yaml(config_.to_json()));
+  } else {
+    quiet.emplace();  // process 0 logs for the run
   }
-  const RunLogFile log_file((fs::path(run_) / "train.log").string());  // from here on, everything logged is kept
-  if (options_.overwrite) spdlog::warn("train: --overwrite: removed the previous run in {}", run_);
-  prepare_run_dir();
-  spdlog::info("train: config ({}/config.yaml):\n{}", run_, to_yaml(config_.to_json()));
 
   TrainResult result;
   try {
+    if (processes_.size > 1 && !writer_) wait_for_writer();
     obtain_vocabulary();
     resume_or_initialize();
-    if (const std::string reason = finished_reason(); !reason.empty()) {
+    const std::string reason = finished_reason();
+    if (reason.empty()) load_corpora();
+    if (processes_.size > 1 && writer_) wait_for_writer();
+    if (!reason.empty()) {
       spdlog::info("train: the run in {} is already finished at step {} ({}); nothing to do", run_, state_.step,
                    reason);
       result.step = state_.step;
@@ -691,76 +902,62 @@ TrainResult Trainer::run() {
       result.early_stopped = reason.rfind("early", 0) == 0;
       return result;
     }
-    load_corpora();
   } catch (const Interrupted&) {
+    if (processes_.size > 1) throw;  // the other processes are waiting for this one: train() ends them
     spdlog::warn("train: stopped by a signal before the first update; no checkpoint written");
     result.interrupted = true;
     result.step = state_.step;
     return result;
   }
+  start_workers();
+  check_batches_per_update();
   const ModelConfig& mc = config_.model;
   spdlog::info("train: {} parameters on {} in {}, {} training pairs, batches of at most {} tokens x {} per update",
-               model_->parameters().size(), device_.str(), t.precision, train_.size(), t.max_tokens, t.update_freq);
+               model_->parameters().size(), config_.training.devices, t.precision, train_.size(), t.max_tokens,
+               t.update_freq * comm_->world_size());
 
-  ParameterSet& params = model_->parameters();
   std::vector<std::vector<std::int64_t>> plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
   const Clock::time_point start = Clock::now();
   const std::int64_t start_step = state_.step;
   const double start_elapsed = state_.elapsed_seconds;
   Clock::time_point window_start = Clock::now();
-  // The log window's loss and nll sums stay where the model is and are read once per log line.
-  const Device device = params.values().device();
-  Tensor window_sums = Tensor::zeros({2}, DType::kF64, device);
+  // The log window's loss and nll sums stay where each worker is and are summed and read once per
+  // log line.
+  std::vector<Tensor> window_sums, update_sums;
+  for (const Device& d : devices_) {
+    window_sums.push_back(Tensor::zeros({2}, DType::kF64, d));
+    update_sums.push_back(Tensor::zeros({2}, DType::kF64, d));
+  }
   std::int64_t window_tokens = 0;
   double grad_norm = 0;
 
   while (true) {
     if (t.max_steps > 0 && state_.step >= t.max_steps) break;
     if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
-    if (stop_requested()) {
-      result.interrupted = true;
-      break;
-    }
-    // The update's batches (crossing into the next epoch when this one ends).
-    std::vector<Batch> batches;
-    while (static_cast<std::int64_t>(batches.size()) < t.update_freq) {
-      if (state_.batch_index >= static_cast<std::int64_t>(plan.size())) {
-        ++state_.epoch;
-        state_.batch_index = 0;
-        if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
-        plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
-        spdlog::info("train: epoch {}", state_.epoch + 1);
-      }
-      batches.push_back(on_device(data::make_batch(train_, plan[static_cast<std::size_t>(state_.batch_index++)], mc)));
-    }
-    if (batches.empty()) break;
+    agree_on_stop(result);
+    if (result.interrupted || result.early_stopped) break;
+    const std::vector<std::vector<std::int64_t>> update = next_update(plan);
+    if (update.empty()) break;
 
-    // Dropout streams per batch: a function of (seed, step, k) only.
     if (fp16 && state_.loss_scale == 0) state_.loss_scale = t.loss_scale;
     const double loss_scale = fp16 ? state_.loss_scale : 1.0;
-    Tensor update_sums = Tensor::zeros({2}, DType::kF64, device);
-    UpdateLoss update;
-    try {
-      update = accumulate_gradients(*model_, batches, true, t.seed,
-                                    static_cast<std::uint64_t>(state_.step * t.update_freq), loss_scale, &update_sums);
-    } catch (const OutOfMemory& e) {
-      fail_out_of_memory(e, "update " + std::to_string(state_.step + 1));
-    }
+    for (Tensor& sums : update_sums) sums.fill_zero();
+    const std::int64_t update_tokens = compute_gradients(update, loss_scale, update_sums);
     if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
-    // Non-finite logits make the gradients non-finite too: the norm alone decides, and the loss is
-    // read back only to say what happened.
-    grad_norm = std::sqrt(ops::sum_squares(params.grads())) / loss_scale;
+    // Every worker holds the same summed gradients, so every worker decides alike. Non-finite
+    // logits make the gradients non-finite too: the norm alone decides, and the loss is read back
+    // only to say what happened.
+    grad_norm = std::sqrt(ops::sum_squares(model_->parameters().grads())) / loss_scale;
     if (!std::isfinite(grad_norm)) {
-      const double loss = update_sums.to_vector<double>()[0] / static_cast<double>(update.tokens);
+      comm_->all_reduce_sum(update_sums);
+      const double loss = update_sums[0].to_vector<double>()[0] / static_cast<double>(update_tokens);
       if (!fp16) fail_non_finite(loss, grad_norm);
       skip_overflowed_update(loss, grad_norm);
       continue;
     }
-    ops::add_(window_sums, update_sums);
-    // Unscaling (fp16) and clipping in one pass over the gradients.
+    // Unscaling (fp16) and clipping in one pass over the gradients, then Adam, on every worker.
     double grad_factor = 1.0 / loss_scale;
     if (t.clip_norm > 0 && grad_norm > t.clip_norm) grad_factor *= t.clip_norm / grad_norm;
-    if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
     cpu::AdamHyper hyper;
     hyper.step = state_.step + 1;
     hyper.lr = learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr, t.lr_factor);
@@ -768,51 +965,31 @@ TrainResult Trainer::run() {
     hyper.beta2 = t.adam_beta2;
     hyper.eps = t.adam_eps;
     hyper.weight_decay = t.weight_decay;
-    ops::adam_step(params.values(), params.grads(), state_.adam_m, state_.adam_v, hyper, params.mirror());
+    for_each_worker([&](std::size_t w) {
+      ParameterSet& params = worker_model(w).parameters();
+      if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
+      ops::adam_step(params.values(), params.grads(), worker_adam_m(w), worker_adam_v(w), hyper, params.mirror());
+      ops::add_(window_sums[w], update_sums[w]);
+    });
     if (fp16) grow_loss_scale();
     ++state_.step;
-    state_.tokens_seen += update.tokens;
-    window_tokens += update.tokens;
+    state_.tokens_seen += update_tokens;
+    window_tokens += update_tokens;
     state_.elapsed_seconds = start_elapsed + seconds_since(start);
 
     if (state_.step % t.log_every == 0) {
-      const double window_seconds = seconds_since(window_start);
-      const std::vector<double> sums = window_sums.to_vector<double>();  // the window's one read
+      comm_->all_reduce_sum(window_sums);
+      const std::vector<double> sums = window_sums[0].to_vector<double>();  // the window's one read
+      for (Tensor& s : window_sums) s.fill_zero();
       const double loss = sums[0] / static_cast<double>(window_tokens);
-      const double ppl = std::exp(sums[1] / static_cast<double>(window_tokens));
-      const double per_step = seconds_since(start) / static_cast<double>(state_.step - start_step);
-      const std::string eta =
-          t.max_steps > 0 ? format_hms(per_step * static_cast<double>(t.max_steps - state_.step)) : std::string("-");
-      const double tokens_per_second = static_cast<double>(window_tokens) / window_seconds;
-      // On a GPU, the device allocator's high-water mark: what training.max_tokens costs.
-      const double peak_mib =
-          device_.is_cpu() ? 0.0 : static_cast<double>(allocator_for(device_).stats().peak_reserved) / (1 << 20);
-      const std::string memory = device_.is_cpu() ? "" : fmt::format(" | {:.0f} MiB", peak_mib);
-      spdlog::info(
-          "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s{} | "
-          "elapsed {} | ETA {}",
-          state_.step, state_.epoch + 1, loss, ppl, hyper.lr, grad_norm, tokens_per_second, memory,
-          format_hms(state_.elapsed_seconds), eta);
-      nlohmann::json metrics = {{"step", state_.step},
-                                {"epoch", state_.epoch + 1},
-                                {"loss", loss},
-                                {"ppl", ppl},
-                                {"lr", hyper.lr},
-                                {"gnorm", grad_norm},
-                                {"tgt_tokens_per_s", tokens_per_second},
-                                {"elapsed_s", state_.elapsed_seconds}};
-      if (!device_.is_cpu()) metrics["device_memory_mib"] = peak_mib;
-      if (fp16) {
-        metrics["loss_scale"] = state_.loss_scale;
-        metrics["skipped_updates"] = state_.skipped_steps;
-      }
-      append_metrics(metrics);
       result.last_train_loss = loss;
-      window_sums.fill_zero();
+      if (writer_) log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
+                              static_cast<double>(window_tokens) / seconds_since(window_start),
+                              seconds_since(start) / static_cast<double>(state_.step - start_step));
       window_tokens = 0;
       window_start = Clock::now();
     }
-    if (has_valid_ && t.valid_every > 0 && state_.step % t.valid_every == 0) {
+    if (writer_ && has_valid_ && t.valid_every > 0 && state_.step % t.valid_every == 0) {
       validate(result);
       if (t.patience > 0 && state_.bad_validations >= t.patience) {
         spdlog::info("train: no improvement in {} validations: stopping early", state_.bad_validations);
@@ -820,21 +997,54 @@ TrainResult Trainer::run() {
       }
     }
     const CheckpointConfig& c = config_.checkpoint;
-    if ((c.every_steps > 0 && state_.step % c.every_steps == 0) ||
-        (c.every_minutes > 0 && seconds_since(last_save_) >= c.every_minutes * 60)) {
+    if (writer_ && ((c.every_steps > 0 && state_.step % c.every_steps == 0) ||
+                    (c.every_minutes > 0 && seconds_since(last_save_) >= c.every_minutes * 60))) {
       save_checkpoint(CheckpointKind::kRegular);
     }
-    if (result.early_stopped) break;
   }
   // The state at the end: a regular checkpoint when the run ended, an interrupted one when a
   // signal stopped it; never a checkpoint of an untrained model.
-  if (state_.step > 0 && state_.step != saved_step_) {
+  if (writer_ && state_.step > 0 && state_.step != saved_step_) {
     save_checkpoint(result.interrupted ? CheckpointKind::kInterrupted : CheckpointKind::kRegular);
   }
+  if (processes_.size > 1) wait_for_writer();  // no process ends (and ends the launch) before that is saved
   result.step = state_.step;
   result.last_checkpoint = last_saved_;
   result.resumed_from = resumed_from_;
   return result;
+}
+
+// The log line and metrics record of a log window (the writer's).
+void Trainer::log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
+                         double seconds_per_step) {
+  const TrainingConfig& t = config_.training;
+  const double ppl = std::exp(nll);
+  const std::string eta = t.max_steps > 0
+                              ? format_hms(seconds_per_step * static_cast<double>(t.max_steps - state_.step))
+                              : std::string("-");
+  // On a GPU, the device allocator's high-water mark (worker 0's): what training.max_tokens costs.
+  const double peak_mib =
+      device_.is_cpu() ? 0.0 : static_cast<double>(allocator_for(device_).stats().peak_reserved) / (1 << 20);
+  const std::string memory = device_.is_cpu() ? "" : fmt::format(" | {:.0f} MiB", peak_mib);
+  spdlog::info(
+      "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s{} | "
+      "elapsed {} | ETA {}",
+      state_.step, state_.epoch + 1, loss, ppl, lr, grad_norm, tokens_per_second, memory,
+      format_hms(state_.elapsed_seconds), eta);
+  nlohmann::json metrics = {{"step", state_.step},
+                            {"epoch", state_.epoch + 1},
+                            {"loss", loss},
+                            {"ppl", ppl},
+                            {"lr", lr},
+                            {"gnorm", grad_norm},
+                            {"tgt_tokens_per_s", tokens_per_second},
+                            {"elapsed_s", state_.elapsed_seconds}};
+  if (!device_.is_cpu()) metrics["device_memory_mib"] = peak_mib;
+  if (config_.training.precision == "fp16") {
+    metrics["loss_scale"] = state_.loss_scale;
+    metrics["skipped_updates"] = state_.skipped_steps;
+  }
+  append_metrics(metrics);
 }
 
 }  // namespace
@@ -843,7 +1053,12 @@ TrainResult train(const TrainConfig& config, const TrainOptions& options) {
   config.validate();
   if (options.run_dir.empty()) throw Error("train: no run directory");
   Trainer trainer(config, options);
-  return trainer.run();
+  try {
+    return trainer.run();
+  } catch (const std::exception& e) {
+    trainer.end_other_processes(e.what());  // returns only when there are none
+    throw;
+  }
 }
 
 }  // namespace dragoman

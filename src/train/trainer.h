@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/config.h"
@@ -38,11 +39,15 @@ struct TrainOptions {
   // Tests only: the updates (1-based) whose gradients are made infinite after the backward pass,
   // as an fp16 overflow would make them.
   std::vector<std::int64_t> inject_overflow_at;
+  // Tests only: {global worker rank, update (1-based)} at which that worker's gradient computation
+  // throws, as a failing device would; {-1, -1}: never.
+  std::pair<std::int64_t, std::int64_t> fail_worker_at{-1, -1};
 };
 
 struct TrainResult {
   std::int64_t step = 0;
   bool interrupted = false;
+  int stop_signal = 0;  // the signal that stopped the run (received by any of its processes); 0: none
   bool early_stopped = false;
   bool already_finished = false;   // the run had reached its end before this call; nothing was trained
   std::int64_t resumed_from = -1;  // the step of the checkpoint this call resumed from (-1: a fresh start)

@@ -21,8 +21,11 @@ struct UpdateLoss {
 // over all `batches`. With `training`, dropout masks come from (seed, first_stream + k) for batch k.
 // loss_scale: fp16's loss scaling (the caller unscales the gradients); 1 otherwise. loss_sums: as
 // ForwardOptions::loss_sums (the update's loss sums are added there, UpdateLoss's are then NaN).
+// update_tokens: the target tokens of the whole update when `batches` are one data-parallel
+// worker's share of it (the gradients then sum over workers to the one-worker gradient); 0: the
+// batches' own. A worker whose share is empty contributes zero gradients.
 UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
                                 std::uint64_t seed, std::uint64_t first_stream, double loss_scale = 1.0,
-                                Tensor* loss_sums = nullptr);
+                                Tensor* loss_sums = nullptr, std::int64_t update_tokens = 0);
 
 }  // namespace dragoman

@@ -102,9 +102,9 @@ expect device-alias 0 "devices: .cuda:2." -- "$dragoman" train -c "$tmp/c.yaml" 
 expect missing-device 1 "training.devices cuda:99: (no such CUDA device|this build of dragoman has no CUDA)" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" --devices cuda:99
 check missing-device-nothing-written test ! -e "$tmp/z"
-expect several-devices 1 "trains on one device" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
-  --devices cuda:0,cuda:1
-expect bad-device 2 "invalid device 'gpu': expected cpu, cuda or cuda:N" -- "$dragoman" train -c "$tmp/c.yaml" \
+expect mixed-devices 2 "not mixed" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/z" \
+  --devices cpu:2,cuda:0
+expect bad-device 2 "'gpu' is not a device" -- "$dragoman" train -c "$tmp/c.yaml" \
   --run "$tmp/z" --device gpu
 
 # --dump-config prints the resolved config (data paths absolute) and touches nothing; `key=` resets.

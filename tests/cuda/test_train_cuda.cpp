@@ -1,8 +1,9 @@
 // `dragoman train` on a GPU (issue #13), end to end through train(): the reversal task trained on
 // cuda:0 follows the same run on the CPU (f32: the loss curve and the dev loss), a GPU run resumes
 // bit-identically (f32 and bf16: every kernel is deterministic), checkpoints move between CPU and GPU
-// runs, bf16 training tracks f32 with validation BLEU from the GPU decoder, and a batch too large
-// for the device stops with a message that names training.max_tokens.
+// runs, bf16 training tracks f32 with validation BLEU from the GPU decoder, every visible GPU (NCCL)
+// trains like one GPU with update_freq N, and a batch too large for the device stops with a message
+// that names training.max_tokens.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "kernels/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/train_state.h"
@@ -33,6 +35,16 @@ std::vector<double> train_losses(const std::string& run_dir) {
   return losses;
 }
 
+// resume_config (dropout, label smoothing, accumulation, clipping) for `steps` updates, the dev loss
+// deciding (no validation BLEU).
+TrainConfig nll_config(const test::ReversalTask& task, std::int64_t steps) {
+  TrainConfig c = test::resume_config(task);
+  c.training.valid_bleu = false;
+  c.training.best_metric = "nll";
+  c.training.max_steps = steps;
+  return c;
+}
+
 double last_valid_loss(const std::string& run_dir) {
   double loss = NAN;
   for (const nlohmann::json& line : read_metrics(run_dir)) {
@@ -45,10 +57,7 @@ double last_valid_loss(const std::string& run_dir) {
 
 TEST_CASE("train on cuda:0 follows the same run on the CPU (f32)", "[cuda][train]") {
   const test::ReversalTask task("cuda-follows-cpu", 400);
-  TrainConfig config = test::resume_config(task);  // dropout, label smoothing, accumulation, clipping
-  config.training.max_steps = 40;
-  config.training.valid_bleu = false;
-  config.training.best_metric = "nll";
+  TrainConfig config = nll_config(task, 40);
   train(config, task.options("cpu"));
   config.training.devices = "cuda:0";
   const TrainResult gpu = train(config, task.options("gpu"));
@@ -89,10 +98,7 @@ TEST_CASE("a GPU run resumes bit-identically (bf16)", "[cuda][train]") {
 
 TEST_CASE("checkpoints move between CPU and GPU runs", "[cuda][train]") {
   const test::ReversalTask task("cuda-cpu-moves", 200);
-  TrainConfig config = test::resume_config(task);
-  config.training.valid_bleu = false;
-  config.training.best_metric = "nll";
-  config.training.max_steps = 16;
+  TrainConfig config = nll_config(task, 16);
   train(config, task.options("cpu"));
   // Half on the GPU, the rest on the CPU; and half on the CPU, the rest on the GPU.
   for (const auto& [first, second] : {std::pair<const char*, const char*>{"cuda:0", "cpu"}, {"cpu", "cuda:0"}}) {
@@ -141,6 +147,23 @@ TEST_CASE("bf16 training on the GPU tracks f32, and validation BLEU comes from t
   CHECK(std::abs(dev_loss[1] - dev_loss[0]) <= 0.02 * dev_loss[0]);
   CHECK(results[0].best_valid_bleu > 90);
   CHECK(results[1].best_valid_bleu > 90);
+}
+
+TEST_CASE("train on every visible GPU (devices: all, NCCL) follows one GPU with update_freq N", "[cuda][train]") {
+  const test::ReversalTask task("cuda-all-gpus", 300);
+  TrainConfig config = nll_config(task, 16);
+  const int gpus = cuda::device_count();
+  TrainConfig one = config;
+  one.training.devices = "cuda:0";
+  one.training.update_freq = 2 * gpus;
+  train(one, task.options("one"));
+  TrainConfig all = config;
+  all.training.devices = "all";  // one NCCL communicator per GPU, summed by ncclAllReduce
+  CHECK(train(all, task.options("all")).step == 16);
+  const std::vector<double> expected = train_losses(task.options("one").run_dir);
+  const std::vector<double> got = train_losses(task.options("all").run_dir);
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).epsilon(1e-4));
 }
 
 TEST_CASE("a batch too large for the GPU stops with a message naming training.max_tokens", "[cuda][train]") {

@@ -136,23 +136,39 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(TrainConfig::load(path, {"model.heads=3"}).model.validate(), Contains("heads"));
 }
 
-TEST_CASE("train config: training.devices names one device", "[train]") {
+TEST_CASE("train config: training.devices names the data-parallel workers", "[train]") {
   const std::string dir = test::scratch_dir("config_devices");
   const std::string path = write_config(dir, "c.yaml", kMinimal);
   const auto with = [&](const std::string& set) { return TrainConfig::load(path, {set}); };
   CHECK(TrainConfig::load(path, {}).training.devices == "cpu");
   CHECK(with("training.devices=cuda:1").training.devices == "cuda:1");
-  CHECK_NOTHROW(with("training.devices=cuda:1").validate());
-  CHECK_NOTHROW(with("training.devices=cuda").validate());
+  for (const char* valid : {"cpu", "cpu:4", "cuda", "cuda:1", "cuda:0-7", "cuda:0,1,2,3", "all"}) {
+    INFO(valid);
+    CHECK_NOTHROW(with(std::string("training.devices=") + valid).validate());
+  }
   CHECK_THROWS_WITH(with("training.devices=gpu").validate(),
-                    Contains("training.devices") && Contains("invalid device 'gpu'"));
-  CHECK_THROWS_WITH(with("training.devices=cuda:0,cuda:1").validate(),
-                    Contains("'cuda:0,cuda:1'") && Contains("one device"));
-  CHECK_THROWS_WITH(with("training.devices=\"\"").validate(), Contains("invalid device ''"));
-  CHECK(parse_devices(" cuda:0 , cuda:3") == std::vector<Device>{Device::cuda(0), Device::cuda(3)});
-  CHECK(parse_devices("cpu") == std::vector<Device>{Device::cpu()});
-  CHECK_THROWS_WITH(parse_devices("cuda:2,cuda:2"), Contains("cuda:2 is given twice"));
-  CHECK_THROWS_WITH(parse_devices("cuda:0,"), Contains("invalid device ''"));
+                    Contains("training.devices 'gpu'") && Contains("'gpu' is not a device") && Contains("cpu:N"));
+  CHECK_THROWS_WITH(with("training.devices=\"\"").validate(), Contains("'' is not a device"));
+
+  using V = std::vector<Device>;
+  const Device c0 = Device::cuda(0), c1 = Device::cuda(1), c2 = Device::cuda(2), c3 = Device::cuda(3);
+  CHECK(parse_devices("cpu", 0) == V{Device::cpu()});
+  CHECK(parse_devices("cpu:3", 0) == V(3, Device::cpu()));
+  CHECK(parse_devices("cuda", 0) == V{c0});
+  CHECK(parse_devices(" cuda:0 , cuda:3", 0) == V{c0, c3});
+  CHECK(parse_devices("cuda:0-3", 0) == V{c0, c1, c2, c3});
+  CHECK(parse_devices("cuda:0,1,3", 0) == V{c0, c1, c3});
+  CHECK(parse_devices("cuda:2,0-1", 0) == V{c2, c0, c1});
+  CHECK(parse_devices("all", 3) == V{c0, c1, c2});
+  CHECK_THROWS_WITH(parse_devices("all", 0), Contains("no CUDA device is visible"));
+  CHECK_THROWS_WITH(parse_devices("cuda:2,cuda:2", 4), Contains("cuda:2 is given twice"));
+  CHECK_THROWS_WITH(parse_devices("cuda:0-2,1", 4), Contains("cuda:1 is given twice"));
+  CHECK_THROWS_WITH(parse_devices("cuda:0,", 4), Contains("'' is not a CUDA device index"));
+  CHECK_THROWS_WITH(parse_devices("cuda:3-1", 4), Contains("'cuda:3-1' is not a CUDA device index or range"));
+  CHECK_THROWS_WITH(parse_devices("cpu:0", 4), Contains("'cpu:0' is not cpu or cpu:N"));
+  CHECK_THROWS_WITH(parse_devices("cpu:2,cuda:0", 4), Contains("not mixed"));
+  CHECK_THROWS_WITH(parse_devices("cuda:0,cpu", 4), Contains("given once, alone"));
+  CHECK_THROWS_WITH(parse_devices("0,1", 4), Contains("'0' is not a device"));
 }
 
 TEST_CASE("train config: the shipped configs load and follow the paper", "[train]") {

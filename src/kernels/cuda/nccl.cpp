@@ -1,0 +1,77 @@
+// NCCL communicators (see nccl.h).
+#include "kernels/cuda/nccl.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/context.h"
+
+namespace dragoman::cuda {
+
+static_assert(sizeof(ncclUniqueId) == sizeof(NcclId), "ncclUniqueId is 128 bytes");
+
+NcclId unique_nccl_id() {
+  ncclUniqueId id;
+  DRAGOMAN_NCCL_CHECK(ncclGetUniqueId(&id));
+  NcclId bytes;
+  std::memcpy(bytes.data(), &id, sizeof id);
+  return bytes;
+}
+
+struct NcclComms::State {
+  std::vector<int> devices;
+  std::vector<ncclComm_t> comms;
+};
+
+NcclComms::NcclComms(const NcclId& id, int world, int first_rank, const std::vector<int>& devices)
+    : state_(std::make_unique<State>()) {
+  ncclUniqueId unique;
+  std::memcpy(&unique, id.data(), sizeof unique);
+  state_->devices = devices;
+  state_->comms.assign(devices.size(), nullptr);
+  // One group: the communicators of one process are created together (NCCL's multi-GPU idiom).
+  DRAGOMAN_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceGuard guard(devices[i]);
+    DRAGOMAN_NCCL_CHECK(ncclCommInitRank(&state_->comms[i], world, unique, first_rank + static_cast<int>(i)));
+  }
+  DRAGOMAN_NCCL_CHECK(ncclGroupEnd());
+}
+
+NcclComms::~NcclComms() {
+  for (ncclComm_t comm : state_->comms) {
+    if (comm == nullptr) continue;
+    const ncclResult_t status = ncclCommDestroy(comm);
+    if (status != ncclSuccess) defer_cuda_error("ncclCommDestroy", ncclGetErrorString(status), __FILE__, __LINE__);
+  }
+}
+
+void NcclComms::all_reduce_sum(const std::vector<void*>& buffers, std::size_t count, bool f64) {
+  if (buffers.size() != state_->comms.size()) throw Error("NcclComms::all_reduce_sum: one buffer per device");
+  for (ncclComm_t comm : state_->comms) {
+    ncclResult_t async = ncclSuccess;
+    DRAGOMAN_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclSuccess) {
+      throw_cuda_error("an earlier NCCL collective (ncclCommGetAsyncError)", ncclGetErrorString(async), __FILE__,
+                       __LINE__);
+    }
+  }
+  DRAGOMAN_NCCL_CHECK(ncclGroupStart());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const DeviceGuard guard(state_->devices[i]);
+    DRAGOMAN_NCCL_CHECK(ncclAllReduce(buffers[i], buffers[i], count, f64 ? ncclFloat64 : ncclFloat32, ncclSum,
+                                      state_->comms[i], stream_of(state_->devices[i])));
+  }
+  DRAGOMAN_NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclComms::abort() noexcept {
+  for (ncclComm_t& comm : state_->comms) {
+    if (comm != nullptr) (void)ncclCommAbort(comm);
+    comm = nullptr;
+  }
+}
+
+}  // namespace dragoman::cuda
