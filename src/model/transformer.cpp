@@ -57,6 +57,39 @@ void add_ffn(std::vector<ParameterSpec>& specs, const std::string& name, const M
 
 }  // namespace
 
+namespace {
+
+// The buckets of Transformer::gradient_buckets() for this parameter set.
+std::vector<GradientRange> make_gradient_buckets(const ParameterSet& params, const ModelConfig& c) {
+  std::vector<GradientRange> buckets;
+  std::vector<bool> covered(params.entries().size(), false);
+  const auto layer = [&](const std::string& prefix) {
+    GradientRange range{params.size(), 0};
+    for (std::size_t e = 0; e < params.entries().size(); ++e) {
+      const ParameterEntry& entry = params.entries()[e];
+      if (entry.spec.name.rfind(prefix, 0) != 0) continue;
+      range.first = std::min(range.first, entry.offset);
+      range.second = std::max(range.second, entry.offset + entry.numel);
+      covered[e] = true;
+    }
+    buckets.push_back(range);  // a layer's parameters are consecutive (transformer_parameter_specs)
+  };
+  for (std::int64_t i = c.decoder_layers; i-- > 0;) layer("decoder.layers." + std::to_string(i) + ".");
+  for (std::int64_t i = c.encoder_layers; i-- > 0;) layer("encoder.layers." + std::to_string(i) + ".");
+  for (std::size_t e = 0; e < params.entries().size(); ++e) {
+    if (covered[e]) continue;
+    const ParameterEntry& entry = params.entries()[e];
+    if (!buckets.empty() && e > 0 && !covered[e - 1] && buckets.back().second == entry.offset) {
+      buckets.back().second += entry.numel;  // extends the previous uncovered run
+    } else {
+      buckets.push_back({entry.offset, entry.offset + entry.numel});
+    }
+  }
+  return buckets;
+}
+
+}  // namespace
+
 std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& c) {
   std::vector<ParameterSpec> specs;
   const double embed_std = 1.0 / std::sqrt(static_cast<double>(c.d_model));
@@ -213,6 +246,7 @@ Transformer::Transformer(const ModelConfig& config, const ParameterPrecision& pr
     v.encoder_final = bind_norm(p, "encoder.final_norm");
     v.decoder_final = bind_norm(p, "decoder.final_norm");
   }
+  buckets_ = make_gradient_buckets(params_, config_);
 }
 
 Transformer::~Transformer() = default;
@@ -356,7 +390,7 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   return {sums.loss, sums.nll, batch.target_tokens()};
 }
 
-void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
+void Transformer::backward(ForwardActivations&& saved, double grad_scale, const GradientReady& ready) {
   if (!saved.state_) {
     throw Error("backward: these activations are empty (each forward_loss allows one backward pass)");
   }
@@ -397,6 +431,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
       ops::add_(g.dxq, g.dxkv);
       return g.dxq;
     });
+    if (ready) ready(buckets_[v.decoder.size() - 1 - i]);
   }
   // Sinusoidal positions have no parameters: tgt_positions.dweight is then undefined.
   ops::embedding_backward(batch.tgt_in, act->tgt_embed_dropout.apply(dy), v.tgt_embed.dweight, v.tgt_positions.dweight,
@@ -418,9 +453,13 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale) {
       ops::add_(g.dxq, g.dxkv);
       return g.dxq;
     });
+    if (ready) ready(buckets_[v.decoder.size() + v.encoder.size() - 1 - i]);
   }
   ops::embedding_backward(batch.src, act->src_embed_dropout.apply(dx), v.src_embed.dweight, v.src_positions.dweight, 0,
                           embed_scale);
+  if (ready) {
+    for (std::size_t b = v.decoder.size() + v.encoder.size(); b < buckets_.size(); ++b) ready(buckets_[b]);
+  }
 }
 
 // ---- Incremental decoding ------------------------------------------------------------------------

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -79,6 +81,11 @@ struct DecoderState {
   std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) * beams : 0; }  // R
 };
 
+// A range [first, second) of the flat gradient buffer (elements), and the callback backward() calls
+// when such a range is final (data parallelism starts summing it while the backward pass goes on).
+using GradientRange = std::pair<std::int64_t, std::int64_t>;
+using GradientReady = std::function<void(const GradientRange& range)>;
+
 class Transformer {
  public:
   // Parameters in `dtype` (f32; f64 for gradient checks) on `device`, zero until initialize() or a
@@ -108,7 +115,13 @@ class Transformer {
   LossResult forward_loss(const Batch& batch, const ForwardOptions& options, ForwardActivations& saved) const;
   // Accumulates d(grad_scale * loss_sum)/d(parameters) into parameters().grads() for the forward
   // pass that filled `saved` (which it consumes).
-  void backward(ForwardActivations&& saved, double grad_scale = 1.0);
+  // With `ready`, each range of gradient_buckets() is handed to it, in that order, as soon as this
+  // pass will not add to it any more (on a GPU: once its kernels are enqueued).
+  void backward(ForwardActivations&& saved, double grad_scale = 1.0, const GradientReady& ready = {});
+  // The gradient buffer in the order backward() finishes it: each decoder layer (the last first),
+  // each encoder layer (the last first), then the rest (embeddings, positions, output projection,
+  // final norms) as contiguous ranges in ascending order. They cover the buffer exactly once.
+  const std::vector<GradientRange>& gradient_buckets() const { return buckets_; }
   // The loss of a forward pass that keeps no activations (validation: options {} is evaluation
   // mode; gradient checks pass training options to see the same dropout as forward_loss).
   LossResult loss(const Batch& batch, const ForwardOptions& options = {}) const;
@@ -139,6 +152,7 @@ class Transformer {
   ModelConfig config_;
   ParameterSet params_;
   std::unique_ptr<Views> views_;
+  std::vector<GradientRange> buckets_;
   Tensor sinusoids_;  // [P, D] when positions are sinusoidal
 };
 

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,34 +39,36 @@ void require_cpu_dense(const std::vector<Tensor>& buffers) {
   }
 }
 
+// Elements [begin, end) of buffers[0] = their sum over the buffers, in rank order.
 template <typename T>
-void sum_in_rank_order(std::vector<Tensor>& buffers) {
-  const std::int64_t n = buffers[0].numel();
+void sum_in_rank_order(std::vector<Tensor>& buffers, std::int64_t begin, std::int64_t end) {
   std::vector<const T*> inputs;
   for (std::size_t r = 1; r < buffers.size(); ++r) inputs.push_back(buffers[r].data<T>());
   T* out = buffers[0].data<T>();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = begin; i < end; ++i) {
     T sum = out[i];
     for (const T* in : inputs) sum += in[i];
     out[i] = sum;
   }
 }
 
-// buffers[0] = the sum of all, in rank order (CPU, f32 or f64).
-void sum_local_into_first(std::vector<Tensor>& buffers) {
-  require_cpu_dense(buffers);
+// Elements [begin, end) of buffers[0] = the sum of all, in rank order (CPU, f32 or f64; checked).
+void sum_local_into_first(std::vector<Tensor>& buffers, std::int64_t begin, std::int64_t end) {
   if (buffers.size() == 1) return;
   if (buffers[0].dtype() == DType::kF32) {
-    sum_in_rank_order<float>(buffers);
+    sum_in_rank_order<float>(buffers, begin, end);
   } else {
-    sum_in_rank_order<double>(buffers);
+    sum_in_rank_order<double>(buffers, begin, end);
   }
 }
 
-void copy_first_to_others(std::vector<Tensor>& buffers) {
+void copy_first_to_others(std::vector<Tensor>& buffers, std::int64_t begin, std::int64_t end) {
+  const std::size_t element = dtype_size(buffers[0].dtype());
   for (std::size_t r = 1; r < buffers.size(); ++r) {
-    std::memcpy(buffers[r].raw_data(), buffers[0].raw_data(), buffers[0].nbytes());
+    std::memcpy(static_cast<char*>(buffers[r].raw_data()) + begin * element,
+                static_cast<const char*>(buffers[0].raw_data()) + begin * element,
+                static_cast<std::size_t>(end - begin) * element);
   }
 }
 
@@ -72,15 +76,44 @@ mpi::Op mpi_op(ReduceOp op) {
   return op == ReduceOp::kSum ? mpi::Op::kSum : op == ReduceOp::kMax ? mpi::Op::kMax : mpi::Op::kMin;
 }
 
-// CPU workers in one process.
+// CPU workers in one process. During the backward pass, the worker that hands over a range last
+// sums it (in rank order) while the others go on with their backward passes.
 class LocalCommunicator : public Communicator {
  public:
   explicit LocalCommunicator(int local_size) : Communicator(local_size, ProcessGroup{}) {}
   void all_reduce_sum(std::vector<Tensor> buffers) override {
-    sum_local_into_first(buffers);
-    copy_first_to_others(buffers);
+    require_cpu_dense(buffers);
+    sum_local_into_first(buffers, 0, buffers[0].numel());
+    copy_first_to_others(buffers, 0, buffers[0].numel());
+  }
+  bool overlaps_backward() const override { return local_size() > 1; }
+  void begin_ranges(std::vector<Tensor> buffers) override {
+    require_cpu_dense(buffers);
+    buffers_ = std::move(buffers);
+    arrivals_.clear();
+  }
+  void range_ready(std::size_t, std::int64_t begin, std::int64_t end) override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (++arrivals_[begin] < local_size()) return;
+    }
+    sum_local_into_first(buffers_, begin, end);
+    copy_first_to_others(buffers_, begin, end);
+  }
+  void finish_ranges() override {
+    std::int64_t summed = 0;
+    for (const auto& [begin, count] : arrivals_) summed += count == local_size() ? 1 : 0;
+    if (summed != static_cast<std::int64_t>(arrivals_.size()) || arrivals_.empty()) {
+      throw Error("communicator: a worker did not hand over every gradient range");
+    }
+    buffers_.clear();
   }
   std::vector<double> all_reduce_host(std::vector<double> values, ReduceOp) override { return values; }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Tensor> buffers_;
+  std::map<std::int64_t, int> arrivals_;  // range start -> workers that handed it over
 };
 
 // CPU workers across processes: each process sums its workers in rank order, MPI sums the processes.
@@ -88,10 +121,11 @@ class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(int local_size, const ProcessGroup& processes) : Communicator(local_size, processes) {}
   void all_reduce_sum(std::vector<Tensor> buffers) override {
-    sum_local_into_first(buffers);
-    mpi::all_reduce(buffers[0].raw_data(), static_cast<std::size_t>(buffers[0].numel()), buffers[0].dtype(),
-                    mpi::Op::kSum);
-    copy_first_to_others(buffers);
+    require_cpu_dense(buffers);
+    const std::int64_t n = buffers[0].numel();
+    sum_local_into_first(buffers, 0, n);
+    mpi::all_reduce(buffers[0].raw_data(), static_cast<std::size_t>(n), buffers[0].dtype(), mpi::Op::kSum);
+    copy_first_to_others(buffers, 0, n);
   }
   std::vector<double> all_reduce_host(std::vector<double> values, ReduceOp op) override {
     mpi::all_reduce(values.data(), values.size(), DType::kF64, mpi_op(op));
@@ -113,16 +147,21 @@ class NcclCommunicator : public Communicator {
     comms_ = std::make_unique<cuda::NcclComms>(id, world_size(), first_rank(), indices);
   }
   void all_reduce_sum(std::vector<Tensor> buffers) override {
-    std::vector<void*> pointers;
-    for (Tensor& b : buffers) {
-      if (b.device().is_cpu() || !b.is_contiguous() || b.numel() != buffers[0].numel() ||
-          b.dtype() != buffers[0].dtype() || (b.dtype() != DType::kF32 && b.dtype() != DType::kF64)) {
-        throw Error("communicator: expected dense GPU f32/f64 buffers of one size, got " + b.describe());
-      }
-      pointers.push_back(b.raw_data());
-    }
-    comms_->all_reduce_sum(pointers, static_cast<std::size_t>(buffers[0].numel()), buffers[0].dtype() == DType::kF64);
+    comms_->all_reduce_sum(pointers(buffers), static_cast<std::size_t>(buffers[0].numel()),
+                           buffers[0].dtype() == DType::kF64);
   }
+  // Each range is summed on a stream of its own once its GPU's backward kernels reach it.
+  bool overlaps_backward() const override { return true; }
+  void begin_ranges(std::vector<Tensor> buffers) override {
+    ranges_ = pointers(buffers);
+    f64_ = buffers[0].dtype() == DType::kF64;
+  }
+  void range_ready(std::size_t worker, std::int64_t begin, std::int64_t end) override {
+    const std::size_t element = f64_ ? sizeof(double) : sizeof(float);
+    comms_->all_reduce_sum_after_compute(worker, static_cast<char*>(ranges_[worker]) + begin * element,
+                                         static_cast<std::size_t>(end - begin), f64_);
+  }
+  void finish_ranges() override { comms_->join_compute_streams(); }
   std::vector<double> all_reduce_host(std::vector<double> values, ReduceOp op) override {
     if (processes() > 1) mpi::all_reduce(values.data(), values.size(), DType::kF64, mpi_op(op));
     return values;
@@ -133,7 +172,21 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  static std::vector<void*> pointers(std::vector<Tensor>& buffers) {
+    std::vector<void*> result;
+    for (Tensor& b : buffers) {
+      if (b.device().is_cpu() || !b.is_contiguous() || b.numel() != buffers[0].numel() ||
+          b.dtype() != buffers[0].dtype() || (b.dtype() != DType::kF32 && b.dtype() != DType::kF64)) {
+        throw Error("communicator: expected dense GPU f32/f64 buffers of one size, got " + b.describe());
+      }
+      result.push_back(b.raw_data());
+    }
+    return result;
+  }
+
   std::unique_ptr<cuda::NcclComms> comms_;
+  std::vector<void*> ranges_;  // begin_ranges' buffers
+  bool f64_ = false;
 };
 
 }  // namespace

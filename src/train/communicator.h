@@ -52,6 +52,16 @@ class Communicator {
   // device). Afterwards every buffer of every worker holds the element-wise sum over all workers.
   // (Tensors are handles: the vector holds views of the workers' buffers.)
   virtual void all_reduce_sum(std::vector<Tensor> buffers) = 0;
+  // The same sum, started during the backward pass (overlaps_backward()): begin_ranges takes the
+  // buffers; each local worker then hands over ranges of its buffer as they become final
+  // (range_ready, from its own thread, every worker the same ranges in the same order), and a range
+  // is summed once every local worker has handed it over; after finish_ranges (this thread, all
+  // workers done) the buffers hold the sums (on GPUs: work later enqueued on the workers' streams
+  // sees them). Without overlap these do nothing but all_reduce_sum in finish_ranges.
+  virtual bool overlaps_backward() const { return false; }
+  virtual void begin_ranges(std::vector<Tensor> buffers) { pending_ = std::move(buffers); }
+  virtual void range_ready(std::size_t /*worker*/, std::int64_t /*begin*/, std::int64_t /*end*/) {}
+  virtual void finish_ranges() { all_reduce_sum(std::move(pending_)); }
   // Across processes: the element-wise reduction of a few host values (every process gets it).
   virtual std::vector<double> all_reduce_host(std::vector<double> values, ReduceOp op) = 0;
   // After a failure in this process: ends the other processes too (MPI_Abort; NCCL's abort), so
@@ -61,6 +71,7 @@ class Communicator {
  private:
   int local_size_;
   ProcessGroup processes_;
+  std::vector<Tensor> pending_;  // begin_ranges' buffers, without overlap
 };
 
 // The communicator for `local_devices` (all CPU, or all CUDA devices, each at most once) in

@@ -57,9 +57,8 @@ void initialize(int rank, int size) {
   check(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size");
   if (world_rank != rank || world_size != size) {
-    throw Error("MPI: the launcher's environment says process " + std::to_string(rank) + " of " +
-                std::to_string(size) + ", MPI says " + std::to_string(world_rank) + " of " +
-                std::to_string(world_size));
+    throw Error("MPI: the launcher's environment says process " + std::to_string(rank) + " of " + std::to_string(size) +
+                ", MPI says " + std::to_string(world_rank) + " of " + std::to_string(world_size));
   }
 }
 

@@ -280,8 +280,9 @@ void Trainer::check_inputs() {
   for (const Device& d : devices_) {
     if (d.is_cpu()) continue;
     if (!built_with_cuda()) {
-      throw Error("training.devices " + d.str() +
-                  ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit), or train on cpu");
+      throw Error(
+          "training.devices " + d.str() +
+          ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit), or train on cpu");
     }
     if (d.index >= visible) {
       throw Error("training.devices " + d.str() + ": no such CUDA device (" + std::to_string(visible) + " visible" +
@@ -435,7 +436,7 @@ void Trainer::resume_or_initialize() {
         throw Error("checkpoint state " + state_path + " does not match its model file");
       }
     } catch (const Error& e) {  // the contents: truncated, not a model, non-finite values, ...
-      if (!writer_) throw;  // process 0 set aside the damaged ones before the others started
+      if (!writer_) throw;      // process 0 set aside the damaged ones before the others started
       spdlog::warn("train: cannot resume from {} ({}); setting it aside as *.damaged and trying an older checkpoint",
                    model_path, e.what());
       set_aside_damaged_checkpoint(run_, checkpoint);
@@ -640,9 +641,10 @@ void Trainer::validate(TrainResult& result) {
 
 // What a run that stops on an error leaves to resume from.
 std::string Trainer::last_good_state() const {
-  return last_saved_.empty() && saved_step_ < 0 ? std::string("no checkpoint was written yet")
-                                                : "the last checkpoint (step " + std::to_string(saved_step_) +
-                                                      ", checkpoints/checkpoint-last.safetensors) is the last good state";
+  return last_saved_.empty() && saved_step_ < 0
+             ? std::string("no checkpoint was written yet")
+             : "the last checkpoint (step " + std::to_string(saved_step_) +
+                   ", checkpoints/checkpoint-last.safetensors) is the last good state";
 }
 
 // A non-finite loss or gradient norm never reaches Adam: the run stops, and its newest checkpoint
@@ -809,34 +811,51 @@ std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64
     for (const std::int64_t pair : pairs) tokens += train_.tgt_length(pair) + 1;  // the target with its EOS
   }
   const auto world = static_cast<std::uint64_t>(comm_->world_size());
-  for_each_worker([&](std::size_t w) {
-    const std::int64_t rank = comm_->first_rank() + static_cast<std::int64_t>(w);
-    std::vector<Batch> batches;
-    for (std::int64_t j = 0; j < t.update_freq; ++j) {
-      const std::int64_t index = rank * t.update_freq + j;
-      if (index >= static_cast<std::int64_t>(update.size())) break;  // the last update of the last epoch
-      batches.push_back(on_device(data::make_batch(train_, update[static_cast<std::size_t>(index)], config_.model),
-                                  devices_[w]));
-    }
-    const std::uint64_t stream = (static_cast<std::uint64_t>(state_.step) * world + static_cast<std::uint64_t>(rank)) *
-                                 static_cast<std::uint64_t>(t.update_freq);
-    Tensor worker_sums = sums[w];
-    try {
-      if (options_.fail_worker_at.first == rank && options_.fail_worker_at.second == state_.step + 1) {
-        throw Error("the failure TrainOptions::fail_worker_at asked for (tests)");
-      }
-      accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens);
-    } catch (const OutOfMemory& e) {
-      fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) + " (worker " + std::to_string(rank) + ")");
-    } catch (const Error& e) {
-      if (comm_->world_size() == 1) throw;
-      throw Error(fmt::format("train: worker {} of {} ({}) failed at update {}: {}", rank, comm_->world_size(),
-                              devices_[w].str(), state_.step + 1, e.what()));
-    }
-  });
+  // The gradients are summed range by range while the last backward pass goes on (where the
+  // communicator can), or all at once after it.
   std::vector<Tensor> grads;
   for (std::size_t w = 0; w < devices_.size(); ++w) grads.push_back(worker_model(w).parameters().grads());
-  comm_->all_reduce_sum(grads);
+  const bool overlap = comm_->overlaps_backward();
+  if (overlap) comm_->begin_ranges(grads);
+  try {
+    for_each_worker([&](std::size_t w) {
+      const std::int64_t rank = comm_->first_rank() + static_cast<std::int64_t>(w);
+      std::vector<Batch> batches;
+      for (std::int64_t j = 0; j < t.update_freq; ++j) {
+        const std::int64_t index = rank * t.update_freq + j;
+        if (index >= static_cast<std::int64_t>(update.size())) break;  // the last update of the last epoch
+        batches.push_back(
+            on_device(data::make_batch(train_, update[static_cast<std::size_t>(index)], config_.model), devices_[w]));
+      }
+      const std::uint64_t stream =
+          (static_cast<std::uint64_t>(state_.step) * world + static_cast<std::uint64_t>(rank)) *
+          static_cast<std::uint64_t>(t.update_freq);
+      Tensor worker_sums = sums[w];
+      try {
+        if (options_.fail_worker_at.first == rank && options_.fail_worker_at.second == state_.step + 1) {
+          throw Error("the failure TrainOptions::fail_worker_at asked for (tests)");
+        }
+        GradientReady ready;
+        if (overlap) ready = [&, w](const GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
+        accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens, ready);
+      } catch (const OutOfMemory& e) {
+        fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) + " (worker " + std::to_string(rank) + ")");
+      } catch (const Error& e) {
+        if (comm_->world_size() == 1) throw;
+        throw Error(fmt::format("train: worker {} of {} ({}) failed at update {}: {}", rank, comm_->world_size(),
+                                devices_[w].str(), state_.step + 1, e.what()));
+      }
+    });
+  } catch (const std::exception& e) {
+    // Sums the other workers started wait for this one's ranges forever: NCCL's abort ends them.
+    if (overlap) comm_->abort(e.what());
+    throw;
+  }
+  if (overlap) {
+    comm_->finish_ranges();
+  } else {
+    comm_->all_reduce_sum(grads);
+  }
   return tokens;
 }
 
@@ -983,9 +1002,10 @@ TrainResult Trainer::run() {
       for (Tensor& s : window_sums) s.fill_zero();
       const double loss = sums[0] / static_cast<double>(window_tokens);
       result.last_train_loss = loss;
-      if (writer_) log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
-                              static_cast<double>(window_tokens) / seconds_since(window_start),
-                              seconds_since(start) / static_cast<double>(state_.step - start_step));
+      if (writer_)
+        log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
+                   static_cast<double>(window_tokens) / seconds_since(window_start),
+                   seconds_since(start) / static_cast<double>(state_.step - start_step));
       window_tokens = 0;
       window_start = Clock::now();
     }

@@ -8,16 +8,20 @@ namespace dragoman {
 
 UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
                                 std::uint64_t seed, std::uint64_t first_stream, double loss_scale,
-                                Tensor* loss_sums, std::int64_t update_tokens) {
+                                Tensor* loss_sums, std::int64_t update_tokens, const GradientReady& ready) {
   UpdateLoss total;
   for (const Batch& batch : batches) total.tokens += batch.target_tokens();
   const std::int64_t normaliser = update_tokens > 0 ? update_tokens : total.tokens;
   if (normaliser == 0) throw Error("train: an update without target tokens");
   model.parameters().zero_grads();
+  if (batches.empty() && ready) {
+    for (const GradientRange& range : model.gradient_buckets()) ready(range);
+  }
   for (std::size_t k = 0; k < batches.size(); ++k) {
     ForwardActivations saved;
     const LossResult r = model.forward_loss(batches[k], {training, seed, first_stream + k, loss_sums}, saved);
-    model.backward(std::move(saved), loss_scale / static_cast<double>(normaliser));
+    const bool last = k + 1 == batches.size();
+    model.backward(std::move(saved), loss_scale / static_cast<double>(normaliser), last ? ready : GradientReady());
     total.loss_sum += r.loss_sum;
     total.nll_sum += r.nll_sum;
   }

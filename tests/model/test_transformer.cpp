@@ -3,6 +3,7 @@
 // a function of (seed, step), a small batch can be overfitted, and ModelConfig refuses invalid models.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -174,6 +175,50 @@ TEST_CASE("Padding does not change the outputs of real positions", "[model]") {
       const LossResult r_both = model.loss(padded);
       CHECK(r_both.loss_sum == Approx(r1.loss_sum + r_long.loss_sum).epsilon(1e-12));
       CHECK(r_both.tokens == r1.tokens + r_long.tokens);
+    }
+  }
+}
+
+TEST_CASE("backward hands over each gradient bucket once, in order, when its gradients are final", "[model]") {
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      Transformer model = random_model(name);
+      const ModelConfig& c = model.config();
+      const std::vector<GradientRange>& buckets = model.gradient_buckets();
+      // The buckets cover the gradient buffer exactly once, the layers first (decoder, then encoder,
+      // each last layer first), each a non-empty range.
+      CHECK(buckets.size() >= static_cast<std::size_t>(c.encoder_layers + c.decoder_layers + 1));
+      std::vector<int> cover(static_cast<std::size_t>(model.parameters().size()), 0);
+      for (const GradientRange& b : buckets) {
+        REQUIRE(b.first < b.second);
+        for (std::int64_t i = b.first; i < b.second; ++i) ++cover[static_cast<std::size_t>(i)];
+      }
+      CHECK(std::count(cover.begin(), cover.end(), 1) == static_cast<std::ptrdiff_t>(cover.size()));
+      CHECK(buckets[0].first > buckets[static_cast<std::size_t>(c.decoder_layers - 1)].first);  // last layer first
+
+      // Two batches accumulated; during the second backward, each bucket handed over already holds
+      // its final gradients (a copy taken then equals the buffer after the pass).
+      const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 4}}, {{4, 5}, {6, 7, 8}}, c);
+      model.parameters().zero_grads();
+      ForwardActivations first;
+      model.forward_loss(batch, {true, 3, 1}, first);
+      model.backward(std::move(first));
+      std::vector<GradientRange> handed;
+      std::vector<std::vector<double>> at_handover;
+      ForwardActivations second;
+      model.forward_loss(batch, {true, 3, 2}, second);
+      model.backward(std::move(second), 0.5, [&](const GradientRange& range) {
+        handed.push_back(range);
+        at_handover.push_back(
+            model.parameters().grads().narrow(0, range.first, range.second - range.first).to_vector<double>());
+      });
+      CHECK(handed == buckets);
+      for (std::size_t b = 0; b < handed.size(); ++b) {
+        INFO("bucket " << b);
+        const GradientRange& range = handed[b];
+        CHECK(at_handover[b] ==
+              model.parameters().grads().narrow(0, range.first, range.second - range.first).to_vector<double>());
+      }
     }
   }
 }

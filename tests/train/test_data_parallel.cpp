@@ -101,36 +101,56 @@ TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradien
       const std::unique_ptr<Communicator> comm =
           make_communicator(std::vector<Device>(static_cast<std::size_t>(workers), Device::cpu()), ProcessGroup{});
       REQUIRE(comm->world_size() == workers);
-      std::vector<Transformer> replicas;
-      std::vector<Tensor> grads;
-      for (int r = 0; r < workers; ++r) {
-        replicas.emplace_back(mc, DType::kF64);
-        replicas.back().initialize(2);
-        std::vector<Batch> share;
-        for (std::int64_t j = 0; j < k && r * k + j < count; ++j) share.push_back(all[static_cast<std::size_t>(r * k + j)]);
-        const std::uint64_t stream = (step * static_cast<std::uint64_t>(workers) + static_cast<std::uint64_t>(r)) *
-                                     static_cast<std::uint64_t>(k);
-        accumulate_gradients(replicas.back(), share, true, seed, stream, 1.0, nullptr, tokens);
-        grads.push_back(replicas.back().parameters().grads());
-      }
-      comm->all_reduce_sum(grads);
-      const std::vector<double> expected = one.parameters().grads().to_vector<double>();
-      for (int r = 0; r < workers; ++r) {
-        const std::vector<double> got = replicas[static_cast<std::size_t>(r)].parameters().grads().to_vector<double>();
-        double worst = 0, scale = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          worst = std::max(worst, std::abs(got[i] - expected[i]));
-          scale = std::max(scale, std::abs(expected[i]));
+      REQUIRE(comm->overlaps_backward());
+      // Summed all at once after the backward passes, and range by range during them.
+      for (const bool overlap : {false, true}) {
+        INFO((overlap ? "summed during the backward passes" : "summed after them"));
+        std::vector<Transformer> replicas;
+        std::vector<Tensor> grads;
+        for (int r = 0; r < workers; ++r) {
+          replicas.emplace_back(mc, DType::kF64);
+          replicas.back().initialize(2);
+          grads.push_back(replicas.back().parameters().grads());
         }
-        CHECK(worst <= 1e-12 * scale);
-        if (r > 0) CHECK(got == replicas[0].parameters().grads().to_vector<double>());  // every worker alike
+        if (overlap) comm->begin_ranges(grads);
+        for (int r = 0; r < workers; ++r) {
+          std::vector<Batch> share;
+          for (std::int64_t j = 0; j < k && r * k + j < count; ++j)
+            share.push_back(all[static_cast<std::size_t>(r * k + j)]);
+          const std::uint64_t stream = (step * static_cast<std::uint64_t>(workers) + static_cast<std::uint64_t>(r)) *
+                                       static_cast<std::uint64_t>(k);
+          GradientReady ready;
+          if (overlap) {
+            ready = [&, r](const GradientRange& range) {
+              comm->range_ready(static_cast<std::size_t>(r), range.first, range.second);
+            };
+          }
+          accumulate_gradients(replicas[static_cast<std::size_t>(r)], share, true, seed, stream, 1.0, nullptr, tokens,
+                               ready);
+        }
+        if (overlap) {
+          comm->finish_ranges();
+        } else {
+          comm->all_reduce_sum(grads);
+        }
+        const std::vector<double> expected = one.parameters().grads().to_vector<double>();
+        for (int r = 0; r < workers; ++r) {
+          const std::vector<double> got =
+              replicas[static_cast<std::size_t>(r)].parameters().grads().to_vector<double>();
+          double worst = 0, scale = 0;
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            worst = std::max(worst, std::abs(got[i] - expected[i]));
+            scale = std::max(scale, std::abs(expected[i]));
+          }
+          CHECK(worst <= 1e-12 * scale);
+          if (r > 0) CHECK(got == replicas[0].parameters().grads().to_vector<double>());  // every worker alike
+        }
       }
     }
   }
 }
 
-TEST_CASE("data parallel: 1, 2, 4 and 8 CPU workers train like one worker with update_freq N (20 updates)",
-          "[train]") {
+TEST_CASE("data parallel: 1, 2, 4 and 8 CPU workers train like one worker with update_freq N (20 updates)", "[train]") {
   const test::ReversalTask task("dp-train", 300);
   const TrainConfig base = parallel_config(task);
   for (const int workers : {2, 4, 8}) {
@@ -190,19 +210,19 @@ TEST_CASE("data parallel: workers with an empty share of the last update contrib
   TrainConfig config = parallel_config(task);
   config.training.max_steps = 0;
   config.training.max_epochs = 1;  // the epoch's last update has fewer batches than workers
-  const std::int64_t batches = static_cast<std::int64_t>(
-      data::make_token_batches(data::load_parallel_corpus(
-                                   [&] {
-                                     data::CorpusOptions o;
-                                     o.source = task.train.source;
-                                     o.target = task.train.target;
-                                     o.max_length = config.data.max_length;
-                                     o.max_ratio = config.data.max_ratio;
-                                     return o;
-                                   }(),
-                                   Vocabulary::load(task.vocab), "", 1),
-                               config.training.max_tokens, config.training.seed, 0)
-          .size());
+  const std::int64_t batches =
+      static_cast<std::int64_t>(data::make_token_batches(data::load_parallel_corpus(
+                                                             [&] {
+                                                               data::CorpusOptions o;
+                                                               o.source = task.train.source;
+                                                               o.target = task.train.target;
+                                                               o.max_length = config.data.max_length;
+                                                               o.max_ratio = config.data.max_ratio;
+                                                               return o;
+                                                             }(),
+                                                             Vocabulary::load(task.vocab), "", 1),
+                                                         config.training.max_tokens, config.training.seed, 0)
+                                    .size());
   REQUIRE(batches % 8 != 0);
   config.training.devices = "cpu:8";
   const TrainResult result = train(config, task.options("eight"));
@@ -224,8 +244,8 @@ TEST_CASE("data parallel: a worker that fails ends the run at once, naming it, a
   TrainOptions options = task.options("run");
   options.fail_worker_at = {2, 5};
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH(train(config, options), Contains("worker 2 of 4 (cpu) failed at update 5") &&
-                                                Contains("TrainOptions::fail_worker_at"));
+  CHECK_THROWS_WITH(train(config, options),
+                    Contains("worker 2 of 4 (cpu) failed at update 5") && Contains("TrainOptions::fail_worker_at"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));
   CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{2, 4});
   options.fail_worker_at = {-1, -1};

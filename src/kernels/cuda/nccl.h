@@ -28,6 +28,13 @@ class NcclComms {
   // ranks. Asynchronous on the context streams; an NCCL error (also an asynchronous one reported by
   // an earlier collective) is a dragoman::Error.
   void all_reduce_sum(const std::vector<void*>& buffers, std::size_t count, bool f64);
+  // The sum of one range of device i's buffer, called from the thread that drives device i (each
+  // communicator is used by one thread; every rank hands over the same ranges in the same order):
+  // enqueued on a stream of its own that first waits for the work enqueued so far on device i's
+  // context stream (an event), so the backward pass goes on while earlier ranges are summed.
+  void all_reduce_sum_after_compute(std::size_t i, void* buffer, std::size_t count, bool f64);
+  // Every context stream waits for the sums all_reduce_sum_after_compute enqueued on its device.
+  void join_compute_streams();
   // ncclCommAbort on every communicator: collectives waiting for a failed peer return. Never throws.
   void abort() noexcept;
 

@@ -39,6 +39,8 @@ struct NcclComms::State {};
 NcclComms::NcclComms(const NcclId&, int, int, const std::vector<int>&) { no_cuda("NcclComms"); }
 NcclComms::~NcclComms() = default;
 void NcclComms::all_reduce_sum(const std::vector<void*>&, std::size_t, bool) { no_cuda("NcclComms"); }
+void NcclComms::all_reduce_sum_after_compute(std::size_t, void*, std::size_t, bool) { no_cuda("NcclComms"); }
+void NcclComms::join_compute_streams() { no_cuda("NcclComms"); }
 void NcclComms::abort() noexcept {}
 
 // runtime_info.h
