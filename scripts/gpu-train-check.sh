@@ -2,8 +2,9 @@
 # `dragoman train --devices cuda:0` from the command line, as a user runs it (scripts/gpu-check.sh's
 # train-cli step): a synthetic corpus made here (random words; the target is the source's words in
 # reverse order), the vocabulary built into the run, 1,000 updates in bf16 with validation BLEU on the
-# GPU, a resume on the CPU from the GPU's checkpoint, and that checkpoint translated on the CPU and
-# scored. Fails unless the loss falls to less than half its first value and every command exits 0.
+# GPU, a resume on the CPU from the GPU's checkpoint, that checkpoint translated on the CPU and
+# scored, then translated on the GPU (f32 and bf16, compared with the CPU's) and timed there. Fails
+# unless the loss falls to less than half its first value and every command exits 0.
 #   Usage: scripts/gpu-train-check.sh DRAGOMAN WORK_DIR
 set -euo pipefail
 dragoman=$1
@@ -48,3 +49,19 @@ awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
 "$dragoman" translate --model "$work/run/checkpoints/checkpoint-00001000.safetensors" --input "$work/dev.src" \
   --output "$work/dev.hyp" --beam 4
 "$dragoman" score-bleu -r "$work/dev.tgt" -i "$work/dev.hyp"
+
+# The same checkpoint translated on the GPU (translate --device): f32 agrees with the CPU's output,
+# bf16 nearly; then the GPU's speed on 20,000 lines (the summary line's tokens/s), f32 and bf16.
+"$dragoman" translate --model "$work/run/checkpoints/checkpoint-00001000.safetensors" --input "$work/dev.src" \
+  --output "$work/dev.gpu.hyp" --beam 4 --device cuda:0
+"$dragoman" translate --model "$work/run/checkpoints/checkpoint-00001000.safetensors" --input "$work/dev.src" \
+  --output "$work/dev.bf16.hyp" --beam 4 --device cuda:0 --precision bf16
+echo "GPU f32 vs CPU f32:"
+"$dragoman" score-bleu -r "$work/dev.hyp" -i "$work/dev.gpu.hyp"
+echo "GPU bf16 vs CPU f32:"
+"$dragoman" score-bleu -r "$work/dev.hyp" -i "$work/dev.bf16.hyp"
+head -n 20000 "$work/train.src" >"$work/speed.src"
+for precision in fp32 bf16; do
+  "$dragoman" translate --model "$work/run/checkpoints/checkpoint-00001000.safetensors" --input "$work/speed.src" \
+    --output "$work/speed.$precision.hyp" --beam 4 --device cuda:0 --precision "$precision" 2>&1 | grep "source tokens/s"
+done

@@ -18,6 +18,7 @@
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "core/allocator.h"
+#include "core/build_info.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -25,6 +26,7 @@
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
+#include "kernels/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "text/utf8.h"
 
@@ -43,8 +45,8 @@ struct TranslateCliOptions {
   std::int64_t max_length_b = 50;
   int nbest = 0;
   bool scores = false;
-  std::int64_t batch_tokens = 2048;
-  std::int64_t batch_sentences = 64;
+  std::int64_t batch_tokens = 0;     // 0: 2048 on the CPU, 16384 on a GPU
+  std::int64_t batch_sentences = 0;  // 0: 64 on the CPU, 1024 on a GPU
   std::int64_t chunk_lines = 10000;
   std::string device = "cpu";
   std::string precision = "fp32";
@@ -221,19 +223,20 @@ class ChunkWriter {
 // (written at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
 std::int64_t next_chunk_size(std::int64_t previous, const TranslateCliOptions& o) {
   if (o.output != "-") return o.chunk_lines;
-  return previous == 0 ? std::min(o.batch_sentences, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
+  const std::int64_t first = o.batch_sentences > 0 ? o.batch_sentences : 64;
+  return previous == 0 ? std::min(first, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
 }
 
-void log_summary(const Totals& totals, double seconds, std::int64_t max_positions) {
+void log_summary(const Totals& totals, double seconds, std::int64_t max_positions, Device device) {
   seconds = std::max(seconds, 1e-9);
   spdlog::info(
       "translate: {} lines, {} source tokens, {} target tokens (1-best) in {:.2f} s: {:.1f} lines/s, {:.0f} "
       "source tokens/s, {:.0f} target tokens/s",
       totals.lines, totals.source_tokens, totals.target_tokens, seconds, static_cast<double>(totals.lines) / seconds,
       static_cast<double>(totals.source_tokens) / seconds, static_cast<double>(totals.target_tokens) / seconds);
-  const AllocatorStats memory = allocator_for(Device::cpu()).stats();
-  spdlog::debug("translate: CPU allocator: peak in use {} MiB, peak reserved {} MiB", memory.peak_in_use >> 20,
-                memory.peak_reserved >> 20);
+  const AllocatorStats memory = allocator_for(device).stats();
+  spdlog::debug("translate: {} allocator: peak in use {} MiB, peak reserved {} MiB", device.str(),
+                memory.peak_in_use >> 20, memory.peak_reserved >> 20);
   if (totals.truncated > 0) {
     spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", totals.truncated, max_positions);
   }
@@ -243,10 +246,17 @@ void log_summary(const Totals& totals, double seconds, std::int64_t max_position
 }
 
 void check_options(const TranslateCliOptions& o) {
-  if (!Device::parse(o.device).is_cpu()) {
-    throw Error("translate: --device " + o.device +
-                ": this version translates on the CPU only (no CUDA model "
-                "kernels yet)");
+  const Device device = Device::parse(o.device);
+  if (!device.is_cpu()) {
+    if (!built_with_cuda()) {
+      throw Error("translate: --device " + o.device +
+                  ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit)");
+    }
+    const int visible = cuda::device_count();
+    if (device.index >= visible) {
+      throw Error("translate: --device " + o.device + ": no such CUDA device (" + std::to_string(visible) +
+                  " visible" + (visible == 0 ? ": no driver or no GPU" : "") + ")");
+    }
   }
   if (o.nbest > o.beam) {
     throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " +
@@ -270,7 +280,8 @@ int run_translate(const TranslateCliOptions& o) {
   ModelFileInfo info;
   DType precision = DType::kF32;
   parse_precision(o.precision, precision);  // one of the names --precision accepts
-  const Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info);
+  const Device device = Device::parse(o.device);
+  const Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info, device);
   if (info.vocabulary.empty()) {
     throw Error(o.model +
                 ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
@@ -279,14 +290,17 @@ int run_translate(const TranslateCliOptions& o) {
   const Vocabulary vocabulary = Vocabulary::from_bytes(info.vocabulary, o.model + " (vocabulary)");
   TranslatorOptions options;
   options.search = search_options(o);
-  options.batch_tokens = o.batch_tokens;
-  options.batch_sentences = o.batch_sentences;
+  // A GPU wants large batches to be busy; the CPU small ones (its caches, and the first lines soon).
+  options.batch_tokens = o.batch_tokens > 0 ? o.batch_tokens : device.is_cpu() ? 2048 : 16384;
+  options.batch_sentences = o.batch_sentences > 0 ? o.batch_sentences : device.is_cpu() ? 64 : 1024;
   const Translator translator(model, vocabulary, options);
   const std::int64_t max_positions = model.config().max_positions;
   spdlog::info(
       "translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
-      "tokens, {} thread(s)",
-      o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b, compute_threads());
+      "tokens, {}",
+      o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
+      device.is_cpu() ? fmt::format("{} thread(s)", compute_threads()) : fmt::format("on {} in {}", device.str(),
+                                                                                     o.precision));
 
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
@@ -315,7 +329,7 @@ int run_translate(const TranslateCliOptions& o) {
   }
   output.commit();
   progress.finish();
-  log_summary(totals, seconds_since(start), max_positions);
+  log_summary(totals, seconds_since(start), max_positions, device);
   return 0;
 }
 
@@ -357,16 +371,16 @@ Subcommand add_translate(CLI::App& app) {
                   "Write the K best hypotheses of each line as 'I ||| TEXT ||| F0= LOG_PROB ||| SCORE' (K <= beam)")
       ->check(integer_in(1, 1024));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
-  sub->add_option("--batch-tokens", o->batch_tokens, "Source tokens per batch, padding counted")
-      ->check(integer_in(1, std::int64_t{1} << 30))
-      ->capture_default_str();
-  sub->add_option("--batch-sentences", o->batch_sentences, "Sentences per batch, at most")
-      ->check(integer_in(1, std::int64_t{1} << 30))
-      ->capture_default_str();
+  sub->add_option("--batch-tokens,--max-batch-tokens", o->batch_tokens,
+                  "Source tokens per batch, padding counted (default: 2048 on the CPU, 16384 on a GPU)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
+  sub->add_option("--batch-sentences", o->batch_sentences,
+                  "Sentences per batch, at most (default: 64 on the CPU, 1024 on a GPU)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
   sub->add_option("--chunk-lines", o->chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu (CUDA decoding is not in this version)")
+  sub->add_option("--device", o->device, "cpu or cuda:N (the model is cast to --precision on it)")
       ->check(device_name())
       ->capture_default_str();
   sub->add_option("--precision", o->precision,

@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "kernels/cpu/top_k.h"
+#include "ops/top_k.h"
 
 namespace dragoman {
 namespace {
@@ -42,37 +44,48 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
 }
 
 
-// The `count` best next tokens of one row of log-probabilities (best first; equal values: lower
-// token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`.
-template <typename T>
-void best_tokens(const T* row, std::int32_t vocab, std::size_t count, bool eos_only, const ModelConfig& c,
-                 std::vector<std::pair<double, std::int32_t>>& best) {
-  best.clear();
-  if (eos_only) {
-    best.emplace_back(static_cast<double>(row[c.eos_id]), c.eos_id);
-    return;
-  }
-  // A small sorted list; most tokens fail the first comparison against its worst entry.
-  for (std::int32_t v = 0; v < vocab; ++v) {
-    if (v == c.pad_id || v == c.bos_id) continue;
-    const double value = static_cast<double>(row[v]);
-    if (best.size() == count && !(value > best.back().first)) continue;
-    if (best.size() == count) best.pop_back();
-    auto at = best.end();
-    while (at != best.begin() && value > std::prev(at)->first) --at;
-    best.insert(at, {value, v});
-  }
-}
-
-// The log-probabilities of row `r` of logits [R, V] as doubles, for any floating dtype.
+// The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
+// lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
+// (kernels/cpu/top_k.h).
 void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const ModelConfig& c,
                      std::vector<std::pair<double, std::int32_t>>& best) {
   const std::int64_t vocab = logits.dim(1);
-  const auto v = static_cast<std::int32_t>(vocab);
+  const auto k = static_cast<std::int64_t>(count);
   switch (logits.dtype()) {
-    case DType::kF32: return best_tokens(logits.data<float>() + r * vocab, v, count, eos_only, c, best);
-    case DType::kF64: return best_tokens(logits.data<double>() + r * vocab, v, count, eos_only, c, best);
+    case DType::kF32: {
+      const float* row = logits.data<float>() + r * vocab;
+      if (eos_only) {
+        best.assign(1, {static_cast<double>(row[c.eos_id]), c.eos_id});
+        return;
+      }
+      return cpu::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
+    }
+    case DType::kF64: {
+      const double* row = logits.data<double>() + r * vocab;
+      if (eos_only) {
+        best.assign(1, {row[c.eos_id], c.eos_id});
+        return;
+      }
+      return cpu::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
+    }
     default: throw Error("beam search: log-probabilities must be f32 or f64, got " + logits.describe());
+  }
+}
+
+// The same from a GPU's candidates (ops::top_k_rows, copied to the host): row r's are
+// values/ids[r * count ...], its EOS value eos_values[r].
+void row_best_candidates(const std::vector<float>& values, const std::vector<std::int32_t>& ids,
+                         const std::vector<float>& eos_values, std::int64_t r, std::size_t count, bool eos_only,
+                         const ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
+  best.clear();
+  if (eos_only) {
+    best.emplace_back(static_cast<double>(eos_values[static_cast<std::size_t>(r)]), c.eos_id);
+    return;
+  }
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t at = static_cast<std::size_t>(r) * count + j;
+    if (ids[at] < 0) break;
+    best.emplace_back(static_cast<double>(values[at]), ids[at]);
   }
 }
 
@@ -130,8 +143,16 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
 
   for (std::int64_t t = 0; !active.empty(); ++t) {
     const auto live_rows = static_cast<std::int64_t>(active.size()) * k_max;
-    Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
-    if (!device.is_cpu()) logits = logits.to(Device::cpu());
+    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
+    // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
+    std::vector<float> top_values, top_eos;
+    std::vector<std::int32_t> top_ids;
+    if (!device.is_cpu()) {
+      const ops::TopK top = ops::top_k_rows(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
+      top_values = top.values.to(Device::cpu()).to_vector<float>();
+      top_ids = top.ids.to(Device::cpu()).to_vector<std::int32_t>();
+      top_eos = top.eos_values.to(Device::cpu()).to_vector<float>();
+    }
     std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
     std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
     std::vector<std::int64_t> still_active;  // positions j in `active`
@@ -143,7 +164,12 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       candidates.clear();
       const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
       for (std::int64_t k = 0; k < live; ++k) {
-        row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+        if (device.is_cpu()) {
+          row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+        } else {
+          row_best_candidates(top_values, top_ids, top_eos, first_row + k, static_cast<std::size_t>(2 * k_max),
+                              t >= s.max_length, c, best);
+        }
         for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token});
       }
       const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));

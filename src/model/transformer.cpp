@@ -1,12 +1,17 @@
 // The Transformer (see transformer.h and docs/MODEL.md).
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "kernels/cpu/gather.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/gather.h"
 #include "model/layers.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
@@ -598,9 +603,31 @@ Tensor select_batch_rows(const Tensor& x, const std::vector<std::int64_t>& rows,
   Shape shape = x.shape();
   shape[0] = allocated_rows;
   Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, static_cast<std::int64_t>(rows.size()));
+  for (const std::int64_t row : rows) {
+    if (row < 0 || row >= x.dim(0)) throw Error("select_rows: row " + std::to_string(row) + " out of range");
+  }
+  // Rows whose kept prefix is one dense block (the caches always are): one gather, on a GPU one
+  // kernel for all rows. Anything else: a copy per row.
+  bool dense = x.strides().back() == 1 || x.rank() == 1;
+  for (std::int64_t d = x.rank() - 2; d >= 1 && dense; --d) dense = x.strides()[d] == x.strides()[d + 1] * x.dim(d + 1);
+  if (dense && rows.size() <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    const auto element = static_cast<std::int64_t>(dtype_size(x.dtype()));
+    const std::int64_t row_bytes =
+        (x.rank() > 1 ? std::min(length, x.dim(1)) * x.strides()[1] : std::int64_t{1}) * element;
+    const std::vector<std::int32_t> index(rows.begin(), rows.end());
+    const auto count = static_cast<std::int64_t>(rows.size());
+    if (x.device().is_cpu()) {
+      cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
+                               index.data(), count, row_bytes);
+    } else {
+      const Tensor on_device = Tensor::from_vector(index, {count}).to(x.device());
+      const cuda::DeviceGuard guard(x.device().index);
+      cuda::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
+                                on_device.data<std::int32_t>(), count, row_bytes, cuda::stream_of(x.device().index));
+    }
+    return out;
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= x.dim(0))
-      throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
     Tensor to = out.narrow(0, static_cast<std::int64_t>(i), 1), from = x.narrow(0, rows[i], 1);
     if (x.rank() > 1 && length < x.dim(1)) {
       if (length == 0) continue;

@@ -160,7 +160,8 @@ expect missing-input 1 "cannot open .*nothing.txt" -- "$dragoman" translate -m "
 expect missing-model 2 "nothing.safetensors" -- "$dragoman" translate -m "$tmp/nothing.safetensors"
 expect bad-normalization 2 "length-normalization" -- \
   "$dragoman" translate -m "$model" --length-normalization sideways
-expect cuda-device 1 "CPU only" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" --device cuda:0
+expect missing-cuda-device 1 "--device cuda:99: (no such CUDA device|this build of dragoman has no CUDA)" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --device cuda:99
 
 # SIGTERM: exit 143 and no output file (one sentence per batch keeps it busy long enough).
 for ((i = 0; i < 400; i++)); do cat "$tmp/train.src"; done >"$tmp/long.txt"

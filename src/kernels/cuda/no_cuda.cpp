@@ -16,6 +16,7 @@
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gather.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/memory.h"
@@ -23,6 +24,7 @@
 #include "kernels/cuda/pinned.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/runtime_info.h"
+#include "kernels/cuda/top_k.h"
 
 namespace dragoman::cuda {
 namespace {
@@ -42,6 +44,18 @@ void NcclComms::all_reduce_sum(const std::vector<void*>&, std::size_t, bool) { n
 void NcclComms::all_reduce_sum_after_compute(std::size_t, void*, std::size_t, bool) { no_cuda("NcclComms"); }
 void NcclComms::join_compute_streams() { no_cuda("NcclComms"); }
 void NcclComms::abort() noexcept {}
+
+// gather.h
+void gather_row_prefixes(const void*, std::int64_t, void*, std::int64_t, const std::int32_t*, std::int64_t,
+                         std::int64_t, Stream) {
+  no_cuda("gather_row_prefixes");
+}
+
+// top_k.h
+void top_k_rows(const float*, std::int64_t, std::int64_t, std::int64_t, std::int32_t, std::int32_t, std::int32_t,
+                float*, std::int32_t*, float*, Stream) {
+  no_cuda("top_k_rows");
+}
 
 // runtime_info.h
 int device_count() { return 0; }

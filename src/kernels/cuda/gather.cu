@@ -1,0 +1,46 @@
+// Row gathers on CUDA (see gather.h).
+#include "kernels/cuda/gather.h"
+
+#include <cstdint>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace dragoman::cuda {
+namespace {
+
+// Output row i, word w (W-byte words): grid-stride over count x words.
+template <typename W>
+__global__ void gather_kernel(const W* src, std::int64_t src_stride, W* dst, std::int64_t dst_stride,
+                              const std::int32_t* rows, std::int64_t count, std::int64_t words) {
+  for (std::int64_t n = launch::first_index(); n < count * words; n += launch::grid_stride()) {
+    const std::int64_t i = n / words, w = n % words;
+    dst[i * dst_stride + w] = src[rows[i] * src_stride + w];
+  }
+}
+
+template <typename W>
+void launch_gather(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                   const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes, Stream stream) {
+  const auto size = static_cast<std::int64_t>(sizeof(W));
+  gather_kernel<W><<<launch::blocks_for(count * (row_bytes / size)), launch::kThreads, 0, stream>>>(
+      static_cast<const W*>(src), src_stride / size, static_cast<W*>(dst), dst_stride / size, rows, count,
+      row_bytes / size);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                         const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes, Stream stream) {
+  if (count == 0 || row_bytes == 0) return;
+  const auto aligned = [&](std::int64_t to) {
+    return reinterpret_cast<std::uintptr_t>(src) % to == 0 && reinterpret_cast<std::uintptr_t>(dst) % to == 0 &&
+           src_stride % to == 0 && dst_stride % to == 0 && row_bytes % to == 0;
+  };
+  if (aligned(4)) return launch_gather<std::uint32_t>(src, src_stride, dst, dst_stride, rows, count, row_bytes, stream);
+  if (aligned(2)) return launch_gather<std::uint16_t>(src, src_stride, dst, dst_stride, rows, count, row_bytes, stream);
+  launch_gather<std::uint8_t>(src, src_stride, dst, dst_stride, rows, count, row_bytes, stream);
+}
+
+}  // namespace dragoman::cuda

@@ -1,0 +1,25 @@
+// The beam search's candidates on CUDA, the twin of kernels/cpu/top_k.h for every row at once: the k
+// best (value, id) of each row of f32 log-probabilities, best first, equal values in ascending id
+// order, ids skip_a and skip_b left out; where a row has fewer than k other entries the rest are id
+// -1, value -inf. Also each row's value at `eos` (the only candidate of a hypothesis at its length
+// cap). NaN entries are never chosen (the CPU spec may keep a NaN in a row with fewer than k other
+// entries; log-probabilities are not NaN).
+//
+// One block per row, k passes over the row, each a block-wide argmax (a fixed tree order) over the
+// entries after the previous pick in (value descending, id ascending) order: the same picks as the
+// CPU's, for any k. All pointers are device memory of the stream's device; asynchronous on `stream`.
+// Plain C++ header; the CPU-only build links stubs.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/stream.h"
+
+namespace dragoman::cuda {
+
+//   x: [rows, v]; values, ids: [rows, k]; eos_values: [rows]
+void top_k_rows(const float* x, std::int64_t rows, std::int64_t v, std::int64_t k, std::int32_t skip_a,
+                std::int32_t skip_b, std::int32_t eos, float* values, std::int32_t* ids, float* eos_values,
+                Stream stream);
+
+}  // namespace dragoman::cuda

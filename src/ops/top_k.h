@@ -1,0 +1,21 @@
+// The beam search's candidates as an op: the k best entries of each row of f32 log-probabilities
+// (kernels/cpu/top_k.h is the spec; kernels/cuda/top_k.h its twin), so that a GPU decoder sends
+// only k candidates per row to the host instead of the whole vocabulary.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace dragoman::ops {
+
+struct TopK {
+  Tensor values;      // f32 [rows, k], best first (-inf where a row has fewer candidates)
+  Tensor ids;         // i32 [rows, k] (-1 there)
+  Tensor eos_values;  // f32 [rows]: each row's value at `eos`
+};
+
+// x: f32 [rows, V] on any device; the results are on x's device. Ids skip_a and skip_b are left out.
+TopK top_k_rows(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b, std::int32_t eos);
+
+}  // namespace dragoman::ops
