@@ -4,6 +4,12 @@
 
 #include <spdlog/version.h>
 
+#include <string>
+
+#ifdef DRAGOMAN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #ifdef DRAGOMAN_WITH_CUDA
 #include "kernels/cuda/runtime_info.h"
 #endif
@@ -22,6 +28,13 @@ bool built_with_cuda() {
 
 std::string build_info() {
   std::string text = std::string("dragoman ") + version() + " (git " + git_revision() + ")\n";
+#ifdef DRAGOMAN_WITH_ONEDNN
+  const dnnl_version_t* dnnl = dnnl_version();
+  text += "CPU GEMM: oneDNN " + std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +
+          std::to_string(dnnl->patch) + " (f32), OpenBLAS (f64)\n";
+#else
+  text += "CPU GEMM: OpenBLAS\n";
+#endif
 #ifdef DRAGOMAN_WITH_CUDA
   text += cuda::runtime_info();
 #else

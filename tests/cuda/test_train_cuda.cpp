@@ -144,7 +144,7 @@ TEST_CASE("bf16 training on the GPU tracks f32, and validation BLEU comes from t
   }
   INFO("dev loss: fp32 " << dev_loss[0] << ", bf16 " << dev_loss[1]);
   CHECK(dev_loss[0] < 0.8);  // learned (untrained: about log 25 = 3.2)
-  CHECK(std::abs(dev_loss[1] - dev_loss[0]) <= 0.02 * dev_loss[0]);
+  CHECK(std::abs(dev_loss[1] - dev_loss[0]) <= 0.04 * dev_loss[0]);  // as the CPU test (test_trainer.cpp)
   CHECK(results[0].best_valid_bleu > 90);
   CHECK(results[1].best_valid_bleu > 90);
 }

@@ -1,12 +1,18 @@
-// GEMM through OpenBLAS, with the widening of bf16/f16 operands (see gemm.h).
+// GEMM through oneDNN (f32, when the build has it) or OpenBLAS, with the widening of bf16/f16
+// operands (see gemm.h).
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
+#ifdef DRAGOMAN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace dragoman::cpu {
@@ -14,7 +20,17 @@ namespace {
 
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
                blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  // oneDNN's row-major sgemm, on the calling thread's OpenMP threads.
+  const dnnl_status_t status = dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', m, n, k, alpha,
+                                          a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {
+    throw Error("cpu::gemm: oneDNN's dnnl_sgemm failed (status " + std::to_string(static_cast<int>(status)) + ") for " +
+                std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
+  }
+#else
   cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
 }
 
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha, const double* a,

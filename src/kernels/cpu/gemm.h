@@ -4,14 +4,17 @@
 //
 // T, the storage type of A and B, is double, float, bf16 or f16; C is T, or acc_t<T> (float for
 // bf16 and f16: a parameter gradient accumulated in fp32 with beta = 1). alpha and beta are acc_t<T>.
-//   - T = float, double: cblas_sgemm / cblas_dgemm directly on the operands.
+//   - T = float: oneDNN's dnnl_sgemm when the build has oneDNN (DRAGOMAN_ONEDNN; kernels generated for
+//     the running CPU: AVX-512 where it has it), else OpenBLAS's cblas_sgemm. T = double: cblas_dgemm.
 //   - T = bf16, f16: what cuBLASLt does with CUBLAS_COMPUTE_32F. A and B are widened to float exactly,
-//     in blocks of at most kGemmBlock x kGemmBlock elements (bounded memory), and cblas_sgemm sums the
-//     products in float into a float tile that starts at beta * C. The tile never rounds between k
-//     blocks; a C of T is rounded once, with store<T>(), after the last one. A float C is the tile.
-// OpenBLAS threads internally (set_gemm_threads); the widening loops run on OpenMP threads between
-// its calls, never around them. Results may differ in the last bits between thread counts, never
-// between runs with the same count.
+//     in blocks of at most kGemmBlock x kGemmBlock elements (bounded memory), and the float product
+//     above sums them in float into a float tile that starts at beta * C. The tile never rounds
+//     between k blocks; a C of T is rounded once, with store<T>(), after the last one. A float C is
+//     the tile.
+// The libraries thread internally (oneDNN on the caller's OpenMP threads; OpenBLAS by
+// set_gemm_threads); the widening loops run on OpenMP threads between their calls, never around
+// them. Results may differ in the last bits between libraries and thread counts, never between runs
+// with the same ones.
 #pragma once
 
 #include <cstdint>
