@@ -247,6 +247,9 @@ void log_summary(const Totals& totals, double seconds, std::int64_t max_position
 
 void check_options(const TranslateCliOptions& o) {
   const Device device = Device::parse(o.device);
+  if (o.precision == "int8" && !device.is_cpu()) {
+    throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
+  }
   if (!device.is_cpu()) {
     if (!built_with_cuda()) {
       throw Error("translate: --device " + o.device +
@@ -279,9 +282,11 @@ int run_translate(const TranslateCliOptions& o) {
 
   ModelFileInfo info;
   DType precision = DType::kF32;
-  parse_precision(o.precision, precision);  // one of the names --precision accepts
+  const bool int8 = o.precision == "int8";
+  if (!int8) parse_precision(o.precision, precision);  // one of the names --precision accepts
   const Device device = Device::parse(o.device);
-  const Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info, device);
+  Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info, device);
+  if (int8) model.quantize_int8();  // the encoder's and decoder's linear layers; embeddings stay f32
   if (info.vocabulary.empty()) {
     throw Error(o.model +
                 ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
@@ -385,8 +390,8 @@ Subcommand add_translate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--precision", o->precision,
                   "Weights and activations in fp32, bf16 or fp16 (16-bit: half the model's memory; log-probabilities "
-                  "stay fp32)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+                  "stay fp32), or int8 on the CPU (linear layers' weights quantized per row, activations per row)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
       ->capture_default_str();
   add_threads_option(sub, o->threads, "Compute threads");
   sub->add_flag("--replace-invalid", o->replace_invalid,

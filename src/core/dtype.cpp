@@ -11,6 +11,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
     case DType::kU8: return 1;
+    case DType::kI8: return 1;
   }
   return 0;
 }
@@ -23,12 +24,13 @@ const char* dtype_name(DType dtype) {
     case DType::kBF16: return "BF16";
     case DType::kF16: return "F16";
     case DType::kU8: return "U8";
+    case DType::kI8: return "I8";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view name, DType& dtype) {
-  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kBF16, DType::kF16, DType::kU8}) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kBF16, DType::kF16, DType::kU8, DType::kI8}) {
     if (name == dtype_name(d)) {
       dtype = d;
       return true;

@@ -9,7 +9,7 @@ namespace dragoman {
 
 // f32 everywhere on CPU; f64 for gradient checks; i32 for token ids; bf16/f16 for CUDA compute;
 // u8 for raw bytes in checkpoints (an embedded SentencePiece model, for example).
-enum class DType { kF32, kF64, kI32, kBF16, kF16, kU8 };
+enum class DType { kF32, kF64, kI32, kBF16, kF16, kU8, kI8 };
 
 std::size_t dtype_size(DType dtype);
 // safetensors' names: "F32", "F64", "I32", "BF16", "F16", "U8".

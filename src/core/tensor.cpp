@@ -333,7 +333,8 @@ void with_typed_data(TensorT& t, Fn fn) {
     case DType::kI32: fn(t.template data<std::int32_t>()); return;
     case DType::kBF16: fn(t.template data<bf16>()); return;
     case DType::kF16: fn(t.template data<f16>()); return;
-    case DType::kU8: break;
+    case DType::kU8:
+    case DType::kI8: break;
   }
   throw Error(std::string("dtype conversion of ") + dtype_name(t.dtype()) + " is not supported");
 }
@@ -400,6 +401,7 @@ DRAGOMAN_TENSOR_INSTANTIATE(float)
 DRAGOMAN_TENSOR_INSTANTIATE(double)
 DRAGOMAN_TENSOR_INSTANTIATE(std::int32_t)
 DRAGOMAN_TENSOR_INSTANTIATE(std::uint8_t)
+DRAGOMAN_TENSOR_INSTANTIATE(std::int8_t)
 DRAGOMAN_TENSOR_INSTANTIATE(bf16)
 DRAGOMAN_TENSOR_INSTANTIATE(f16)
 #undef DRAGOMAN_TENSOR_INSTANTIATE

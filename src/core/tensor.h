@@ -40,6 +40,8 @@ constexpr DType dtype_of<std::int32_t>() { return DType::kI32; }
 template <>
 constexpr DType dtype_of<std::uint8_t>() { return DType::kU8; }
 template <>
+constexpr DType dtype_of<std::int8_t>() { return DType::kI8; }
+template <>
 constexpr DType dtype_of<bf16>() { return DType::kBF16; }
 template <>
 constexpr DType dtype_of<f16>() { return DType::kF16; }

@@ -9,6 +9,11 @@
 
 namespace dragoman::model {
 
+Tensor apply(const Linear& p, const Tensor& x, bool relu) {
+  if (p.qweight.defined()) return ops::linear_int8(x, p.qweight, p.qscale, p.bias, relu);
+  return relu ? ops::linear_relu(x, p.weight, p.bias) : ops::linear(x, p.weight, p.bias);
+}
+
 DropoutSites::DropoutSites(std::uint64_t seed, std::uint64_t step, std::uint64_t rank)
     : training_(true),
       seed_(seed),
@@ -21,9 +26,9 @@ DropoutSites::DropoutSites(std::uint64_t seed, std::uint64_t step, std::uint64_t
 
 Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
                          const ops::AttentionOptions& options, AttentionActivations* act) {
-  const Tensor q = ops::linear(xq, p.q.weight, p.q.bias);    // [B, T, H*K]
-  const Tensor k = ops::linear(xkv, p.k.weight, p.k.bias);   // [B, S, H*K]
-  const Tensor v = ops::linear(xkv, p.v.weight, p.v.bias);   // [B, S, H*Kv]
+  const Tensor q = apply(p.q, xq);   // [B, T, H*K]
+  const Tensor k = apply(p.k, xkv);  // [B, S, H*K]
+  const Tensor v = apply(p.v, xkv);  // [B, S, H*Kv]
   ops::AttentionSaved* saved = act != nullptr ? &act->saved : nullptr;
   const Tensor context = ops::attention(q, k, v, key_lengths, options, saved);  // [B, T, H*Kv]
   if (act != nullptr) {
@@ -36,7 +41,7 @@ Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tenso
     act->key_lengths = key_lengths;
     act->options = options;
   }
-  return ops::linear(context, p.out.weight, p.out.bias);  // [B, T, D]
+  return apply(p.out, context);  // [B, T, D]
 }
 
 AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout) {
@@ -53,10 +58,10 @@ AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActiva
 
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act) {
-  const Tensor hidden = ops::linear_relu(x, p.fc1.weight, p.fc1.bias);  // [B, L, F]
+  const Tensor hidden = apply(p.fc1, x, true);  // [B, L, F]
   const Tensor dropped = relu_dropout.apply(hidden);
   if (act != nullptr) *act = {x, hidden, dropped, relu_dropout};
-  return ops::linear(dropped, p.fc2.weight, p.fc2.bias);  // [B, L, D]
+  return apply(p.fc2, dropped);  // [B, L, D]
 }
 
 Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {

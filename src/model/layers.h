@@ -23,7 +23,13 @@ namespace dragoman::model {
 struct Linear {
   Tensor weight, bias;    // [out, in], [out] (bias may be undefined)
   Tensor dweight, dbias;  // gradient views
+  // int8 decoding (Transformer::quantize_int8): the weight quantized per output row, and the scales.
+  Tensor qweight, qscale;  // i8 [out, in], f32 [out]; undefined otherwise
 };
+
+// x W^T + b through `p` (then max(., 0) with relu): its int8 weights when it has them
+// (ops::linear_int8), else ops::linear / ops::linear_relu.
+Tensor apply(const Linear& p, const Tensor& x, bool relu = false);
 
 struct LayerNormParams {
   Tensor weight, bias, dweight, dbias;  // [D]

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "kernels/cpu/gather.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/gather.h"
 #include "model/layers.h"
@@ -165,8 +166,12 @@ namespace {
 // The compute weights (what the forward reads) and the gradients of a layer (what the backward
 // writes: hence a non-const set).
 Linear bind_linear(ParameterSet& p, const std::string& name) {
-  return {p.compute_value(name + ".weight"), p.compute_value(name + ".bias"), p.grad(name + ".weight"),
-          p.grad(name + ".bias")};
+  Linear linear;
+  linear.weight = p.compute_value(name + ".weight");
+  linear.bias = p.compute_value(name + ".bias");
+  linear.dweight = p.grad(name + ".weight");
+  linear.dbias = p.grad(name + ".bias");
+  return linear;
 }
 
 LayerNormParams bind_norm(ParameterSet& p, const std::string& name) {
@@ -259,6 +264,37 @@ Transformer::Transformer(Transformer&&) noexcept = default;
 Transformer& Transformer::operator=(Transformer&&) noexcept = default;
 
 void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
+
+void Transformer::quantize_int8() {
+  if (quantized_) return;
+  if (dtype() != DType::kF32 || !params_.values().device().is_cpu() || params_.grads().defined()) {
+    throw Error("quantize_int8: needs an f32 decoding model on the CPU (translate loads one)");
+  }
+  const auto quantize = [](Linear& p) {
+    const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
+    p.qweight = Tensor::empty({out, in}, DType::kI8);
+    p.qscale = Tensor::empty({out}, DType::kF32);
+    cpu::quantize_rows(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
+                       p.qscale.data<float>());
+  };
+  const auto attention = [&](AttentionParams& a) {
+    for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) quantize(*p);
+  };
+  for (Views::EncoderLayer& layer : views_->encoder) {
+    attention(layer.self_attn);
+    quantize(layer.ffn.fc1);
+    quantize(layer.ffn.fc2);
+  }
+  for (Views::DecoderLayer& layer : views_->decoder) {
+    attention(layer.self_attn);
+    attention(layer.cross_attn);
+    quantize(layer.ffn.fc1);
+    quantize(layer.ffn.fc2);
+  }
+  output_int8_.weight = views_->output.weight;  // the (tied) embedding's f32 rows stay for the inputs
+  quantize(output_int8_);
+  quantized_ = true;
+}
 
 // ---- Forward and backward ------------------------------------------------------------------------
 
@@ -373,7 +409,8 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
 
   // Output projection and loss.
   const std::int64_t rows = batch.tgt_out.numel();
-  Tensor logits = ops::linear(y, v.output.weight, Tensor()).view({rows, c.tgt_vocab_size});  // [B*T, V]
+  Tensor logits = (quantized_ ? model::apply(output_int8_, y) : ops::linear(y, v.output.weight, Tensor()))
+                      .view({rows, c.tgt_vocab_size});  // [B*T, V]
   // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
   // The sums go into the caller's accumulator when given (not read back), else come back here.
   const Tensor targets = batch.tgt_out.view({rows});
@@ -505,8 +542,8 @@ DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Ten
   const std::int64_t b = encoder_output.dim(0) * beams;  // rows
   state.allocated_rows = b;
   for (const auto& p : views_->decoder) {
-    state.cross_k.push_back(ops::linear(encoder_output, p.cross_attn.k.weight, p.cross_attn.k.bias));  // [B, S, H*K]
-    state.cross_v.push_back(ops::linear(encoder_output, p.cross_attn.v.weight, p.cross_attn.v.bias));  // [B, S, H*Kv]
+    state.cross_k.push_back(model::apply(p.cross_attn.k, encoder_output));  // [B, S, H*K]
+    state.cross_v.push_back(model::apply(p.cross_attn.v, encoder_output));  // [B, S, H*Kv]
     // Most outputs end long before the cap (source length + 50 in the paper): the cache starts
     // small and doubles when full (decode_step).
     const std::int64_t length = std::min<std::int64_t>(capacity, kInitialCacheLength);
@@ -555,13 +592,13 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = model::residual_forward(
         c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
           const AttentionParams& a = p.self_attn;
-          const Tensor q = ops::linear(in, a.q.weight, a.q.bias);  // [B, 1, H*K]
-          state.self_k[i].narrow(1, t, 1).copy_from(ops::linear(in, a.k.weight, a.k.bias));
-          state.self_v[i].narrow(1, t, 1).copy_from(ops::linear(in, a.v.weight, a.v.bias));
+          const Tensor q = model::apply(a.q, in);  // [B, 1, H*K]
+          state.self_k[i].narrow(1, t, 1).copy_from(model::apply(a.k, in));
+          state.self_v[i].narrow(1, t, 1).copy_from(model::apply(a.v, in));
           const Tensor context = ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
                                                 state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
                                                 nullptr);  // [B, 1, H*Kv]
-          return ops::linear(context, a.out.weight, a.out.bias);
+          return model::apply(a.out, context);
         });
     y = model::residual_forward(
         c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
@@ -569,10 +606,10 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
           // The `beams` rows of a source attend to its keys as `beams`
           // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
           const std::int64_t n = b / state.beams;
-          const Tensor q = ops::linear(in, a.q.weight, a.q.bias).view({n, state.beams, -1});
+          const Tensor q = model::apply(a.q, in).view({n, state.beams, -1});
           const Tensor context =
               ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
-          return ops::linear(context.view({b, 1, -1}), a.out.weight, a.out.bias);
+          return model::apply(a.out, context.view({b, 1, -1}));
         });
     y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
       return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
@@ -581,7 +618,8 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   if (c.norm == NormPlacement::kPre) {
     y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
   }
-  Tensor log_probs = ops::linear(y, v.output.weight, Tensor()).view({b, c.tgt_vocab_size});  // [B, V]
+  Tensor log_probs = (quantized_ ? model::apply(output_int8_, y) : ops::linear(y, v.output.weight, Tensor()))
+                         .view({b, c.tgt_vocab_size});  // [B, V]
   // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
   // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
   if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);

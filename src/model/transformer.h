@@ -17,6 +17,7 @@
 #include "core/tensor.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/layers.h"
 #include "model/parameters.h"
 
 namespace dragoman {
@@ -104,6 +105,13 @@ class Transformer {
   // The compute dtype: of the weights the forward reads, and of every activation.
   DType dtype() const { return params_.precision().compute; }
 
+  // int8 decoding (translate --precision int8): every linear layer of the encoder and decoder gets
+  // its weights quantized per output row (kernels/cpu/quantize.h) and computes through them, and so
+  // does the output projection (an int8 copy: a tied embedding keeps its f32 rows for the inputs).
+  // Needs an f32 decoding model on the CPU.
+  void quantize_int8();
+  bool quantized() const { return quantized_; }
+
   // docs/MODEL.md's initialisation, a function of the seed alone.
   void initialize(std::uint64_t seed);
   // After the master weights changed outside an optimizer step that refreshes them (loading,
@@ -153,6 +161,8 @@ class Transformer {
   ParameterSet params_;
   std::unique_ptr<Views> views_;
   std::vector<GradientRange> buckets_;
+  bool quantized_ = false;
+  model::Linear output_int8_;  // the output projection's int8 copy (quantize_int8)
   Tensor sinusoids_;  // [P, D] when positions are sinusoidal
 };
 

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
@@ -88,6 +89,24 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_forward("linear_relu", x, weight, bias, true);
+}
+
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
+  constexpr const char* kOp = "linear_int8";
+  require(x.device().is_cpu() && qweight.device().is_cpu(), kOp, "int8 decoding runs on the CPU only");
+  require(x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
+              qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
+          kOp, "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " +
+                   qweight.describe());
+  const std::int64_t in = qweight.dim(1), out = qweight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
+  require(scales.dtype() == DType::kF32 && scales.numel() == out, kOp, "scales must be f32 [out]");
+  require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.numel() == out), kOp, "bias must be f32 [out]");
+  Shape shape = x.shape();
+  shape.back() = out;
+  Tensor y = Tensor::empty(shape, DType::kF32);
+  cpu::linear_int8(x.data<float>(), rows, in, qweight.data<std::int8_t>(), scales.data<float>(), out,
+                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
+  return y;
 }
 
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,

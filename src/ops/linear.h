@@ -22,6 +22,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // bit for bit on the CPU (rounding commutes with max(., 0)).
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// linear (or linear_relu) with int8 weights (kernels/cpu/quantize.h): x's rows quantized to int8
+// as they come, exact int32 products, scaled back to f32. CPU only; decoding only (no backward).
+//   x: f32 [..., in], qweight: i8 [out, in], scales: f32 [out], bias: f32 [out] or undefined
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false);
+
 // Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined; an undefined
 // dbias is a layer without bias), and returns dx = dy W (or an undefined tensor when need_dx is
 // false).   dweight: [out, in] and dbias: [out] of accumulator_dtype(x.dtype())

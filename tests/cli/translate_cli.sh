@@ -82,17 +82,19 @@ check big-line-count test "$(wc -l <"$tmp/big.txt")" -eq 300
 check batch-invariance cmp -s "$tmp/big.txt" "$tmp/b1.txt"
 check thread-invariance cmp -s "$tmp/big.txt" "$tmp/t2.txt"
 check batch-sentences-invariance cmp -s "$tmp/big.txt" "$tmp/s3.txt"
-# 16-bit decoding (--precision): the same number of lines, and (a model this sure of itself) the
-# same translations for at least 90 % of the lines (measured: 281 of 300 in bf16). A precision it
-# does not know is a usage error.
-for precision in bf16 fp16; do
+# 16-bit and int8 decoding (--precision): the same number of lines, and (a model this sure of
+# itself) the same translations for at least 90 % of the lines (measured: 281 of 300 in bf16). A
+# precision it does not know is a usage error, and int8 is the CPU's.
+for precision in bf16 fp16 int8; do
   "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/$precision.txt" --precision "$precision" 2>/dev/null
   check "$precision-line-count" test "$(wc -l <"$tmp/$precision.txt")" -eq 300
   check "$precision-agrees-with-fp32" test "$(paste -d'|' "$tmp/big.txt" "$tmp/$precision.txt" |
     awk -F'|' '$1 == $2' | wc -l)" -ge 270
 done
-expect unknown-precision 2 "--precision: fp8 not in \{fp32,bf16,fp16\}" -- \
+expect unknown-precision 2 "--precision: fp8 not in \{fp32,bf16,fp16,int8\}" -- \
   "$dragoman" translate -m "$model" -i "$tmp/in.txt" --precision fp8
+expect int8-gpu 2 "--precision int8 runs on the CPU" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --precision int8 --device cuda:0
 "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/greedy.txt" --beam 1 2>/dev/null
 check greedy-line-count test "$(wc -l <"$tmp/greedy.txt")" -eq 300
 

@@ -30,8 +30,12 @@ using test::zeros64;
 namespace {
 
 model::Linear make_linear(int64_t out, int64_t in, std::uint64_t rng_stream) {
-  return {random64({out, in}, rng_stream, 0.6), random64({out}, rng_stream + 1, 0.3), zeros64({out, in}),
-          zeros64({out})};
+  model::Linear linear;
+  linear.weight = random64({out, in}, rng_stream, 0.6);
+  linear.bias = random64({out}, rng_stream + 1, 0.3);
+  linear.dweight = zeros64({out, in});
+  linear.dbias = zeros64({out});
+  return linear;
 }
 
 void zero_grads(model::Linear& l) {

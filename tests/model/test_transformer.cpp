@@ -223,6 +223,37 @@ TEST_CASE("backward hands over each gradient bucket once, in order, when its gra
   }
 }
 
+TEST_CASE("quantize_int8: decoding log-probabilities stay close to f32's", "[model]") {
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      const ModelConfig c = test::fixture_config(name);
+      Transformer f32(c, ParameterPrecision::decoding(DType::kF32)), int8(c, ParameterPrecision::decoding(DType::kF32));
+      for (Transformer* m : {&f32, &int8}) {
+        m->initialize(11);
+        m->refresh_compute_weights();
+      }
+      int8.quantize_int8();
+      CHECK(int8.quantized());
+      CHECK_THROWS_WITH(Transformer(c, DType::kF64).quantize_int8(), Catch::Contains("f32 decoding model"));
+      const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 4}}, {{4}, {5}}, c);
+      std::vector<std::int32_t> feed(2, c.bos_id);
+      DecoderState a = f32.start_decoding(f32.encode(batch.src, batch.src_lengths), batch.src_lengths, 6);
+      DecoderState b = int8.start_decoding(int8.encode(batch.src, batch.src_lengths), batch.src_lengths, 6);
+      double worst = 0;
+      for (int step = 0; step < 4; ++step) {
+        const Tensor tokens = Tensor::from_vector(feed, {2});
+        const std::vector<float> x = f32.decode_step(a, tokens).to_vector<float>();
+        const std::vector<float> y = int8.decode_step(b, tokens).to_vector<float>();
+        for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]));
+        feed = {static_cast<std::int32_t>(4 + step), static_cast<std::int32_t>(5 + step)};
+      }
+      INFO("largest log-probability difference " << worst);
+      CHECK(worst > 0);      // the int8 path ran
+      CHECK(worst < 0.2);   // and stayed close (measured: 0.025 to 0.085)
+    }
+  }
+}
+
 TEST_CASE("Evaluation is deterministic and dropout depends only on seed and step", "[model]") {
   ModelConfig c = test::fixture_config("post_shared_tied");
   c.dropout = c.attention_dropout = c.relu_dropout = 0.2;

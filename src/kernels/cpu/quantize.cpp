@@ -1,0 +1,95 @@
+// int8 linear layers (see quantize.h).
+#include "kernels/cpu/quantize.h"
+
+#ifdef DRAGOMAN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace dragoman::cpu {
+namespace {
+
+// y[r, j] from the int32 products of row r.
+void dequantize_row(const std::int32_t* products, float sx, const float* sw, std::int64_t out, const float* bias,
+                    bool relu, float* y) {
+  for (std::int64_t j = 0; j < out; ++j) {
+    float value = static_cast<float>(products[j]) * sx * sw[j];
+    if (bias != nullptr) value += bias[j];
+    y[j] = relu && !(value > 0.0f) ? 0.0f : value;
+  }
+}
+
+void check_width(std::int64_t in) {
+  if (in > (std::int64_t{1} << 17)) {
+    throw Error("cpu::linear_int8: " + std::to_string(in) + " inputs could overflow the int32 sums (at most 2^17)");
+  }
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, std::int64_t rows, std::int64_t cols, std::int8_t* q, float* scales) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    float largest = 0.0f;
+    for (std::int64_t j = 0; j < cols; ++j) largest = std::max(largest, std::abs(row[j]));
+    const float scale = largest > 0.0f ? largest / 127.0f : 1.0f;
+    scales[r] = scale;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float v = std::nearbyint(row[j] / scale);
+      q[r * cols + j] = static_cast<std::int8_t>(std::clamp(v, -127.0f, 127.0f));
+    }
+  }
+}
+
+void linear_int8_reference(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,
+                           std::int64_t out, const float* bias, bool relu, float* y) {
+  check_width(in);
+  std::vector<std::int8_t> qx(static_cast<std::size_t>(rows * in));
+  std::vector<float> sx(static_cast<std::size_t>(rows));
+  quantize_rows(x, rows, in, qx.data(), sx.data());
+  std::vector<std::int32_t> products(static_cast<std::size_t>(out));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < out; ++j) {
+      std::int32_t sum = 0;
+      for (std::int64_t k = 0; k < in; ++k) sum += static_cast<std::int32_t>(qx[r * in + k]) * qw[j * in + k];
+      products[static_cast<std::size_t>(j)] = sum;
+    }
+    dequantize_row(products.data(), sx[static_cast<std::size_t>(r)], sw, out, bias, relu, y + r * out);
+  }
+}
+
+void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,
+                 std::int64_t out, const float* bias, bool relu, float* y) {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  check_width(in);
+  thread_local std::vector<std::int8_t> qx;
+  thread_local std::vector<float> sx;
+  thread_local std::vector<std::int32_t> products;
+  qx.resize(static_cast<std::size_t>(rows * in));
+  sx.resize(static_cast<std::size_t>(rows));
+  products.resize(static_cast<std::size_t>(rows * out));
+  quantize_rows(x, rows, in, qx.data(), sx.data());
+  const std::int32_t no_offset = 0;
+  const dnnl_status_t status = dnnl_gemm_s8s8s32('N', 'T', 'F', rows, out, in, 1.0f, qx.data(), in, 0, qw, in, 0, 0.0f,
+                                                 products.data(), out, &no_offset);
+  if (status != dnnl_success) {
+    throw Error("cpu::linear_int8: oneDNN's dnnl_gemm_s8s8s32 failed (status " +
+                std::to_string(static_cast<int>(status)) + ")");
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    dequantize_row(products.data() + r * out, sx[static_cast<std::size_t>(r)], sw, out, bias, relu, y + r * out);
+  }
+#else
+  linear_int8_reference(x, rows, in, qw, sw, out, bias, relu, y);
+#endif
+}
+
+}  // namespace dragoman::cpu
