@@ -9,7 +9,8 @@
 # source length (--max-length-a 1 --max-length-b 0), which is about the length of a real German
 # translation of English (1.1 x); the table reports the tokens produced, so the work done is known.
 # A trained model's speed on the same data is the second table (MODEL=path, e.g. the bench-train
-# or demo run's model) with the paper's settings (cap at source + 50).
+# or demo run's model) with the paper's settings (cap at source + 50). When CTranslate2's wheel is
+# installed, the last tables put it beside Dragoman on the same weights (fp32 and int8).
 #   scripts/bench-translate.sh [LINES=1000] [BUILD_DIR=build] [DATA_DIR=../shared/data/bench-en-de]
 #   environment: MODEL=a trained model file to measure as well; KEEP=dir to keep the work files
 set -euo pipefail
@@ -85,4 +86,54 @@ if [[ -n ${MODEL:-} ]]; then
       row "$(basename "$MODEL")" "$MODEL" "$beam" "$threads"
     done
   done
+fi
+
+# CTranslate2 on the same weights, in the same run (when its wheel is installed: pip install
+# ctranslate2 sentencepiece safetensors numpy): the model converted by ../shared/bench/ct2, translated
+# with Dragoman's batching and length caps; Dragoman with CTranslate2's one length normalisation
+# (power) beside it, in fp32 and int8.
+ct2_tools=${CT2_TOOLS:-../shared/bench/ct2}
+ct2_row() {
+  local name=$1 dir=$2 beam=$3 threads=$4 compute=$5
+  shift 5
+  /usr/bin/time -f "%M" -o "$work/rss" python3 "$ct2_tools/translate_ct2.py" --model "$dir" --input "$work/input.en" \
+    --output "$work/ct2-out.txt" --beam "$beam" --alpha 0.6 --threads "$threads" --compute-type "$compute" "$@" \
+    >"$work/ct2.log" 2>&1 || { tail -n 20 "$work/ct2.log" >&2; exit 1; }
+  sed -n 's/.*ct2: \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\1 \2 \3 \4/p' \
+    "$work/ct2.log" | {
+    read -r n src tgt seconds
+    awk -v name="$name" -v beam="$beam" -v threads="$threads" -v n="$n" -v src="$src" -v tgt="$tgt" -v s="$seconds" \
+      -v rss="$(tail -n 1 "$work/rss")" \
+      'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
+               name, beam, threads, n, src, tgt, s, n / s, src / s, tgt / s, rss / 1024 }'
+  }
+}
+if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[ -f $ct2_tools/translate_ct2.py ]]; then
+  echo
+  echo "CTranslate2 $(python3 -c 'import ctranslate2; print(ctranslate2.__version__)') on the same weights (power length normalisation):"
+  models=("$work/base.safetensors")
+  [[ -n ${MODEL:-} ]] && models+=("$MODEL")
+  for model in "${models[@]}"; do
+    caps=()
+    [[ $model == "$work/base.safetensors" ]] && caps=(--max-length-a 1 --max-length-b 0)
+    name=$(basename "$model" .safetensors)
+    for quantization in float32 int8; do
+      convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$work/ct2-$name-$quantization")
+      [[ $quantization == int8 ]] && convert+=(--quantization int8)
+      [[ -d $work/ct2-$name-$quantization ]] || "${convert[@]}" >"$work/ct2.log" 2>&1 ||
+        { tail -n 20 "$work/ct2.log" >&2; exit 1; }
+    done
+    header
+    for beam in 4 1; do
+      for threads in 1 2; do
+        row "$name: dragoman fp32" "$model" "$beam" "$threads" --length-normalization power "${caps[@]}"
+        ct2_row "$name: ctranslate2 float32" "$work/ct2-$name-float32" "$beam" "$threads" float32 "${caps[@]}"
+        row "$name: dragoman int8" "$model" "$beam" "$threads" --length-normalization power --precision int8 "${caps[@]}"
+        ct2_row "$name: ctranslate2 int8" "$work/ct2-$name-int8" "$beam" "$threads" int8 "${caps[@]}"
+      done
+    done
+  done
+else
+  echo
+  echo "CTranslate2: not compared (pip install ctranslate2 sentencepiece safetensors numpy; tools in $ct2_tools)"
 fi

@@ -83,9 +83,13 @@ void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::
     throw Error("cpu::linear_int8: oneDNN's dnnl_gemm_s8s8s32 failed (status " +
                 std::to_string(static_cast<int>(status)) + ")");
   }
+  // Plain pointers into the calling thread's buffers: in the parallel loop `products` and `sx` would
+  // name each OpenMP thread's own (empty) thread_local vectors.
+  const std::int32_t* sums = products.data();
+  const float* row_scales = sx.data();
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
-    dequantize_row(products.data() + r * out, sx[static_cast<std::size_t>(r)], sw, out, bias, relu, y + r * out);
+    dequantize_row(sums + r * out, row_scales[r], sw, out, bias, relu, y + r * out);
   }
 #else
   linear_int8_reference(x, rows, in, qw, sw, out, bias, relu, y);
