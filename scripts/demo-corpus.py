@@ -8,7 +8,7 @@ data/README.md says what comes out and why. Standard library only.
     demo-corpus.py --out DIR [--descriptions TRANSLATION-de TRANSLATION-en] [--catalog FILE.mo ...]
                    [--dictionary /usr/share/trans/de-en] [--dev N] [--test N]
 
-Writes DIR/{train,dev,test}.{en,de} and prints the pairs of each source at each stage. Bad input (a
+Writes DIR/{train,dev,test}.{en,de,origin} (.origin: the source of each pair) and prints the pairs of each source at each stage. Bad input (a
 file that is not a .mo catalog, a malformed index record, an unreadable file) stops it with an error
 naming the file (and line), exit 1.
 
@@ -380,9 +380,11 @@ def build(sources, n_dev, n_test, min_words=3, max_words=50):
 
 
 def write_splits(splits, out):
+    """OUT/SPLIT.en, SPLIT.de and SPLIT.origin (the source of each pair: descriptions, catalogs or
+    dictionary), each written to a temporary name and renamed."""
     os.makedirs(out, exist_ok=True)
     for split, rows in splits.items():
-        for lang, column in (("en", 0), ("de", 1)):
+        for lang, column in (("en", 0), ("de", 1), ("origin", 2)):
             path = os.path.join(out, f"{split}.{lang}")
             with open(path + ".tmp", "w", encoding="utf-8") as f:
                 f.writelines(row[column] + "\n" for row in rows)

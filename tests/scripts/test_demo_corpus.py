@@ -164,13 +164,17 @@ with tempfile.TemporaryDirectory() as tmp:
     check("main exits 0", code == 0, stderr.getvalue())
     lines = {}
     for name in ("train", "dev", "test"):
-        for lang in ("en", "de"):
+        for lang in ("en", "de", "origin"):
             with open(os.path.join(out, f"{name}.{lang}"), encoding="utf-8") as f:
                 lines[name, lang] = f.read().splitlines()
-        check(f"{name}: aligned", len(lines[name, "en"]) == len(lines[name, "de"]))
+        check(f"{name}: aligned", len(lines[name, "en"]) == len(lines[name, "de"]) == len(lines[name, "origin"]))
+        check(f"{name}: origins", set(lines[name, "origin"]) <= {"descriptions", "catalogs", "dictionary"})
     check("dev and test sizes", (len(lines["dev", "en"]), len(lines["test", "en"])) == (2, 3))
     check("train holds the rest", len(lines["train", "en"]) == 21 - 5, len(lines["train", "en"]))
     check("no test source in train", not set(lines["test", "en"]) & set(lines["train", "en"]))
+    origin = dict(zip(lines["train", "en"], lines["train", "origin"]))
+    check("origin of a pair", origin.get("The house is big.") == "dictionary" and origin.get("Delete Cells") == "catalogs"
+          and origin.get("the manual") == "descriptions", origin)
     report = stdout.getvalue()
     check("counts printed per source", all(name in report for name in ("descriptions", "catalogs", "dictionary", "total")),
           report)
