@@ -24,5 +24,25 @@ ldd "${binaries[@]}" | awk '/=> \// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64|libpthread|libdl|librt)\.so' |
   grep -v -E '/(libcudart|libcublas|libcublasLt|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" .gpu/lib/; done
+# The translation benchmark's data (scripts/bench-translate-gpu.sh), when the bench corpus is here:
+# the first 1,000 dev lines, 2,000 training pairs (for the one update that makes a model) and a
+# 37,000-piece BPE vocabulary built on the corpus (cached in build-gpu/, about 2 minutes to build).
+bench_data=${BENCH_DATA:-../shared/data/bench-en-de}
+if [[ -f $bench_data/train.en.xz ]]; then
+  mkdir -p .gpu/bench
+  xz -dc "$bench_data/dev.en.xz" | head -n 1000 >.gpu/bench/dev.en
+  xz -dc "$bench_data/train.en.xz" | head -n 2000 >.gpu/bench/small.en
+  xz -dc "$bench_data/train.de.xz" | head -n 2000 >.gpu/bench/small.de
+  if [[ ! -s build-gpu/bench-vocab/vocab.model ]]; then
+    mkdir -p build-gpu/bench-vocab
+    xz -dc "$bench_data/train.en.xz" >build-gpu/bench-vocab/train.en
+    xz -dc "$bench_data/train.de.xz" >build-gpu/bench-vocab/train.de
+    build-gpu/src/dragoman build-vocab --input build-gpu/bench-vocab/train.en build-gpu/bench-vocab/train.de \
+      --vocab-size 37000 --input-sentence-size 200000 --output build-gpu/bench-vocab/vocab
+  fi
+  cp build-gpu/bench-vocab/vocab.model .gpu/bench/
+else
+  echo "gpu-bundle: $bench_data not found: no data for scripts/bench-translate-gpu.sh"
+fi
 du -sh .gpu
 ls .gpu .gpu/lib

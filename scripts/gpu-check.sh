@@ -5,9 +5,12 @@
 # the cuda tests (dragoman_cuda_tests: every CUDA kernel against its CPU twin, the whole model GPU
 # vs CPU, train() on the GPU), `dragoman train --devices cuda:0` from the shell
 # (scripts/gpu-train-check.sh), the same tests under compute-sanitizer (memcheck, racecheck, synccheck) when it is
-# installed, Dragoman's training step on the GPU (bench/model_bench), and the PyTorch
-# reference's training throughput (TORCH_REFERENCE=path/to/torch_reference.py, when PyTorch is
-# there), and writes one report: REPORT_DIR/gpu-check.md and REPORT_DIR/gpu-check.json.
+# installed, Dragoman's training step on the GPU (bench/model_bench), the PyTorch reference's
+# training throughput (TORCH_REFERENCE=path/to/torch_reference.py, when PyTorch is there), and
+# translation speed beside transformers' MarianMT on the same weights
+# (scripts/bench-translate-gpu.sh), and writes one report: REPORT_DIR/gpu-check.md and
+# REPORT_DIR/gpu-check.json. GPU_CHECK_STEPS="cuda-tests train-cli ..." runs only the steps named
+# (the versions step always), so that a session limited to 10 minutes a command can split the check.
 #   REPORT_DIR=${OUT:-gpu-check}  TORCH_REFERENCE=(none)  SANITIZE=1  GPU_CHECK_TIMEOUT=300 (per step)
 # Exit status: 0 when every step that ran passed; 1 otherwise (the report says which).
 set -uo pipefail
@@ -34,6 +37,11 @@ failed=0
 step() {
   local name=$1 start rc seconds
   shift
+  if [[ -n ${GPU_CHECK_STEPS:-} && $name != versions && " $GPU_CHECK_STEPS " != *" ${name%%-base-*} "* &&
+    " $GPU_CHECK_STEPS " != *" $name "* ]]; then
+    echo "== $name: not run (GPU_CHECK_STEPS=$GPU_CHECK_STEPS)"
+    return
+  fi
   echo "== $name: $*"
   start=$(date +%s.%N)
   timeout "$step_timeout" "$@" >"$report_dir/$name.log" 2>&1
@@ -70,6 +78,13 @@ if [[ -n ${TORCH_REFERENCE:-} ]] && python3 -c 'import torch' 2>/dev/null; then
   done
 else
   echo "== torch reference: not run (set TORCH_REFERENCE=path/to/torch_reference.py on a machine with PyTorch)"
+fi
+# Translation speed (issue #15): base and big, fp32/bf16/fp16, beam 4 and greedy, large batches and
+# one sentence at a time, beside transformers' MarianMT generate() on the same weights.
+if [[ -f .gpu/bench/vocab.model ]]; then
+  step_timeout=${BENCH_TIMEOUT:-540} step translate-bench bash scripts/bench-translate-gpu.sh
+else
+  echo "== translate-bench: not run (no .gpu/bench/: scripts/gpu-bundle.sh found no bench corpus)"
 fi
 
 {

@@ -8,7 +8,9 @@
 // the lines already written, all complete and in input order.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -159,15 +161,23 @@ struct Totals {
   std::int64_t lines = 0, source_tokens = 0, target_tokens = 0, truncated = 0, replaced_lines = 0;
 };
 
-// Reads up to `limit` lines into `chunk`, each checked to be UTF-8 (or repaired with
-// --replace-invalid). Once it has a line, it stops early when the input has nothing more for now
-// (a pipe or terminal fed a line at a time): those lines are translated instead of waiting for
-// more. false when the input has ended (or a signal stopped the wait) and no line was read.
-bool read_chunk(LineReader& reader, std::int64_t limit, const TranslateCliOptions& o, std::vector<std::string>& chunk,
-                Totals& totals) {
-  chunk.clear();
+// A chunk of input lines, encoded.
+struct Chunk {
+  std::vector<std::vector<std::int32_t>> sources;
+  std::int64_t replaced_lines = 0;  // lines whose invalid UTF-8 --replace-invalid repaired
+};
+
+// Reads up to `limit` lines into a chunk, each checked to be UTF-8 (or repaired with
+// --replace-invalid), and encodes them. Once it has a line, it stops early when the input has
+// nothing more for now (a pipe or terminal fed a line at a time): those lines are translated
+// instead of waiting for more. Empty when the input has ended (or a wait was stopped: a signal)
+// and no line was read.
+std::optional<Chunk> read_chunk(LineReader& reader, std::int64_t limit, const TranslateCliOptions& o,
+                                const Translator& translator) {
+  std::vector<std::string> lines;
+  Chunk chunk;
   std::string line;
-  while (static_cast<std::int64_t>(chunk.size()) < limit && (chunk.empty() || reader.ready()) && reader.next(line)) {
+  while (static_cast<std::int64_t>(lines.size()) < limit && (lines.empty() || reader.ready()) && reader.next(line)) {
     const std::size_t bad = utf8::find_invalid(line);
     if (bad != std::string::npos) {
       if (!o.replace_invalid) {
@@ -176,12 +186,65 @@ bool read_chunk(LineReader& reader, std::int64_t limit, const TranslateCliOption
                               " of the line (expected UTF-8 text; --replace-invalid replaces bad bytes with U+FFFD)");
       }
       line = utf8::replace_invalid(line);
-      ++totals.replaced_lines;
+      ++chunk.replaced_lines;
     }
-    chunk.push_back(std::move(line));
+    lines.push_back(std::move(line));
   }
-  return !chunk.empty();
+  if (lines.empty()) return std::nullopt;
+  chunk.sources = translator.encode(lines);
+  return chunk;
 }
+
+// Chunks on standard output start at one batch's worth of lines and double up to --chunk-lines,
+// so the first translations appear after one batch rather than after 10,000 lines; into a file
+// (written at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
+std::int64_t next_chunk_size(std::int64_t previous, const TranslateCliOptions& o) {
+  if (o.output != "-") return o.chunk_lines;
+  const std::int64_t first = o.batch_sentences > 0 ? o.batch_sentences : 64;
+  return previous == 0 ? std::min(first, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
+}
+
+// Reads and encodes the input one chunk ahead of the translation, on a thread of its own: the text
+// work (reading, UTF-8 checks, SentencePiece) of the next chunk overlaps the decoding of this one,
+// which on a GPU would otherwise idle the device. A reader's error (a bad line) is rethrown by the
+// next() that would have returned its chunk, so the lines before it are translated and written
+// first, as without the thread.
+class ChunkPrefetcher {
+ public:
+  ChunkPrefetcher(LineReader& reader, const TranslateCliOptions& o, const Translator& translator)
+      : reader_(reader), o_(o), translator_(translator) {
+    reader_.stop_waiting_when(&abandon_);
+    start();
+  }
+  // Stops a wait for input (a pipe with nothing to read) and waits for the thread.
+  ~ChunkPrefetcher() {
+    abandon_ = 1;
+    if (pending_.valid()) pending_.wait();
+  }
+  ChunkPrefetcher(const ChunkPrefetcher&) = delete;
+  ChunkPrefetcher& operator=(const ChunkPrefetcher&) = delete;
+
+  // The next chunk, or nothing at the end of the input (or when a signal stopped a wait).
+  std::optional<Chunk> next() {
+    std::optional<Chunk> chunk = pending_.get();
+    if (chunk) start();
+    return chunk;
+  }
+
+ private:
+  void start() {
+    limit_ = next_chunk_size(limit_, o_);
+    pending_ =
+        std::async(std::launch::async, [this, limit = limit_] { return read_chunk(reader_, limit, o_, translator_); });
+  }
+
+  LineReader& reader_;
+  const TranslateCliOptions& o_;
+  const Translator& translator_;
+  std::atomic<int> abandon_{0};
+  std::int64_t limit_ = 0;
+  std::future<std::optional<Chunk>> pending_;
+};
 
 // Writes a chunk's translations in input order as they become ready: after each batch, the lines
 // from the first unwritten one up to the first one not translated yet.
@@ -218,15 +281,6 @@ class ChunkWriter {
   std::size_t next_ = 0;  // the first line of the chunk not written yet
 };
 
-// Chunks on standard output start at one batch's worth of lines and double up to --chunk-lines,
-// so the first translations appear after one batch rather than after 10,000 lines; into a file
-// (written at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
-std::int64_t next_chunk_size(std::int64_t previous, const TranslateCliOptions& o) {
-  if (o.output != "-") return o.chunk_lines;
-  const std::int64_t first = o.batch_sentences > 0 ? o.batch_sentences : 64;
-  return previous == 0 ? std::min(first, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
-}
-
 void log_summary(const Totals& totals, double seconds, std::int64_t max_positions, Device device) {
   seconds = std::max(seconds, 1e-9);
   spdlog::info(
@@ -257,8 +311,8 @@ void check_options(const TranslateCliOptions& o) {
     }
     const int visible = cuda::device_count();
     if (device.index >= visible) {
-      throw Error("translate: --device " + o.device + ": no such CUDA device (" + std::to_string(visible) +
-                  " visible" + (visible == 0 ? ": no driver or no GPU" : "") + ")");
+      throw Error("translate: --device " + o.device + ": no such CUDA device (" + std::to_string(visible) + " visible" +
+                  (visible == 0 ? ": no driver or no GPU" : "") + ")");
     }
   }
   if (o.nbest > o.beam) {
@@ -293,37 +347,37 @@ int run_translate(const TranslateCliOptions& o) {
                 "written by dragoman train or average-checkpoints");
   }
   const Vocabulary vocabulary = Vocabulary::from_bytes(info.vocabulary, o.model + " (vocabulary)");
-  TranslatorOptions options;
+  TranslatorOptions options = TranslatorOptions::for_device(device);
   options.search = search_options(o);
-  // A GPU wants large batches to be busy; the CPU small ones (its caches, and the first lines soon).
-  options.batch_tokens = o.batch_tokens > 0 ? o.batch_tokens : device.is_cpu() ? 2048 : 16384;
-  options.batch_sentences = o.batch_sentences > 0 ? o.batch_sentences : device.is_cpu() ? 64 : 1024;
+  if (o.batch_tokens > 0) options.batch_tokens = o.batch_tokens;
+  if (o.batch_sentences > 0) options.batch_sentences = o.batch_sentences;
   const Translator translator(model, vocabulary, options);
   const std::int64_t max_positions = model.config().max_positions;
   spdlog::info(
       "translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
       "tokens, {}",
       o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
-      device.is_cpu() ? fmt::format("{} thread(s)", compute_threads()) : fmt::format("on {} in {}", device.str(),
-                                                                                     o.precision));
+      device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
+                      : fmt::format("on {} in {}", device.str(), o.precision));
 
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
   Totals totals;
   ChunkWriter writer(output, o, reader.name(), max_positions, totals);
-  std::vector<std::string> chunk;
   try {
-    for (std::int64_t limit = next_chunk_size(0, o); read_chunk(reader, limit, o, chunk, totals);
-         limit = next_chunk_size(limit, o)) {
+    ChunkPrefetcher chunks(reader, o, translator);
+    while (std::optional<Chunk> chunk = chunks.next()) {
       if (signals.received() != 0) throw StopRequested{};  // e.g. while the model was loading
+      totals.replaced_lines += chunk->replaced_lines;
       const std::int64_t chunk_start = totals.lines;
       writer.start_chunk();
-      translator.translate_in_batches(chunk, [&](const std::vector<Translation>& results, std::int64_t done) {
-        writer.write_ready(results);
-        progress.update(chunk_start + done);
-        if (signals.received() != 0) throw StopRequested{};
-      });
+      translator.translate_ids_in_batches(std::move(chunk->sources),
+                                          [&](const std::vector<Translation>& results, std::int64_t done) {
+                                            writer.write_ready(results);
+                                            progress.update(chunk_start + done);
+                                            if (signals.received() != 0) throw StopRequested{};
+                                          });
     }
     if (signals.received() != 0) throw StopRequested{};  // a signal while waiting for input
   } catch (const StopRequested&) {

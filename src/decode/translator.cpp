@@ -75,6 +75,15 @@ std::vector<Translation> Translator::translate_in_batches(const std::vector<std:
   return search(encode_lines(vocabulary_, lines), batch_done);
 }
 
+std::vector<Translation> Translator::translate_ids_in_batches(std::vector<std::vector<std::int32_t>> sources,
+                                                              const BatchDone& batch_done) const {
+  return search(std::move(sources), batch_done);
+}
+
+std::vector<std::vector<std::int32_t>> Translator::encode(const std::vector<std::string>& lines) const {
+  return encode_lines(vocabulary_, lines);
+}
+
 std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::int32_t>> sources,
                                                    const std::function<void(std::int64_t)>& progress) const {
   return search(std::move(sources), count_only(progress));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "decode/beam_search.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"
@@ -26,6 +27,17 @@ struct TranslatorOptions {
   // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB), and
   // so would the self-attention caches (rows x length x d_model x 2 x layers).
   std::int64_t batch_sentences = 64;
+
+  // The defaults for a device: these on the CPU (its caches, and the first lines soon); on a GPU,
+  // which wants large batches to be busy, 16,384 tokens and 1,024 sentences.
+  static TranslatorOptions for_device(const Device& device) {
+    TranslatorOptions o;
+    if (!device.is_cpu()) {
+      o.batch_tokens = 16384;
+      o.batch_sentences = 1024;
+    }
+    return o;
+  }
 };
 
 struct TranslatedHypothesis {
@@ -62,6 +74,13 @@ class Translator {
   // translate() calling `batch_done` (which must be callable) after each batch.
   std::vector<Translation> translate_in_batches(const std::vector<std::string>& lines,
                                                 const BatchDone& batch_done) const;
+  // translate_ids() calling `batch_done` after each batch (sources from encode(): translate's
+  // reader thread encodes the next lines while this decodes).
+  std::vector<Translation> translate_ids_in_batches(std::vector<std::vector<std::int32_t>> sources,
+                                                    const BatchDone& batch_done) const;
+  // The source ids of `lines`, as translate() makes them; safe to call on another thread while a
+  // translation runs.
+  std::vector<std::vector<std::int32_t>> encode(const std::vector<std::string>& lines) const;
 
   const TranslatorOptions& options() const { return options_; }
 

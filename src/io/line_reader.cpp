@@ -77,12 +77,14 @@ bool LineReader::ready() {
 }
 
 bool LineReader::wait_readable() {
-  if (regular_ || stop_flag_ == nullptr) return true;
+  if (regular_ || stop_flags_.empty()) return true;
   pollfd p{fd_, POLLIN, 0};
   for (;;) {
-    if (stop_flag_->load() != 0) {
-      stopped_ = true;
-      return false;
+    for (const std::atomic<int>* flag : stop_flags_) {
+      if (flag->load() != 0) {
+        stopped_ = true;
+        return false;
+      }
     }
     const int n = ::poll(&p, 1, kStopCheckMs);
     if (n > 0) return true;

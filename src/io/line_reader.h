@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dragoman {
 
@@ -29,9 +30,12 @@ class LineReader {
   // Whether next() returns without waiting: a whole line is buffered, the input has ended, or the
   // input has bytes ready to read. Always true for a regular file.
   bool ready();
-  // While waiting for input, next() checks `flag` a few times a second and gives up when it is
-  // non-zero (nullptr: wait until input comes).
-  void stop_waiting_when(const std::atomic<int>* flag) { stop_flag_ = flag; }
+  // While waiting for input, next() checks the flags a few times a second and gives up when one
+  // is non-zero (without flags it waits until input comes). Each call adds a flag (nullptr: none):
+  // a signal's, and a reader thread's owner that stops waiting for it.
+  void stop_waiting_when(const std::atomic<int>* flag) {
+    if (flag != nullptr) stop_flags_.push_back(flag);
+  }
   bool stopped() const { return stopped_; }
 
   std::int64_t line_number() const { return line_number_; }  // of the last line returned, 1-based
@@ -50,7 +54,7 @@ class LineReader {
   std::size_t scanned_ = 0;  // buffer_[begin_, scanned_) holds no '\n'
   bool end_ = false;
   bool stopped_ = false;
-  const std::atomic<int>* stop_flag_ = nullptr;
+  std::vector<const std::atomic<int>*> stop_flags_;
   std::int64_t line_number_ = 0;
 };
 

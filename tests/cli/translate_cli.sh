@@ -131,6 +131,19 @@ check no-temporary-left test -z "$(find "$tmp" -name 'keep.txt.tmp*')"
 expect replace-invalid 0 "1 line\(s\) had invalid UTF-8, replaced" -- \
   "$dragoman" translate -m "$model" -i "$tmp/bad.txt" -o "$tmp/replaced.txt" --replace-invalid
 check replaced-lines test "$(wc -l <"$tmp/replaced.txt")" -eq 3
+# The next chunk is read and encoded while this one is translated: a bad line in a later chunk
+# still stops translate only after the lines before it are written (standard output), and the
+# error names it; with --replace-invalid the count covers every chunk.
+printf 'a b\nc d\ne f\n\xff c\ng\n' >"$tmp/bad-later.txt"
+expect invalid-later-chunk 1 "bad-later.txt:4: invalid UTF-8" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/bad-later.txt" --chunk-lines 1
+"$dragoman" translate -m "$model" -i "$tmp/bad-later.txt" --chunk-lines 1 >"$tmp/before-bad.txt" 2>/dev/null
+check lines-before-bad-written test "$(wc -l <"$tmp/before-bad.txt")" -eq 3
+check lines-before-bad-translated test "$(cat "$tmp/before-bad.txt")" == "$(head -n 3 "$tmp/bad-later.txt" |
+  "$dragoman" translate -m "$model" 2>/dev/null)"
+printf '\xff a\nb\n\xfe c\n' >"$tmp/bad-twice.txt"
+expect replace-invalid-chunks 0 "2 line\(s\) had invalid UTF-8, replaced" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/bad-twice.txt" -o "$tmp/replaced2.txt" --replace-invalid --chunk-lines 1
 
 # Damaged or foreign model files.
 head -c 1000 "$model" >"$tmp/truncated.safetensors"

@@ -77,6 +77,12 @@ TEST_CASE("LineReader: on a pipe, ready() says whether a line can be had without
   CHECK_FALSE(reader.next(line));
   CHECK(reader.stopped());
   stop = 0;
+  // Any of several flags does (a signal's, and a reader thread's owner's).
+  std::atomic<int> abandon{0};
+  reader.stop_waiting_when(&abandon);
+  abandon = 1;
+  CHECK_FALSE(reader.next(line));
+  abandon = 0;
   write("drei");  // a last line without '\n', then the end
   ::close(fds[1]);
   CHECK(reader.ready());
