@@ -185,6 +185,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"lr_factor", training.lr_factor},
             {"lr", training.lr},
             {"warmup_steps", training.warmup_steps},
+            {"lr_decay", training.lr_decay},
             {"adam_beta1", training.adam_beta1},
             {"adam_beta2", training.adam_beta2},
             {"adam_eps", training.adam_eps},
@@ -247,6 +248,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.number("lr_factor", c.training.lr_factor);
       r.number("lr", c.training.lr);
       r.integer("warmup_steps", c.training.warmup_steps);
+      r.string("lr_decay", c.training.lr_decay);
       r.number("adam_beta1", c.training.adam_beta1);
       r.number("adam_beta2", c.training.adam_beta2);
       r.number("adam_eps", c.training.adam_eps);
@@ -327,6 +329,14 @@ void TrainConfig::validate() const {
   if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");
   if (training.max_steps == 0 && training.max_epochs == 0) fail("set training.max_steps or training.max_epochs");
   if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
+  if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "linear" && training.lr_decay != "cosine") {
+    fail("training.lr_decay must be inverse_sqrt, linear or cosine");
+  }
+  if (training.lr_decay != "inverse_sqrt" && (training.max_steps == 0 || training.max_steps <= training.warmup_steps)) {
+    fail("training.lr_decay " + training.lr_decay +
+         " decays to zero at training.max_steps: set max_steps above warmup_steps (" +
+         std::to_string(training.warmup_steps) + ")");
+  }
   if (!(training.lr_factor > 0) || !std::isfinite(training.lr_factor)) fail("training.lr_factor must be > 0");
   if (!(training.lr >= 0) || !std::isfinite(training.lr)) fail("training.lr must be >= 0 (0: use lr_factor)");
   if (training.lr > 0 && training.lr_factor != 1.0) {
@@ -378,8 +388,9 @@ std::optional<int> parse_index(const std::string& text) {
 
 std::vector<Device> parse_devices(const std::string& text, int visible_gpus) {
   const auto fail = [&](const std::string& what) -> void {
-    throw Error("'" + text + "': " + what +
-                " (expected cpu, cpu:N for N CPU workers, cuda:I, cuda:A-B, a comma list such as cuda:0,1,2,3, or all)");
+    throw Error(
+        "'" + text + "': " + what +
+        " (expected cpu, cpu:N for N CPU workers, cuda:I, cuda:A-B, a comma list such as cuda:0,1,2,3, or all)");
   };
   std::vector<Device> devices;
   if (text == "all") {

@@ -37,6 +37,9 @@ struct TrainingConfig {
   double lr_factor = 1.0;           // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
   double lr = 0.0;                  // > 0: the peak instead: lr * min(step / warmup, sqrt(warmup / step))
   std::int64_t warmup_steps = 4000;
+  // After the warmup: inverse_sqrt (the paper), or linear / cosine decay to 0 at max_steps
+  // (train/schedule.h).
+  std::string lr_decay = "inverse_sqrt";
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
   double clip_norm = 0.0;  // 0: no clipping
   std::int64_t log_every = 100;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace dragoman {
 
@@ -28,6 +29,19 @@ inline double inverse_sqrt_learning_rate(std::int64_t step, std::int64_t warmup,
 // paper's Noam schedule with `lr_factor`.
 inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor) {
   return lr > 0 ? inverse_sqrt_learning_rate(step, warmup, lr) : noam_learning_rate(step, d_model, warmup, lr_factor);
+}
+
+// After the warmup, training.lr_decay: "inverse_sqrt" (the paper, above), or a decay to zero at
+// `max_steps` from the same peak, "linear" (fairseq's polynomial_decay, power 1) or "cosine"
+// (half a cosine period, without restarts). For a fixed budget of updates the last two anneal:
+// the final updates are small, and the last checkpoint is the better for it.
+inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor,
+                            const std::string& decay, std::int64_t max_steps) {
+  if (decay == "inverse_sqrt" || step <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor);
+  const double peak = learning_rate(warmup, d_model, warmup, lr, lr_factor);
+  const double left =
+      std::clamp(static_cast<double>(max_steps - step) / static_cast<double>(max_steps - warmup), 0.0, 1.0);
+  return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 
 }  // namespace dragoman

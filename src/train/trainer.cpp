@@ -559,9 +559,11 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
 // valid-translations/STEP.txt (the newest checkpoint.keep_last are kept) and valid-translation.txt
 // (the latest), and returns their sacreBLEU (13a, exp smoothing) against the references.
 double Trainer::translate_valid() {
-  TranslatorOptions o;
+  // Batches of training's size in tokens; on a GPU at least translate's (the dev set in a few).
+  TranslatorOptions o = TranslatorOptions::for_device(device_);
   o.search.beam = static_cast<int>(config_.training.valid_beam);
-  o.batch_tokens = config_.training.max_tokens;
+  o.batch_tokens = device_.is_cpu() ? config_.training.max_tokens
+                                    : std::max<std::int64_t>(o.batch_tokens, config_.training.max_tokens);
   const Translator translator(*model_, *vocab_, o);
   std::vector<std::vector<std::int32_t>> sources;
   for (std::int64_t i = 0; i < valid_.size(); ++i) sources.push_back(valid_.src(i));
@@ -979,7 +981,7 @@ TrainResult Trainer::run() {
     if (t.clip_norm > 0 && grad_norm > t.clip_norm) grad_factor *= t.clip_norm / grad_norm;
     cpu::AdamHyper hyper;
     hyper.step = state_.step + 1;
-    hyper.lr = learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr, t.lr_factor);
+    hyper.lr = learning_rate(hyper.step, mc.d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, t.max_steps);
     hyper.beta1 = t.adam_beta1;
     hyper.beta2 = t.adam_beta2;
     hyper.eps = t.adam_eps;

@@ -36,11 +36,11 @@ TEST_CASE("train config: defaults < YAML < --set", "[train]") {
   const std::string dir = test::scratch_dir("config");
   const std::string path = write_config(dir, "c.yaml", kMinimal);
   const TrainConfig c = TrainConfig::load(path, {"training.max_steps=20", "model.dropout=0.3", "data.max_ratio=0"});
-  CHECK(c.model.d_model == 64);         // YAML
+  CHECK(c.model.d_model == 64);  // YAML
   CHECK(c.model.heads == 4);
-  CHECK(c.model.d_ff == 2048);          // default
-  CHECK(c.model.dropout == 0.3);        // --set over the default
-  CHECK(c.training.max_steps == 20);    // --set over YAML
+  CHECK(c.model.d_ff == 2048);        // default
+  CHECK(c.model.dropout == 0.3);      // --set over the default
+  CHECK(c.training.max_steps == 20);  // --set over YAML
   CHECK(c.data.max_ratio == 0.0);
   CHECK(c.training.adam_beta2 == 0.98);  // the paper's defaults
   CHECK(c.training.adam_eps == 1e-9);
@@ -55,9 +55,9 @@ TEST_CASE("train config: defaults < YAML < --set", "[train]") {
 TEST_CASE("train config: a `base:` file is extended, relative to the including file", "[train]") {
   const std::string dir = test::scratch_dir("config_base");
   write_config(dir, "parent.yaml", "model:\n  d_model: 128\n  heads: 8\ntraining:\n  warmup_steps: 16\n");
-  const std::string child =
-      write_config(dir, "child.yaml", std::string("base: parent.yaml\n") + "model:\n  heads: 2\n" +
-                                          "data:\n  train_tsv: x.tsv\ntraining:\n  max_steps: 5\n");
+  const std::string child = write_config(dir, "child.yaml",
+                                         std::string("base: parent.yaml\n") + "model:\n  heads: 2\n" +
+                                             "data:\n  train_tsv: x.tsv\ntraining:\n  max_steps: 5\n");
   const TrainConfig c = TrainConfig::load(child, {});
   CHECK(c.model.d_model == 128);
   CHECK(c.model.heads == 2);
@@ -218,10 +218,51 @@ TEST_CASE("noam schedule: the paper's formula", "[train]") {
   // The same curve given by its peak (training.lr): equal to Noam with the factor that has that peak.
   const double peak = noam_learning_rate(4000, 512, 4000, 1.0);
   for (const std::int64_t step : {1, 100, 3999, 4000, 4001, 10000, 100000}) {
-    CHECK(inverse_sqrt_learning_rate(step, 4000, peak) == Approx(noam_learning_rate(step, 512, 4000, 1.0)).epsilon(1e-12));
+    CHECK(inverse_sqrt_learning_rate(step, 4000, peak) ==
+          Approx(noam_learning_rate(step, 512, 4000, 1.0)).epsilon(1e-12));
     CHECK(learning_rate(step, 512, 4000, peak, 1.0) == inverse_sqrt_learning_rate(step, 4000, peak));
     CHECK(learning_rate(step, 512, 4000, 0.0, 2.0) == noam_learning_rate(step, 512, 4000, 2.0));
   }
+}
+
+TEST_CASE("lr_decay linear and cosine: the warmup's ramp, then down to zero at max_steps", "[train]") {
+  const double peak = 4e-3;
+  for (const std::string decay : {"inverse_sqrt", "linear", "cosine"}) {
+    INFO(decay);
+    for (const std::int64_t step : {1, 150, 299, 300}) {  // the warmup: the same ramp for all
+      CHECK(learning_rate(step, 128, 300, peak, 1.0, decay, 7000) == learning_rate(step, 128, 300, peak, 1.0));
+    }
+  }
+  CHECK(learning_rate(7000, 128, 300, peak, 1.0, "inverse_sqrt", 7000) == inverse_sqrt_learning_rate(7000, 300, peak));
+  // Linear: peak x (max_steps - step) / (max_steps - warmup); half-way at 3,650; zero at the end and after.
+  CHECK(learning_rate(3650, 128, 300, peak, 1.0, "linear", 7000) == Approx(peak / 2));
+  CHECK(learning_rate(6330, 128, 300, peak, 1.0, "linear", 7000) == Approx(peak * 670 / 6700));
+  CHECK(learning_rate(7000, 128, 300, peak, 1.0, "linear", 7000) == 0.0);
+  CHECK(learning_rate(7100, 128, 300, peak, 1.0, "linear", 7000) == 0.0);
+  // Cosine: peak x (1 + cos(pi (step - warmup) / (max_steps - warmup))) / 2.
+  CHECK(learning_rate(3650, 128, 300, peak, 1.0, "cosine", 7000) == Approx(peak / 2));
+  CHECK(learning_rate(1975, 128, 300, peak, 1.0, "cosine", 7000) == Approx(peak * (1 + std::sqrt(0.5)) / 2));
+  CHECK(learning_rate(7000, 128, 300, peak, 1.0, "cosine", 7000) == Approx(0.0).margin(1e-18));
+  // From the paper's factor (training.lr unset): the Noam peak, then the decay.
+  CHECK(learning_rate(4000 + 48000, 512, 4000, 0.0, 1.0, "linear", 100000) ==
+        Approx(noam_learning_rate(4000, 512, 4000, 1.0) / 2));
+}
+
+TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
+  const std::string dir = test::scratch_dir("config_lr_decay");
+  const auto load = [&](const std::string& yaml, const std::vector<std::string>& overrides) {
+    return TrainConfig::load(write_config(dir, "c.yaml", yaml), overrides);
+  };
+  CHECK(load(kMinimal, {}).training.lr_decay == "inverse_sqrt");
+  const TrainConfig linear =
+      load(kMinimal, {"training.lr_decay=linear", "training.max_steps=1000", "training.warmup_steps=100"});
+  CHECK_NOTHROW(linear.validate());
+  CHECK(linear.training.lr_decay == "linear");
+  CHECK_THROWS_WITH(load(kMinimal, {"training.lr_decay=step"}).validate(),
+                    Contains("training.lr_decay must be inverse_sqrt, linear or cosine"));
+  CHECK_THROWS_WITH(
+      load(kMinimal, {"training.lr_decay=cosine", "training.max_steps=100", "training.warmup_steps=100"}).validate(),
+      Contains("decays to zero at training.max_steps"));
 }
 
 }  // namespace dragoman
