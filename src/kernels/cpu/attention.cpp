@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/numeric.h"
 #include "core/philox.h"
 #include "kernels/common/dropout.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 namespace {
@@ -28,6 +30,9 @@ acc_t<T> scores(const AttentionShape& a, const T* q, const T* k, std::int64_t b,
   using Acc = acc_t<T>;
   const std::int64_t K = a.key_size;
   const T* qt = q + b * a.q_batch_stride + t * a.q_row_stride + h * K;
+  if constexpr (std::is_same_v<T, float>) {
+    return scaled_dots_f32(qt, k + b * a.k_batch_stride + h * K, a.k_row_stride, n, K, scale, score.data());
+  }
   Acc max_score = -std::numeric_limits<Acc>::infinity();
   for (std::int64_t s = 0; s < n; ++s) {
     const T* ks = k + b * a.k_batch_stride + s * a.k_row_stride + h * K;
@@ -62,9 +67,13 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
       const std::int64_t n = visible_keys(a, key_lengths[b], t);
       const Acc max_score = scores(a, q, k, b, h, t, n, static_cast<Acc>(scale), score);
       Acc sum = 0;
-      for (std::int64_t s = 0; s < n; ++s) {
-        score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
-        sum += score[static_cast<std::size_t>(s)];
+      if constexpr (std::is_same_v<Acc, float>) {
+        sum = exp_store_f32(score.data(), n, max_score, score.data());
+      } else {
+        for (std::int64_t s = 0; s < n; ++s) {
+          score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
+          sum += score[static_cast<std::size_t>(s)];
+        }
       }
       if (lse != nullptr) lse[bh * Tq + t] = n > 0 ? max_score + std::log(sum) : Acc(0);
       const std::int64_t row = (bh * Tq + t) * S;
@@ -72,9 +81,16 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
       for (std::int64_t s = 0; s < n; ++s) {
         const Acc p = score[static_cast<std::size_t>(s)] / sum;
         const Acc pd = dropout_p <= 0 ? p : kept(dropout_p, seed, rng_stream, row + s) ? p * keep_scale : Acc(0);
+        if constexpr (std::is_same_v<T, float>) {
+          score[static_cast<std::size_t>(s)] = pd;  // the weights, for add_weighted_rows_f32 below
+          continue;
+        }
         if (pd == Acc(0)) continue;
         const T* vs = v + b * a.v_batch_stride + s * a.v_row_stride + h * Kv;
         for (std::int64_t i = 0; i < Kv; ++i) out_acc[static_cast<std::size_t>(i)] += pd * load(vs[i]);
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        add_weighted_rows_f32(score.data(), v + b * a.v_batch_stride + h * Kv, a.v_row_stride, n, Kv, out_acc.data());
       }
       T* out_t = out + b * a.out_batch_stride + t * a.out_row_stride + h * Kv;
       for (std::int64_t i = 0; i < Kv; ++i) out_t[i] = store<T>(out_acc[static_cast<std::size_t>(i)]);
@@ -103,8 +119,12 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
       // The probabilities again, from the scores and the saved log-sum-exp.
       scores(a, q, k, b, h, t, n, scale_acc, prob);
       const Acc log_sum = lse[bh * Tq + t];
-      for (std::int64_t s = 0; s < n; ++s) {
-        prob[static_cast<std::size_t>(s)] = std::exp(prob[static_cast<std::size_t>(s)] - log_sum);
+      if constexpr (std::is_same_v<Acc, float>) {
+        exp_store_f32(prob.data(), n, log_sum, prob.data());
+      } else {
+        for (std::int64_t s = 0; s < n; ++s) {
+          prob[static_cast<std::size_t>(s)] = std::exp(prob[static_cast<std::size_t>(s)] - log_sum);
+        }
       }
       // dprobs[s] = dropout'(dout . v[s]); softmax backward: dscore = p * (dprobs - sum(p * dprobs)).
       Acc dot_sum = 0;
@@ -112,7 +132,11 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
         const Acc p = prob[static_cast<std::size_t>(s)];
         const T* vs = v + b * a.v_batch_stride + s * a.v_row_stride + h * Kv;
         Acc dp = 0;
-        for (std::int64_t i = 0; i < Kv; ++i) dp += load(do_t[i]) * load(vs[i]);
+        if constexpr (std::is_same_v<T, float>) {
+          dp = dot_f32(do_t, vs, Kv);
+        } else {
+          for (std::int64_t i = 0; i < Kv; ++i) dp += load(do_t[i]) * load(vs[i]);
+        }
         const bool keep = dropout_p <= 0 || kept(dropout_p, seed, rng_stream, row + s);
         const Acc mask = dropout_p <= 0 ? Acc(1) : keep ? keep_scale : Acc(0);
         dp *= mask;

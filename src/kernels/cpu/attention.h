@@ -15,7 +15,9 @@
 // for double); out, dq, dk and dv are summed in acc_t<T> buffers and each element is rounded once,
 // with store<T>(), when written. lse is a statistic, stored in acc_t<T> (accumulator_dtype). (Until
 // #12, float attention computed in double; float compute keeps the float model's numpy fixtures
-// within their tolerances and is what a CUDA kernel does.)
+// within their tolerances and is what a CUDA kernel does.) The exps, the dot products over K and
+// Kv and the sums over values use kernels/cpu/vector_math.h (exp within 1 ulp of std::exp; vector
+// reductions) for every T but double.
 // q/k/v/out are row-major [B, rows, H * size] blocks addressed by (batch stride, row stride), so a
 // key/value cache of capacity P can be read as its first S rows without a copy.
 // query_offset is the position of query 0 (incremental decoding: S - 1 for one query).

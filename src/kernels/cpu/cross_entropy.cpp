@@ -3,18 +3,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/numeric.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 
 namespace {
 
-// log(sum_k exp(x[k])) of one row, in acc_t<T> (the maximum subtracted first).
+// log(sum_k exp(x[k])) of one row, in acc_t<T> (the maximum subtracted first). f32 rows use the
+// vectorised exp and sums of kernels/cpu/vector_math.h.
 template <typename T>
 acc_t<T> log_sum_exp(const T* row, std::int64_t v) {
   using Acc = acc_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    const float max_value = std::max(row[0], max_f32(row, v));  // row[0]: a NaN first entry stays NaN
+    return max_value + std::log(sum_exp_f32(row, v, max_value));
+  }
   Acc max_value = load(row[0]);
   for (std::int64_t k = 1; k < v; ++k) max_value = std::max(max_value, load(row[k]));
   Acc sum = 0;
@@ -43,6 +50,10 @@ void log_softmax(T* x, std::int64_t rows, std::int64_t v) {
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = x + r * v;
     const acc_t<T> log_z = log_sum_exp(row, v);
+    if constexpr (std::is_same_v<T, float>) {
+      subtract_f32(row, v, log_z);
+      continue;
+    }
     for (std::int64_t k = 0; k < v; ++k) row[k] = store<T>(load(row[k]) - log_z);
   }
 }

@@ -1,0 +1,81 @@
+// f32 row kernels with run-time CPU dispatch (see vector_math.h).
+#include "kernels/cpu/vector_math.h"
+
+// One clone per vector width, chosen when the program starts (an ifunc): AVX-512 (Skylake-X and
+// later, Zen 4 and later), AVX2 + FMA (Haswell and later), and the x86-64 baseline (SSE2).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DRAGOMAN_CPU_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#else
+#define DRAGOMAN_CPU_CLONES
+#endif
+
+namespace dragoman::cpu {
+
+DRAGOMAN_CPU_CLONES float max_f32(const float* x, std::int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (std::int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+DRAGOMAN_CPU_CLONES float sum_exp_f32(const float* x, std::int64_t n, float shift) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < n; ++i) sum += exp_approx(x[i] - shift);
+  return sum;
+}
+
+DRAGOMAN_CPU_CLONES float exp_store_f32(const float* x, std::int64_t n, float shift, float* out) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float e = exp_approx(x[i] - shift);
+    out[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+DRAGOMAN_CPU_CLONES float dot_f32(const float* a, const float* b, std::int64_t n) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+DRAGOMAN_CPU_CLONES void axpy_f32(float alpha, const float* x, float* y, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+DRAGOMAN_CPU_CLONES void subtract_f32(float* x, std::int64_t n, float value) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) x[i] -= value;
+}
+
+DRAGOMAN_CPU_CLONES float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std::int64_t n,
+                                          std::int64_t K, float scale, float* out) {
+  float largest = -std::numeric_limits<float>::infinity();
+  for (std::int64_t s = 0; s < n; ++s) {
+    const float* ks = k + s * k_stride;
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t i = 0; i < K; ++i) dot += q[i] * ks[i];
+    out[s] = dot * scale;
+    largest = out[s] > largest ? out[s] : largest;
+  }
+  return largest;
+}
+
+DRAGOMAN_CPU_CLONES void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n,
+                                               std::int64_t Kv, float* out) {
+  for (std::int64_t s = 0; s < n; ++s) {
+    if (p[s] == 0.0f) continue;
+    const float ps = p[s];
+    const float* vs = v + s * v_stride;
+#pragma omp simd
+    for (std::int64_t i = 0; i < Kv; ++i) out[i] += ps * vs[i];
+  }
+}
+
+}  // namespace dragoman::cpu

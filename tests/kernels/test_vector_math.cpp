@@ -1,0 +1,106 @@
+// The f32 row kernels (kernels/cpu/vector_math.h): exp_approx within 1 ulp of std::exp over its
+// range and exact at its edges, and the dispatched row functions (whatever vector width this CPU
+// gets) against plain double-precision loops, on lengths around the vector widths.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/vector_math.h"
+
+namespace dragoman {
+namespace {
+
+std::int64_t ulps_apart(float a, float b) {
+  std::int32_t ia, ib;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  return std::abs(static_cast<std::int64_t>(ia) - static_cast<std::int64_t>(ib));
+}
+
+const std::int64_t kLengths[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 1000, 8000};
+
+std::vector<float> random_row(std::int64_t n, std::uint32_t seed, float spread) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, spread);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("exp_approx: within 1 ulp of std::exp on [-87.3, 88.3], exact edges", "[kernels]") {
+  std::int64_t worst = 0;
+  float worst_at = 0;
+  // Every 97th float from 0 to 88.3 and from -0 to -87.3 (about 23 million points).
+  const auto sweep = [&](std::uint32_t sign, float limit) {
+    for (std::uint32_t bits = 0;; bits += 97) {
+      const std::uint32_t signed_bits = bits | sign;
+      float x;
+      std::memcpy(&x, &signed_bits, sizeof x);
+      if (std::abs(x) > limit) break;
+      const std::int64_t u = ulps_apart(cpu::exp_approx(x), std::exp(x));
+      if (u > worst) {
+        worst = u;
+        worst_at = x;
+      }
+    }
+  };
+  sweep(0, 88.3f);
+  sweep(0x80000000u, 87.3f);
+  INFO("worst at " << worst_at);
+  CHECK(worst <= 1);
+  CHECK(cpu::exp_approx(0.0f) == 1.0f);
+  CHECK(cpu::exp_approx(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(cpu::exp_approx(-100.0f) == 0.0f);
+  CHECK(cpu::exp_approx(89.0f) == std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(cpu::exp_approx(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST_CASE("vector_math row kernels equal plain double loops (within the sums' rounding)", "[kernels]") {
+  for (const std::int64_t n : kLengths) {
+    INFO("n = " << n);
+    const std::vector<float> x = random_row(n, 1 + static_cast<std::uint32_t>(n), 3.0f);
+    const std::vector<float> y = random_row(n, 1000 + static_cast<std::uint32_t>(n), 1.0f);
+    double max_ref = -std::numeric_limits<double>::infinity(), sum_ref = 0, dot_ref = 0, abs_dot = 0;
+    for (std::int64_t i = 0; i < n; ++i) max_ref = std::max(max_ref, static_cast<double>(x[i]));
+    const float shift = n > 0 ? static_cast<float>(max_ref) : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      sum_ref += std::exp(static_cast<double>(x[i]) - shift);
+      dot_ref += static_cast<double>(x[i]) * y[i];
+      abs_dot += std::abs(static_cast<double>(x[i]) * y[i]);
+    }
+    const double eps = std::numeric_limits<float>::epsilon();
+    CHECK(cpu::max_f32(x.data(), n) == static_cast<float>(max_ref));
+    // Each exp within 1 ulp plus the shift's rounding, and the sum's rounding: n eps relative at most.
+    CHECK(cpu::sum_exp_f32(x.data(), n, shift) == Approx(sum_ref).epsilon(4 * eps * (1 + std::sqrt(n))).margin(1e-30));
+    std::vector<float> out(x.size());
+    const float stored_sum = cpu::exp_store_f32(x.data(), n, shift, out.data());
+    CHECK(stored_sum == cpu::sum_exp_f32(x.data(), n, shift));
+    for (std::int64_t i = 0; i < n; ++i) CHECK(out[i] == cpu::exp_approx(x[i] - shift));
+    CHECK(cpu::dot_f32(x.data(), y.data(), n) == Approx(dot_ref).margin(2 * eps * abs_dot + 1e-30));
+    std::vector<float> acc = y;
+    cpu::axpy_f32(0.5f, x.data(), acc.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) CHECK(acc[i] == Approx(y[i] + 0.5 * x[i]).epsilon(eps).margin(eps));
+    std::vector<float> shifted = x;
+    cpu::subtract_f32(shifted.data(), n, 1.25f);
+    for (std::int64_t i = 0; i < n; ++i) CHECK(shifted[i] == x[i] - 1.25f);
+  }
+}
+
+TEST_CASE("vector_math: max_f32 ignores NaN entries, -inf for an empty row", "[kernels]") {
+  std::vector<float> x = {1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f, -2.0f};
+  for (int i = 0; i < 40; ++i) x.push_back(static_cast<float>(i % 7) - 10.0f);
+  CHECK(cpu::max_f32(x.data(), static_cast<std::int64_t>(x.size())) == 3.0f);
+  CHECK(cpu::max_f32(x.data(), 0) == -std::numeric_limits<float>::infinity());
+  // exp of -inf entries (masked scores) adds nothing.
+  const std::vector<float> masked = {0.0f, -std::numeric_limits<float>::infinity(), 0.0f};
+  CHECK(cpu::sum_exp_f32(masked.data(), 3, 0.0f) == 2.0f);
+}
+
+}  // namespace dragoman
