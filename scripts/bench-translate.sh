@@ -92,6 +92,7 @@ fi
 # ctranslate2 sentencepiece safetensors numpy): the model converted by ../shared/bench/ct2, translated
 # with Dragoman's batching and length caps; Dragoman with CTranslate2's one length normalisation
 # (power) beside it, in fp32 and int8.
+# The base model's rows have a fixed cap of 30 tokens for both (the same work per sentence).
 ct2_tools=${CT2_TOOLS:-../shared/bench/ct2}
 ct2_row() {
   local name=$1 dir=$2 beam=$3 threads=$4 compute=$5
@@ -114,8 +115,10 @@ if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[
   models=("$work/base.safetensors")
   [[ -n ${MODEL:-} ]] && models+=("$MODEL")
   for model in "${models[@]}"; do
+    # The base model's hypotheses all run to the cap: a fixed one (30 tokens) gives both tools the
+    # same work, where a cap by source length would not (CTranslate2 has one cap per batch).
     caps=()
-    [[ $model == "$work/base.safetensors" ]] && caps=(--max-length-a 1 --max-length-b 0)
+    [[ $model == "$work/base.safetensors" ]] && caps=(--max-length-a 0 --max-length-b 30)
     name=$(basename "$model" .safetensors)
     for quantization in float32 int8; do
       convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$work/ct2-$name-$quantization")

@@ -143,4 +143,6 @@ awk -v last="$bleu_last" -v avg="$bleu_avg" -v n="$last" -v a="$first_step" -v b
   print "minutes apart at the end of 12 hours). While the loss still falls fast the older checkpoints are"
   print "just worse models and the average lags behind the last one; a window that is short against the"
   print "time the model takes to improve averages out the noise of the last updates and can still win."
+  print "configs/demo.yaml decays the learning rate linearly to zero at its last update (training.lr_decay):"
+  print "the last updates are small and its last checkpoints close together, so their average changes little."
 }'
