@@ -93,6 +93,27 @@ TEST_CASE("vector_math row kernels equal plain double loops (within the sums' ro
   }
 }
 
+TEST_CASE("vector_math: int8 row quantization equals std::nearbyint, ties to even, clamped", "[kernels]") {
+  for (const std::int64_t n : kLengths) {
+    INFO("n = " << n);
+    std::vector<float> x = random_row(n, 7 + static_cast<std::uint32_t>(n), 2.0f);
+    // Exact ties (k + 1/2 steps of 0.5) and the ends of the range.
+    for (std::int64_t i = 0; i < n; i += 3) x[i] = 0.25f * static_cast<float>(i % 11 - 5) + 0.125f;
+    double largest = 0;
+    for (const float v : x) largest = std::max(largest, static_cast<double>(std::abs(v)));
+    CHECK(cpu::max_abs_f32(x.data(), n) == static_cast<float>(largest));
+    for (const float scale : {static_cast<float>(largest) / 127.0f, 0.25f, 0.01f}) {
+      if (!(scale > 0)) continue;
+      std::vector<std::int8_t> q(x.size());
+      cpu::quantize_row_f32(x.data(), n, scale, q.data());
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float expected = std::min(127.0f, std::max(-127.0f, std::nearbyint(x[i] / scale)));
+        CHECK(static_cast<int>(q[i]) == static_cast<int>(expected));
+      }
+    }
+  }
+}
+
 TEST_CASE("vector_math: max_f32 ignores NaN entries, -inf for an empty row", "[kernels]") {
   std::vector<float> x = {1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f, -2.0f};
   for (int i = 0; i < 40; ++i) x.push_back(static_cast<float>(i % 7) - 10.0f);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 namespace {
@@ -37,14 +38,10 @@ void quantize_rows(const float* x, std::int64_t rows, std::int64_t cols, std::in
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
-    float largest = 0.0f;
-    for (std::int64_t j = 0; j < cols; ++j) largest = std::max(largest, std::abs(row[j]));
+    const float largest = max_abs_f32(row, cols);  // kernels/cpu/vector_math.h: vectorised
     const float scale = largest > 0.0f ? largest / 127.0f : 1.0f;
     scales[r] = scale;
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const float v = std::nearbyint(row[j] / scale);
-      q[r * cols + j] = static_cast<std::int8_t>(std::clamp(v, -127.0f, 127.0f));
-    }
+    quantize_row_f32(row, cols, scale, q + r * cols);
   }
 }
 

@@ -53,6 +53,28 @@ DRAGOMAN_CPU_CLONES void subtract_f32(float* x, std::int64_t n, float value) {
   for (std::int64_t i = 0; i < n; ++i) x[i] -= value;
 }
 
+DRAGOMAN_CPU_CLONES float max_abs_f32(const float* x, std::int64_t n) {
+  float m = 0.0f;
+#pragma omp simd reduction(max : m)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float a = x[i] < 0.0f ? -x[i] : x[i];
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+DRAGOMAN_CPU_CLONES void quantize_row_f32(const float* x, std::int64_t n, float scale, std::int8_t* q) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    // |x / scale| <= 127 for the row's own scale: adding and subtracting 1.5 x 2^23 rounds it to an
+    // integer in the current (nearest-even) rounding mode, as std::nearbyint does.
+    float v = (x[i] / scale + 12582912.0f) - 12582912.0f;
+    v = v < -127.0f ? -127.0f : v;
+    v = v > 127.0f ? 127.0f : v;
+    q[i] = static_cast<std::int8_t>(static_cast<std::int32_t>(v));
+  }
+}
+
 DRAGOMAN_CPU_CLONES float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std::int64_t n,
                                           std::int64_t K, float scale, float* out) {
   float largest = -std::numeric_limits<float>::infinity();

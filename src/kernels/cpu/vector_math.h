@@ -53,6 +53,11 @@ float dot_f32(const float* a, const float* b, std::int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, std::int64_t n);
 // x[i] -= value.
 void subtract_f32(float* x, std::int64_t n, float value);
+// max of |x[i]| (0 for n = 0; NaN entries ignored).
+float max_abs_f32(const float* x, std::int64_t n);
+// q[i] = x[i] / scale rounded to the nearest integer (ties to even, as std::nearbyint in the default
+// rounding mode), clamped to [-127, 127]: int8 quantization of a row (kernels/cpu/quantize.h).
+void quantize_row_f32(const float* x, std::int64_t n, float scale, std::int8_t* q);
 
 // Attention's inner loops for one query (kernels/cpu/attention.cpp): out[s] = scale * (q . k_s)
 // for the n keys k_s = k + s * k_stride of size K; returns the largest (-inf for n = 0).
