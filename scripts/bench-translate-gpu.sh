@@ -39,7 +39,7 @@ head -n "$lines" "$data/dev.en" >"$work/input.en"
 head -n "$single_lines" "$data/dev.en" >"$work/single.en"
 
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
-echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); $("$dragoman" --version | head -n 1)"
+echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); $("$dragoman" --version | sed -n 1p)"
 echo "input: $(wc -l <"$work/input.en") lines of the bench corpus's dev set (1 sentence: the first $single_lines)"
 
 for model in ${MODELS:-base big}; do
@@ -97,5 +97,7 @@ for model in ${MODELS:-base big}; do
     done
   done
 done
-[[ $reference == 1 ]] && sed -n 's/^hf: model loaded.*; \(transformers .*\), cuda.*/reference: \1/p' "$work/hf.log" | head -n 1
+if [[ $reference == 1 ]]; then
+  sed -n 's/^hf: model loaded.*; \(transformers .*\), cuda.*/reference: \1/p' "$work/hf.log"
+fi
 exit 0

@@ -2,7 +2,9 @@
 # Prepares a GPU run on a machine that has the NVIDIA driver and CUDA toolkit but none of our
 # Debian libraries: builds with CUDA for the given architectures (default 90, H100/H200) in
 # build-gpu/, then copies the binaries and the non-CUDA shared libraries they need (ICU, spdlog,
-# fmt, ...) into .gpu/ (git-ignored). On the GPU machine:
+# fmt, ...) into .gpu/ (git-ignored; the libraries compressed, .gpu/lib.tar.xz: about 40 MB in all).
+# On the GPU machine scripts/gpu-check.sh does everything; by hand:
+#   tar -xJf .gpu/lib.tar.xz -C .gpu
 #   export LD_LIBRARY_PATH=$PWD/.gpu/lib:$LD_LIBRARY_PATH   # plus where its CUDA/NCCL libraries are
 #   .gpu/dragoman --version && .gpu/dragoman_cuda_tests
 set -euo pipefail
@@ -30,9 +32,10 @@ ldd "${binaries[@]}" | awk '/=> \// { print $3 }' | sort -u |
 bench_data=${BENCH_DATA:-../shared/data/bench-en-de}
 if [[ -f $bench_data/train.en.xz ]]; then
   mkdir -p .gpu/bench
-  xz -dc "$bench_data/dev.en.xz" | head -n 1000 >.gpu/bench/dev.en
-  xz -dc "$bench_data/train.en.xz" | head -n 2000 >.gpu/bench/small.en
-  xz -dc "$bench_data/train.de.xz" | head -n 2000 >.gpu/bench/small.de
+  # (sed reads to the end: head would stop xz with SIGPIPE, fatal under pipefail)
+  xz -dc "$bench_data/dev.en.xz" | sed -n '1,1000p' >.gpu/bench/dev.en
+  xz -dc "$bench_data/train.en.xz" | sed -n '1,2000p' >.gpu/bench/small.en
+  xz -dc "$bench_data/train.de.xz" | sed -n '1,2000p' >.gpu/bench/small.de
   if [[ ! -s build-gpu/bench-vocab/vocab.model ]]; then
     mkdir -p build-gpu/bench-vocab
     xz -dc "$bench_data/train.en.xz" >build-gpu/bench-vocab/train.en
@@ -44,5 +47,11 @@ if [[ -f $bench_data/train.en.xz ]]; then
 else
   echo "gpu-bundle: $bench_data not found: no data for scripts/bench-translate-gpu.sh"
 fi
+# The libraries travel compressed (ICU's data and OpenBLAS alone are 65 MB; a device session
+# carries at most 64 MiB): .gpu/lib.tar.xz, unpacked into .gpu/lib/ by scripts/gpu-check.sh (or
+# `tar -xJf .gpu/lib.tar.xz -C .gpu`) on the GPU machine.
+ls .gpu/lib
+tar -cJf .gpu/lib.tar.xz -C .gpu lib
+rm -rf .gpu/lib
 du -sh .gpu
-ls .gpu .gpu/lib
+ls -l .gpu

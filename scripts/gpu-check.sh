@@ -22,6 +22,10 @@ mkdir -p "$report_dir"
 md=$report_dir/gpu-check.md
 json=$report_dir/gpu-check.json
 [[ -x .gpu/dragoman_cuda_tests ]] || { echo "gpu-check: no .gpu/ bundle: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
+# The bundle's libraries travel compressed (scripts/gpu-bundle.sh).
+if [[ ! -d .gpu/lib && -f .gpu/lib.tar.xz ]]; then
+  tar -xJf .gpu/lib.tar.xz -C .gpu || { echo "gpu-check: cannot unpack .gpu/lib.tar.xz" >&2; exit 2; }
+fi
 
 # The bundle's libraries, the CUDA toolkit's, and NCCL wherever the machine has it (a pip wheel's
 # nvidia/nccl/lib included).
