@@ -38,12 +38,12 @@ void defer_cuda_error(const char* call, const char* what, const char* file, int 
   } while (0)
 
 // cuBLASLt reports cublasStatus_t too, so this macro checks cuBLAS and cuBLASLt calls.
-#define DRAGOMAN_CUBLAS_CHECK(call)                                                                           \
-  do {                                                                                                        \
-    const cublasStatus_t dragoman_status_ = (call);                                                           \
-    if (dragoman_status_ != CUBLAS_STATUS_SUCCESS) {                                                          \
-      ::dragoman::cuda::throw_cuda_error(#call, cublasGetStatusString(dragoman_status_), __FILE__, __LINE__); \
-    }                                                                                                         \
+#define DRAGOMAN_CUBLAS_CHECK(call)                                                                             \
+  do {                                                                                                          \
+    const cublasStatus_t dragoman_status_ = (call);                                                             \
+    if (dragoman_status_ != CUBLAS_STATUS_SUCCESS) {                                                            \
+      ::dragoman::cuda::throw_cuda_error(#call, cublasLtGetStatusString(dragoman_status_), __FILE__, __LINE__); \
+    }                                                                                                           \
   } while (0)
 
 #define DRAGOMAN_NCCL_CHECK(call)                                                                          \

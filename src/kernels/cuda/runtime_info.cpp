@@ -28,18 +28,17 @@ std::string runtime_info() {
   int driver = 0;
   DRAGOMAN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
-  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
-  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &cublas_major));
-  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &cublas_minor));
-  DRAGOMAN_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
   int nccl = 0;
   DRAGOMAN_NCCL_CHECK(ncclGetVersion(&nccl));
-
-  std::string text = "CUDA: yes (runtime " + dotted(runtime) + ", driver " + (driver > 0 ? dotted(driver) : "none") +
-                     "), cuBLAS " + std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
-                     std::to_string(cublas_patch) + ", NCCL " + std::to_string(nccl / 10000) + "." +
-                     std::to_string((nccl / 100) % 100) + "." + std::to_string(nccl % 100) + "\n";
   const int devices = device_count();
+  // cuBLAS is loaded on first use (cublas_loader.cpp): its version is read only where there is a
+  // device to use it on, so that --version on a machine without a GPU does not load it.
+  std::string cublas = "cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+                       std::to_string(CUBLAS_VER_PATCH) + " (built with; loaded when a CUDA device is used)";
+  if (devices > 0) cublas = "cuBLAS " + cublas_version();
+  std::string text = "CUDA: yes (runtime " + dotted(runtime) + ", driver " + (driver > 0 ? dotted(driver) : "none") +
+                     "), " + cublas + ", NCCL " + std::to_string(nccl / 10000) + "." +
+                     std::to_string((nccl / 100) % 100) + "." + std::to_string(nccl % 100) + "\n";
   text += "CUDA devices: " + std::to_string(devices) + "\n";
   for (int d = 0; d < devices; ++d) {
     cudaDeviceProp prop{};
@@ -50,6 +49,14 @@ std::string runtime_info() {
             std::to_string(prop.minor) + ", " + memory + ")\n";
   }
   return text;
+}
+
+std::string cublas_version() {
+  int major = 0, minor = 0, patch = 0;
+  DRAGOMAN_CUBLAS_CHECK(cublasLtGetProperty(MAJOR_VERSION, &major));
+  DRAGOMAN_CUBLAS_CHECK(cublasLtGetProperty(MINOR_VERSION, &minor));
+  DRAGOMAN_CUBLAS_CHECK(cublasLtGetProperty(PATCH_LEVEL, &patch));
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
 }  // namespace dragoman::cuda

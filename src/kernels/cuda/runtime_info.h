@@ -9,7 +9,12 @@ namespace dragoman::cuda {
 int device_count();
 
 // "CUDA: yes (runtime 13.0, driver 12.8 | none), cuBLAS 13.0.0, NCCL 2.27.3\n" followed by one
-// line per device (name, compute capability, memory).
+// line per device (name, compute capability, memory). Without a device, the cuBLAS version is the
+// headers' (cuBLAS is not loaded then: kernels/cuda/cublas_loader.cpp).
 std::string runtime_info();
+
+// Loads cuBLASLt if it is not loaded yet (kernels/cuda/cublas_loader.cpp) and returns its version,
+// "13.1.0"; an Error naming the library if it cannot be loaded. Needs no device.
+std::string cublas_version();
 
 }  // namespace dragoman::cuda
