@@ -1,7 +1,12 @@
 // safetensors encoding and validated decoding (see safetensors.h).
 #include "io/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,7 +17,6 @@
 
 #include "core/error.h"
 #include "io/atomic_file.h"
-#include "io/read_file.h"
 
 namespace dragoman {
 namespace {
@@ -48,37 +52,40 @@ std::int64_t SafeTensor::numel() const {
 namespace {
 
 template <typename T>
-std::int64_t first_non_finite_of(const std::vector<unsigned char>& bytes) {
-  const std::size_t n = bytes.size() / sizeof(T);
-  for (std::size_t i = 0; i < n; ++i) {
+std::int64_t first_non_finite_of(const unsigned char* bytes, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
     T value;
-    std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
-    if (!std::isfinite(value)) return static_cast<std::int64_t>(i);
+    std::memcpy(&value, bytes + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    if (!std::isfinite(value)) return i;
   }
   return -1;
 }
 
 // 16-bit floats: all exponent bits set is infinity or NaN.
-std::int64_t first_non_finite_16(const std::vector<unsigned char>& bytes, std::uint16_t exponent_mask) {
-  const std::size_t n = bytes.size() / 2;
-  for (std::size_t i = 0; i < n; ++i) {
+std::int64_t first_non_finite_16(const unsigned char* bytes, std::int64_t n, std::uint16_t exponent_mask) {
+  for (std::int64_t i = 0; i < n; ++i) {
     std::uint16_t bits;
-    std::memcpy(&bits, bytes.data() + 2 * i, 2);
-    if ((bits & exponent_mask) == exponent_mask) return static_cast<std::int64_t>(i);
+    std::memcpy(&bits, bytes + 2 * i, 2);
+    if ((bits & exponent_mask) == exponent_mask) return i;
   }
   return -1;
 }
 
 }  // namespace
 
-std::int64_t SafeTensor::first_non_finite() const {
+std::int64_t first_non_finite(const void* data, DType dtype, std::int64_t count) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
   switch (dtype) {
-    case DType::kF32: return first_non_finite_of<float>(data);
-    case DType::kF64: return first_non_finite_of<double>(data);
-    case DType::kBF16: return first_non_finite_16(data, 0x7F80u);
-    case DType::kF16: return first_non_finite_16(data, 0x7C00u);
+    case DType::kF32: return first_non_finite_of<float>(bytes, count);
+    case DType::kF64: return first_non_finite_of<double>(bytes, count);
+    case DType::kBF16: return first_non_finite_16(bytes, count, 0x7F80u);
+    case DType::kF16: return first_non_finite_16(bytes, count, 0x7C00u);
     default: return -1;
   }
+}
+
+std::int64_t SafeTensor::first_non_finite() const {
+  return dragoman::first_non_finite(data.data(), dtype, static_cast<std::int64_t>(data.size() / dtype_size(dtype)));
 }
 
 const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
@@ -116,27 +123,39 @@ std::string encode_safetensors(const SafeTensorsFile& file) {
   return out;
 }
 
-SafeTensorsFile decode_safetensors(const std::string& name, std::string_view bytes) {
-  if (bytes.size() < 8)
-    corrupt(name, "only " + std::to_string(bytes.size()) + " bytes, expected an 8-byte header length");
+namespace {
+
+// The header length of a file whose first bytes are `head` (at least 8 of them) and that has
+// `file_size` bytes, checked against the file.
+std::uint64_t header_length(const std::string& name, std::string_view head, std::uint64_t file_size) {
+  if (file_size < 8) corrupt(name, "only " + std::to_string(file_size) + " bytes, expected an 8-byte header length");
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i)
-    header_len = (header_len << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+    header_len = (header_len << 8) | static_cast<unsigned char>(head[static_cast<std::size_t>(i)]);
   if (header_len > kMaxHeaderBytes) corrupt(name, "header length " + std::to_string(header_len) + " is too large");
-  if (header_len > bytes.size() - 8) {
-    corrupt(name, "header length " + std::to_string(header_len) + " exceeds the file (" + std::to_string(bytes.size()) +
+  if (header_len > file_size - 8) {
+    corrupt(name, "header length " + std::to_string(header_len) + " exceeds the file (" + std::to_string(file_size) +
                       " bytes): truncated?");
   }
+  return header_len;
+}
+
+// Parses and validates the header at the start of `head` (8 + its length bytes at least) for a file
+// of `file_size` bytes. With `data` (the whole file) each tensor's bytes are copied; without, they
+// are left empty and `file_offsets` gets each tensor's position in the file (in file.tensors' order).
+SafeTensorsFile parse_safetensors(const std::string& name, std::string_view head, std::uint64_t file_size,
+                                  const char* data, std::vector<std::uint64_t>* file_offsets) {
+  const std::uint64_t header_len = header_length(name, head, file_size);
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+    header = nlohmann::json::parse(head.begin() + 8, head.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
   } catch (const nlohmann::json::exception& e) {
     corrupt(name, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!header.is_object()) corrupt(name, "header is not a JSON object");
 
   const std::uint64_t data_begin = 8 + header_len;
-  const std::uint64_t data_size = bytes.size() - data_begin;
+  const std::uint64_t data_size = file_size - data_begin;
   SafeTensorsFile file;
   struct Span {
     std::uint64_t begin, end;
@@ -186,8 +205,10 @@ SafeTensorsFile decode_safetensors(const std::string& name, std::string_view byt
       corrupt(name, where + " ends at data byte " + std::to_string(end) + " but the file has " +
                         std::to_string(data_size) + " bytes of data: truncated?");
     }
-    const char* src = bytes.data() + data_begin + begin;
-    t.data.assign(src, src + (end - begin));
+    if (data != nullptr) {
+      const char* src = data + data_begin + begin;
+      t.data.assign(src, src + (end - begin));
+    }
     spans.push_back({begin, end, key});
     file.tensors.push_back(std::move(t));
   }
@@ -207,9 +228,59 @@ SafeTensorsFile decode_safetensors(const std::string& name, std::string_view byt
   }
   std::vector<SafeTensor> sorted;
   sorted.reserve(order.size());
-  for (std::size_t i : order) sorted.push_back(std::move(file.tensors[i]));
+  for (std::size_t i : order) {
+    sorted.push_back(std::move(file.tensors[i]));
+    if (file_offsets != nullptr) file_offsets->push_back(data_begin + spans[i].begin);
+  }
   file.tensors = std::move(sorted);
   return file;
+}
+
+}  // namespace
+
+SafeTensorsFile decode_safetensors(const std::string& name, std::string_view bytes) {
+  return parse_safetensors(name, bytes, bytes.size(), bytes.data(), nullptr);
+}
+
+SafeTensorsReader::SafeTensorsReader(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  try {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw Error("cannot read " + path + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw Error("cannot open " + path + ": it is a directory");
+    const auto file_size = static_cast<std::uint64_t>(st.st_size);
+    std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(file_size, 8)), '\0');
+    read_at(0, head.data(), head.size());
+    const std::uint64_t header_len = header_length(path, head, file_size);
+    head.resize(static_cast<std::size_t>(8 + header_len));
+    read_at(8, head.data() + 8, static_cast<std::size_t>(header_len));
+    header_ = parse_safetensors(path, head, file_size, nullptr, &offsets_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+SafeTensorsReader::~SafeTensorsReader() { ::close(fd_); }
+
+void SafeTensorsReader::read_at(std::uint64_t offset, char* destination, std::size_t bytes) const {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, destination + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read " + path_ + ": " + std::strerror(errno));
+    if (n == 0)
+      corrupt(path_, "the file ended at byte " + std::to_string(offset + done) + " while reading: truncated?");
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void SafeTensorsReader::read(std::size_t i, void* destination) const {
+  const SafeTensor& t = header_.tensors.at(i);
+  std::uint64_t bytes = 0;
+  byte_size(t.shape, t.dtype, bytes);
+  read_at(offsets_[i], static_cast<char*>(destination), static_cast<std::size_t>(bytes));
 }
 
 void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
@@ -217,8 +288,15 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
-  return decode_safetensors(path, std::string_view(bytes.data(), bytes.size()));
+  // Tensor by tensor into their own buffers: the file is never held twice.
+  const SafeTensorsReader reader(path);
+  SafeTensorsFile file = reader.header();
+  for (std::size_t i = 0; i < file.tensors.size(); ++i) {
+    SafeTensor& t = file.tensors[i];
+    t.data.resize(static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype));
+    reader.read(i, t.data.data());
+  }
+  return file;
 }
 
 }  // namespace dragoman

@@ -47,6 +47,36 @@ SafeTensorsFile decode_safetensors(const std::string& name, std::string_view byt
 
 // encode + write_file_atomically.
 void write_safetensors(const std::string& path, const SafeTensorsFile& file);
+// The whole file, read tensor by tensor (SafeTensorsReader): at most one copy of it in memory.
 SafeTensorsFile read_safetensors(const std::string& path);
+
+// The index of the first NaN or infinity among `count` elements of F32/F64/BF16/F16 `data`, or -1
+// (also for other dtypes).
+std::int64_t first_non_finite(const void* data, DType dtype, std::int64_t count);
+
+// A safetensors file read tensor by tensor: the header is read and validated when it opens (all
+// that decode_safetensors checks, against the file's size), and each tensor's bytes are read on
+// request straight into the caller's memory, so that a model loads without a second copy of it.
+// A file that ends early is an Error naming it.
+class SafeTensorsReader {
+ public:
+  explicit SafeTensorsReader(const std::string& path);
+  ~SafeTensorsReader();
+  SafeTensorsReader(const SafeTensorsReader&) = delete;
+  SafeTensorsReader& operator=(const SafeTensorsReader&) = delete;
+
+  // The metadata and the tensors' names, dtypes and shapes (their data empty), in data order.
+  const SafeTensorsFile& header() const { return header_; }
+  // Reads tensor i of header().tensors (numel x dtype size bytes) into `destination`.
+  void read(std::size_t i, void* destination) const;
+
+ private:
+  void read_at(std::uint64_t offset, char* destination, std::size_t bytes) const;
+
+  std::string path_;
+  int fd_ = -1;
+  SafeTensorsFile header_;
+  std::vector<std::uint64_t> offsets_;  // each tensor's first byte in the file
+};
 
 }  // namespace dragoman

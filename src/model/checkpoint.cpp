@@ -2,6 +2,7 @@
 #include "model/checkpoint.h"
 
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -58,8 +59,14 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   return model_from_safetensors(file, name, ParameterPrecision{dtype, dtype, true}, info);
 }
 
-Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
-                                   const ParameterPrecision& precision, ModelFileInfo* info, Device device) {
+namespace {
+
+// The model of a file whose header (metadata, names, dtypes, shapes) is `file` and whose tensor i
+// `read(i, destination)` puts in memory: each straight into its parameter when the dtype matches on
+// the CPU, so that loading a model from disk never holds a second copy of it.
+Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<void(std::size_t, void*)>& read,
+                               const std::string& name, const ParameterPrecision& precision, ModelFileInfo* info,
+                               Device device) {
   const DType dtype = precision.master;
   const auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
   const auto meta = [&](const char* key) -> const std::string& {
@@ -98,10 +105,12 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
 
   ParameterSet& params = model.parameters();
   std::set<std::string> seen;
-  for (const SafeTensor& t : file.tensors) {
+  for (std::size_t i = 0; i < file.tensors.size(); ++i) {
+    const SafeTensor& t = file.tensors[i];
     if (t.name == kVocabularyTensor) {
       if (t.dtype != DType::kU8 || t.shape.size() != 1) fail(std::string(kVocabularyTensor) + " must be a u8 vector");
-      read_info.vocabulary.assign(t.data.begin(), t.data.end());
+      read_info.vocabulary.resize(static_cast<std::size_t>(t.numel()));
+      read(i, read_info.vocabulary.data());
       continue;
     }
     if (!params.contains(t.name)) fail("unexpected tensor '" + t.name + "' (not a parameter of this model config)");
@@ -115,17 +124,21 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
     }
     // Damaged bytes often decode as NaN or infinity: such a model translates to empty lines with
     // score nan, so it is refused here (one pass, cheap next to reading the file).
-    const std::int64_t bad = t.first_non_finite();
-    if (bad >= 0) {
-      fail("tensor '" + t.name + "' holds a non-finite value (NaN or infinity) at element " + std::to_string(bad) +
-           ": the file is damaged, or was saved from a diverged run");
-    }
+    const auto check_finite = [&](const void* bytes) {
+      const std::int64_t bad = first_non_finite(bytes, t.dtype, t.numel());
+      if (bad >= 0) {
+        fail("tensor '" + t.name + "' holds a non-finite value (NaN or infinity) at element " + std::to_string(bad) +
+             ": the file is damaged, or was saved from a diverged run");
+      }
+    };
     Tensor value = params.value(t.name);
     if (t.dtype == dtype && value.device().is_cpu() && value.is_contiguous()) {
-      std::memcpy(value.raw_data(), t.data.data(), t.data.size());  // the common case: no conversion
+      read(i, value.raw_data());  // the common case: no conversion, no copy
+      check_finite(value.raw_data());
     } else {
       Tensor host = Tensor::empty(t.shape, t.dtype);
-      std::memcpy(host.raw_data(), t.data.data(), t.data.size());
+      read(i, host.raw_data());
+      check_finite(host.raw_data());
       value.copy_from(host.to(dtype).to(value.device()));
     }
     seen.insert(t.name);
@@ -138,18 +151,33 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
   return model;
 }
 
+}  // namespace
+
+Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
+                                   const ParameterPrecision& precision, ModelFileInfo* info, Device device) {
+  const auto read = [&](std::size_t i, void* destination) {
+    const std::vector<unsigned char>& data = file.tensors[i].data;
+    if (!data.empty()) std::memcpy(destination, data.data(), data.size());
+  };
+  return model_from_tensors(file, read, name, precision, info, device);
+}
+
 void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
                 std::optional<DType> file_dtype) {
   write_safetensors(path, model_to_safetensors(model, info, file_dtype));
 }
 
 Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info) {
-  return model_from_safetensors(read_safetensors(path), path, dtype, info);
+  return load_model(path, ParameterPrecision{dtype, dtype, true}, info, Device::cpu());
 }
 
 Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info,
                        Device device) {
-  return model_from_safetensors(read_safetensors(path), path, precision, info, device);
+  // Tensor by tensor from the file into the model (SafeTensorsReader): loading peaks at about the
+  // model's size, not twice it.
+  const SafeTensorsReader reader(path);
+  const auto read = [&](std::size_t i, void* destination) { reader.read(i, destination); };
+  return model_from_tensors(reader.header(), read, path, precision, info, device);
 }
 
 }  // namespace dragoman

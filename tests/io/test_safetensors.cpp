@@ -2,10 +2,12 @@
 // truncated and corrupted files (made from that file byte by byte).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "core/error.h"
 #include "eval/fixtures.h"
 #include "io/safetensors.h"
+#include "train/train_testing.h"
 
 using namespace dragoman;
 
@@ -124,6 +127,53 @@ TEST_CASE("truncated and corrupted files are clear errors", "[safetensors]") {
   CHECK_THAT(error_of(replace_once(good, "\"shape\":[3]", "\"shape\":[-3]")), Contains("invalid dimension"));
   // Two tensors over the same bytes: point encoder.weight's 24 bytes at decoder.bias's.
   CHECK_THAT(error_of(replace_once(good, "[24,48]", "[0,24] ")), Contains("overlap"));
+}
+
+TEST_CASE("read_safetensors and SafeTensorsReader read files tensor by tensor, with the same checks", "[safetensors]") {
+  const std::string dir = test::scratch_dir("safetensors-reader");
+  const std::string good_path = test::fixture_path("safetensors/python.safetensors");
+  const std::string good = read_bytes(good_path);
+  // The same tensors as decoding the whole file in memory, bit for bit.
+  const SafeTensorsFile expected = decode_safetensors(good_path, good);
+  const SafeTensorsFile got = read_safetensors(good_path);
+  CHECK(got.metadata == expected.metadata);
+  REQUIRE(got.tensors.size() == expected.tensors.size());
+  const SafeTensorsReader reader(good_path);
+  CHECK(reader.header().metadata == expected.metadata);
+  for (std::size_t i = 0; i < got.tensors.size(); ++i) {
+    INFO(expected.tensors[i].name);
+    CHECK(got.tensors[i].name == expected.tensors[i].name);
+    CHECK(got.tensors[i].shape == expected.tensors[i].shape);
+    CHECK(got.tensors[i].data == expected.tensors[i].data);
+    CHECK(reader.header().tensors[i].data.empty());  // the header only
+    std::vector<unsigned char> one(expected.tensors[i].data.size());
+    reader.read(i, one.data());
+    CHECK(one == expected.tensors[i].data);
+  }
+  // Damaged files: the errors decoding in memory gives, naming the file.
+  const auto error_of = [&](const std::string& bytes) {
+    const std::string path = dir + "/bad.safetensors";
+    std::ofstream(path, std::ios::binary) << bytes;
+    try {
+      read_safetensors(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  using Catch::Contains;
+  CHECK_THAT(error_of(""), Contains("bad.safetensors: not a valid safetensors file: only 0 bytes"));
+  CHECK_THAT(error_of(good.substr(0, 5)), Contains("only 5 bytes"));
+  CHECK_THAT(error_of(good.substr(0, 60)), Contains("exceeds the file") && Contains("truncated?"));
+  CHECK_THAT(error_of(good.substr(0, good.size() - 3)), Contains("bad.safetensors") && Contains("truncated?"));
+  CHECK_THAT(error_of(replace_once(good, "[24,48]", "[0,24] ")), Contains("overlap"));
+  CHECK_THROWS_WITH(read_safetensors(dir + "/missing.safetensors"), Contains("cannot open") && Contains("missing"));
+  CHECK_THROWS_WITH(read_safetensors(dir), Contains("it is a directory"));
+  // The values' checks, on any memory.
+  const std::vector<float> finite = {1.0f, 2.0f, -3.0f};
+  const std::vector<float> with_nan = {1.0f, 2.0f, std::nanf(""), 4.0f};
+  CHECK(first_non_finite(finite.data(), DType::kF32, 3) == -1);
+  CHECK(first_non_finite(with_nan.data(), DType::kF32, 4) == 2);
 }
 
 TEST_CASE("encoding refuses inconsistent tensors", "[safetensors]") {
