@@ -178,7 +178,8 @@ def main():
     t_load = time.perf_counter()
     c, w, vocab = load_dragoman(a.model)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
-    model = marian_model(c, w).to(device=a.device, dtype=dtype)
+    with torch.device(a.device):  # built (and randomly initialised) on the device: fast for big
+        model = marian_model(c, w).to(dtype=dtype)
     sp = spm.SentencePieceProcessor(model_proto=vocab)
     sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     sync()

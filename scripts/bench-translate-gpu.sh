@@ -14,7 +14,7 @@
 # 1,024 sentences a batch) and normalise length alike (power, alpha 0.6); "1 sentence" rows
 # translate one sentence at a time (a service's latency), on the first SINGLE_LINES lines.
 # The last column compares each output with Dragoman's fp32 output at the same beam.
-#   LINES=1000  SINGLE_LINES=50  MODELS="base big"  PRECISIONS="fp32 bf16 fp16"  BEAMS="4 1"
+#   LINES=1000  SINGLE_LINES=20  MODELS="base big"  PRECISIONS="fp32 bf16 fp16"  BEAMS="4 1"
 #   REFERENCE=1 (0: Dragoman alone)  DEVICE=cuda:0  KEEP=dir (work files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ dragoman=${DRAGOMAN:-.gpu/dragoman}
 data=${BENCH_DATA:-.gpu/bench}
 device=${DEVICE:-cuda:0}
 lines=${LINES:-1000}
-single_lines=${SINGLE_LINES:-50}
+single_lines=${SINGLE_LINES:-20}
 [[ -x $dragoman ]] || { echo "bench-translate-gpu: $dragoman not found (scripts/gpu-bundle.sh)" >&2; exit 2; }
 [[ -f $data/vocab.model && -f $data/dev.en && -f $data/small.en ]] ||
   { echo "bench-translate-gpu: $data lacks vocab.model, dev.en or small.en (scripts/gpu-bundle.sh)" >&2; exit 2; }
