@@ -48,8 +48,10 @@ expect resume-other-total 1 "trains with 2 batches per update" -- "$dragoman" tr
 expect resume-one-process 0 "resuming from step 12" -- "$dragoman" train --run "$tmp/mpi-2" \
   --set training.max_steps=18 --set training.update_freq=2
 
-# SIGTERM to process 1 only: every process stops after the current update, process 0 saves an
-# interrupted checkpoint, the launch exits 143, and the same launch resumes.
+# SIGTERM to process 1 only: every process stops after the current update, process 0 saves the
+# state of that update (an interrupted checkpoint; or none new when the stop falls on a regular
+# checkpoint's step, a multiple of 6, already saved), the launch exits 143, and the same launch
+# resumes.
 sed -e 's/max_steps: 12/max_steps: 100000/' "$tmp/c.yaml" >"$tmp/long.yaml"
 "${mpi[@]}" -np 2 "$dragoman" train -c "$tmp/long.yaml" --run "$tmp/sig" >"$tmp/sig.log" 2>&1 &
 launch=$!
@@ -64,7 +66,11 @@ wait "$launch"
 rc=$?
 check sigterm-exit-143 test "$rc" -eq 143
 check sigterm-message grep -q "interrupted by signal 15 at step" "$tmp/sig.log"
-check sigterm-checkpoint test -n "$(ls "$tmp/sig/checkpoints" | grep '^interrupted-')"
+stop_step=$(awk '/interrupted by signal 15 at step/ { sub(/.* at step /, ""); sub(/[^0-9].*/, ""); print; exit }' \
+  "$tmp/sig.log")
+check sigterm-stop-step test -n "$stop_step"
+check sigterm-checkpoint test -n "$(ls "$tmp/sig/checkpoints" |
+  grep -E "^(interrupted|checkpoint)-0*${stop_step:-none}\.safetensors$")"
 expect sigterm-resume 0 "resuming from step" -- "${mpi[@]}" -np 2 "$dragoman" train -c "$tmp/long.yaml" \
   --run "$tmp/sig" --set training.max_steps=40
 
