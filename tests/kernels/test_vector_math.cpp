@@ -84,9 +84,29 @@ TEST_CASE("vector_math row kernels equal plain double loops (within the sums' ro
     CHECK(stored_sum == cpu::sum_exp_f32(x.data(), n, shift));
     for (std::int64_t i = 0; i < n; ++i) CHECK(out[i] == cpu::exp_approx(x[i] - shift));
     CHECK(cpu::dot_f32(x.data(), y.data(), n) == Approx(dot_ref).margin(2 * eps * abs_dot + 1e-30));
+    // Attention's loops: rows x, y and x again (stride n) weighted 0.5, 0 (skipped) and 0.25, added to
+    // y in order of the rows, each product rounded: the same bits as the plain loop.
+    std::vector<float> rows = x;
+    rows.insert(rows.end(), y.begin(), y.end());
+    rows.insert(rows.end(), x.begin(), x.end());
+    const float weights[3] = {0.5f, 0.0f, 0.25f};
     std::vector<float> acc = y;
-    cpu::axpy_f32(0.5f, x.data(), acc.data(), n);
-    for (std::int64_t i = 0; i < n; ++i) CHECK(acc[i] == Approx(y[i] + 0.5 * x[i]).epsilon(eps).margin(eps));
+    cpu::add_weighted_rows_f32(weights, rows.data(), n, 3, n, acc.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      float expected = y[i];
+      expected += 0.5f * x[i];
+      expected += 0.25f * x[i];
+      CHECK(acc[i] == expected);
+    }
+    // Query y against the keys x, y, x (each of size n): scaled dots and their maximum.
+    float dots[3];
+    const float largest = cpu::scaled_dots_f32(y.data(), rows.data(), n, 3, n, 0.5f, dots);
+    double yy = 0;  // its terms are all positive: their sum is their magnitude
+    for (std::int64_t i = 0; i < n; ++i) yy += static_cast<double>(y[i]) * y[i];
+    CHECK(dots[0] == Approx(0.5 * dot_ref).margin(eps * abs_dot + 1e-30));
+    CHECK(dots[1] == Approx(0.5 * yy).margin(eps * yy + 1e-30));
+    CHECK(dots[2] == dots[0]);
+    CHECK(largest == std::max(dots[0], dots[1]));
     std::vector<float> shifted = x;
     cpu::subtract_f32(shifted.data(), n, 1.25f);
     for (std::int64_t i = 0; i < n; ++i) CHECK(shifted[i] == x[i] - 1.25f);

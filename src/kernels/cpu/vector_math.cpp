@@ -43,11 +43,6 @@ DRAGOMAN_CPU_CLONES float dot_f32(const float* a, const float* b, std::int64_t n
   return sum;
 }
 
-DRAGOMAN_CPU_CLONES void axpy_f32(float alpha, const float* x, float* y, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-
 DRAGOMAN_CPU_CLONES void subtract_f32(float* x, std::int64_t n, float value) {
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) x[i] -= value;

@@ -1,7 +1,7 @@
 // f32 row kernels for the hot loops of decoding and training on the CPU (issue #16): exp, max, sums
-// of exp, dot products and axpy over a row, compiled for AVX-512, AVX2+FMA and the baseline and
-// picked for the CPU at run time (GCC/Clang target_clones on x86-64), so one binary uses the
-// widest vectors the machine has without an environment variable.
+// of exp and dot products over a row, attention's per-query loops and int8 row quantization, compiled for AVX-512,
+// AVX2+FMA and the baseline and picked for the CPU at run time (GCC/Clang target_clones on x86-64), so one binary uses
+// the widest vectors the machine has without an environment variable.
 //
 // exp_approx is the exp these use: Cephes's single-precision exp (range reduction by ln 2 in two
 // parts, a degree-6 polynomial, the exponent set from the bits), branch-free so that it
@@ -49,8 +49,6 @@ float sum_exp_f32(const float* x, std::int64_t n, float shift);
 float exp_store_f32(const float* x, std::int64_t n, float shift, float* out);
 // sum of a[i] * b[i].
 float dot_f32(const float* a, const float* b, std::int64_t n);
-// y[i] += alpha * x[i].
-void axpy_f32(float alpha, const float* x, float* y, std::int64_t n);
 // x[i] -= value.
 void subtract_f32(float* x, std::int64_t n, float value);
 // max of |x[i]| (0 for n = 0; NaN entries ignored).
@@ -64,7 +62,7 @@ void quantize_row_f32(const float* x, std::int64_t n, float scale, std::int8_t* 
 float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std::int64_t n, std::int64_t K,
                       float scale, float* out);
 // out[i] += sum over s < n of p[s] * v_s[i], i < Kv, for the rows v_s = v + s * v_stride, added in
-// order of s (each product rounded, then added: the same bits as axpy_f32 row by row); p[s] = 0
+// order of s (each product rounded, then added, as a plain loop over s and i does); p[s] = 0
 // rows skipped.
 void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
                            float* out);

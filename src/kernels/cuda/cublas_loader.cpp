@@ -139,10 +139,4 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) { DRAGOMAN_FORWARD(cublas
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) { DRAGOMAN_FORWARD(cublas, cublasDestroy_v2)(handle); }
 
-cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
-  DRAGOMAN_FORWARD(cublas, cublasGetProperty)(type, value);
-}
-
-const char* cublasGetStatusString(cublasStatus_t status) { DRAGOMAN_FORWARD(cublas, cublasGetStatusString)(status); }
-
 }  // extern "C"
