@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <vector>
 
@@ -54,6 +55,23 @@ std::string replace_once(std::string s, const std::string& from, const std::stri
   const std::size_t at = s.find(from);
   REQUIRE(at != std::string::npos);
   return s.replace(at, from.size(), to);
+}
+
+// The damaged variants of the good fixture `good` and the error each must give, whatever reads
+// them: `error_of(bytes)` is the message of reading those bytes as bad.safetensors.
+void check_corruption_errors(const std::string& good, const std::function<std::string(const std::string&)>& error_of) {
+  using Catch::Contains;
+  CHECK_THAT(error_of(""), Contains("bad.safetensors: not a valid safetensors file: only 0 bytes"));
+  CHECK_THAT(error_of(good.substr(0, 5)), Contains("only 5 bytes"));
+  CHECK_THAT(error_of(good.substr(0, 60)), Contains("exceeds the file") && Contains("truncated?"));
+  CHECK_THAT(error_of(good.substr(0, good.size() - 3)), Contains("bad.safetensors") && Contains("truncated?"));
+  CHECK_THAT(error_of(with_header_length(good, std::uint64_t{1} << 40)), Contains("too large"));
+  CHECK_THAT(error_of(replace_once(good, "\"dtype\":\"F64\"", "\"dtype\":\"F99\"")), Contains("unsupported dtype"));
+  CHECK_THAT(error_of(replace_once(good, "{\"__metadata__\"", "[\"__metadata__\"")), Contains("not valid JSON"));
+  CHECK_THAT(error_of(replace_once(good, "[0,24]", "[0,23]")), Contains("'decoder.bias'") && Contains("24 bytes"));
+  CHECK_THAT(error_of(replace_once(good, "\"shape\":[3]", "\"shape\":[-3]")), Contains("invalid dimension"));
+  // Two tensors over the same bytes: point encoder.weight's 24 bytes at decoder.bias's.
+  CHECK_THAT(error_of(replace_once(good, "[24,48]", "[0,24] ")), Contains("overlap"));
 }
 
 }  // namespace
@@ -115,18 +133,7 @@ TEST_CASE("truncated and corrupted files are clear errors", "[safetensors]") {
     }
     return std::string("no error");
   };
-  using Catch::Contains;
-  CHECK_THAT(error_of(""), Contains("bad.safetensors: not a valid safetensors file: only 0 bytes"));
-  CHECK_THAT(error_of(good.substr(0, 5)), Contains("only 5 bytes"));
-  CHECK_THAT(error_of(good.substr(0, 60)), Contains("exceeds the file") && Contains("truncated?"));
-  CHECK_THAT(error_of(good.substr(0, good.size() - 3)), Contains("truncated?"));
-  CHECK_THAT(error_of(with_header_length(good, std::uint64_t{1} << 40)), Contains("too large"));
-  CHECK_THAT(error_of(replace_once(good, "\"dtype\":\"F64\"", "\"dtype\":\"F99\"")), Contains("unsupported dtype"));
-  CHECK_THAT(error_of(replace_once(good, "{\"__metadata__\"", "[\"__metadata__\"")), Contains("not valid JSON"));
-  CHECK_THAT(error_of(replace_once(good, "[0,24]", "[0,23]")), Contains("'decoder.bias'") && Contains("24 bytes"));
-  CHECK_THAT(error_of(replace_once(good, "\"shape\":[3]", "\"shape\":[-3]")), Contains("invalid dimension"));
-  // Two tensors over the same bytes: point encoder.weight's 24 bytes at decoder.bias's.
-  CHECK_THAT(error_of(replace_once(good, "[24,48]", "[0,24] ")), Contains("overlap"));
+  check_corruption_errors(good, error_of);
 }
 
 TEST_CASE("read_safetensors and SafeTensorsReader read files tensor by tensor, with the same checks", "[safetensors]") {
@@ -150,7 +157,7 @@ TEST_CASE("read_safetensors and SafeTensorsReader read files tensor by tensor, w
     reader.read(i, one.data());
     CHECK(one == expected.tensors[i].data);
   }
-  // Damaged files: the errors decoding in memory gives, naming the file.
+  // Damaged files: every error decoding in memory gives, naming the file.
   const auto error_of = [&](const std::string& bytes) {
     const std::string path = dir + "/bad.safetensors";
     std::ofstream(path, std::ios::binary) << bytes;
@@ -161,12 +168,8 @@ TEST_CASE("read_safetensors and SafeTensorsReader read files tensor by tensor, w
     }
     return std::string("no error");
   };
+  check_corruption_errors(good, error_of);
   using Catch::Contains;
-  CHECK_THAT(error_of(""), Contains("bad.safetensors: not a valid safetensors file: only 0 bytes"));
-  CHECK_THAT(error_of(good.substr(0, 5)), Contains("only 5 bytes"));
-  CHECK_THAT(error_of(good.substr(0, 60)), Contains("exceeds the file") && Contains("truncated?"));
-  CHECK_THAT(error_of(good.substr(0, good.size() - 3)), Contains("bad.safetensors") && Contains("truncated?"));
-  CHECK_THAT(error_of(replace_once(good, "[24,48]", "[0,24] ")), Contains("overlap"));
   CHECK_THROWS_WITH(read_safetensors(dir + "/missing.safetensors"), Contains("cannot open") && Contains("missing"));
   CHECK_THROWS_WITH(read_safetensors(dir), Contains("it is a directory"));
   // The values' checks, on any memory.
