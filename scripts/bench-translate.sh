@@ -55,9 +55,16 @@ row() {
   /usr/bin/time -f "%M" -o "$work/rss" "$dragoman" translate --model "$model" --input "$work/input.en" \
     --output "$work/out.txt" --beam "$beam" --threads "$threads" "$@" 2>"$work/translate.log" ||
     { tail -n 20 "$work/translate.log" >&2; exit 1; }
-  # "translate: N lines, S source tokens, T target tokens (1-best) in X s: ..."
-  sed -n 's/.*translate: \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\1 \2 \3 \4/p' \
-    "$work/translate.log" | {
+  print_row "$name" "$beam" "$threads" "$work/translate.log"
+}
+
+# print_row NAME BEAM THREADS LOG: the table row of a run whose LOG ends with Dragoman's summary
+# line ("translate: N lines, S source tokens, T target tokens (1-best) in X s: ...") or
+# translate_ct2.py's ("ct2: ..." alike), with the peak RSS /usr/bin/time wrote to $work/rss.
+print_row() {
+  local name=$1 beam=$2 threads=$3 log=$4
+  sed -n 's/.*\(translate\|ct2\): \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\2 \3 \4 \5/p' \
+    "$log" | {
     read -r n src tgt seconds
     awk -v name="$name" -v beam="$beam" -v threads="$threads" -v n="$n" -v src="$src" -v tgt="$tgt" -v s="$seconds" \
       -v rss="$(tail -n 1 "$work/rss")" \
@@ -100,14 +107,7 @@ ct2_row() {
   /usr/bin/time -f "%M" -o "$work/rss" python3 "$ct2_tools/translate_ct2.py" --model "$dir" --input "$work/input.en" \
     --output "$work/ct2-out.txt" --beam "$beam" --alpha 0.6 --threads "$threads" --compute-type "$compute" "$@" \
     >"$work/ct2.log" 2>&1 || { tail -n 20 "$work/ct2.log" >&2; exit 1; }
-  sed -n 's/.*ct2: \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\1 \2 \3 \4/p' \
-    "$work/ct2.log" | {
-    read -r n src tgt seconds
-    awk -v name="$name" -v beam="$beam" -v threads="$threads" -v n="$n" -v src="$src" -v tgt="$tgt" -v s="$seconds" \
-      -v rss="$(tail -n 1 "$work/rss")" \
-      'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
-               name, beam, threads, n, src, tgt, s, n / s, src / s, tgt / s, rss / 1024 }'
-  }
+  print_row "$name" "$beam" "$threads" "$work/ct2.log"
 }
 if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[ -f $ct2_tools/translate_ct2.py ]]; then
   echo
