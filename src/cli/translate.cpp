@@ -289,8 +289,9 @@ void log_summary(const Totals& totals, double seconds, std::int64_t max_position
       totals.lines, totals.source_tokens, totals.target_tokens, seconds, static_cast<double>(totals.lines) / seconds,
       static_cast<double>(totals.source_tokens) / seconds, static_cast<double>(totals.target_tokens) / seconds);
   const AllocatorStats memory = allocator_for(device).stats();
-  spdlog::debug("translate: {} allocator: peak in use {} MiB, peak reserved {} MiB", device.str(),
-                memory.peak_in_use >> 20, memory.peak_reserved >> 20);
+  spdlog::debug("translate: {} allocator: peak in use {} MiB, peak reserved {} MiB, {} system allocations, {} frees",
+                device.str(), memory.peak_in_use >> 20, memory.peak_reserved >> 20, memory.system_allocations,
+                memory.system_frees);
   if (totals.truncated > 0) {
     spdlog::warn("translate: {} line(s) longer than {} tokens were truncated", totals.truncated, max_positions);
   }

@@ -1,6 +1,7 @@
 // Caching allocators (see allocator.h).
 #include "core/allocator.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -30,9 +31,10 @@ CachingAllocator::CachingAllocator(Device device)
                        SystemMemory::of(device)) {}
 
 CachingAllocator::CachingAllocator(Device device, Policy policy, SystemMemory memory)
-    : device_(device), policy_(policy), memory_(std::move(memory)) {
-  if (policy_ == Policy::kSplitSegments) pool_ = std::make_unique<BlockPool>(memory_.allocate, memory_.free);
-}
+    : device_(device),
+      policy_(policy),
+      memory_(std::move(memory)),
+      pool_(std::make_unique<BlockPool>(memory_.allocate, memory_.free)) {}
 
 CachingAllocator::~CachingAllocator() {
   try {
@@ -57,19 +59,12 @@ void* CachingAllocator::allocate(std::size_t bytes, cuda::Stream stream) {
   const std::size_t size = round_size(bytes);
   const std::lock_guard<std::mutex> lock(mutex_);
   if (kept_error_) throw_kept_error();
-  void* block = nullptr;
   std::size_t block_size = size;
-  if (policy_ == Policy::kBoundedCache) {
-    block = allocate_bounded(size, &block_size);
-  } else {
-    block = pool_->allocate(size, stream, &block_size);
-    stats_.reserved = pool_->reserved();
-    stats_.system_allocations = pool_->system_allocations();
-    stats_.system_frees = pool_->system_frees();
-  }
+  void* block = pool_->allocate(size, stream, &block_size);
+  sync_pool_stats();
   if (block == nullptr) {
-    throw OutOfMemory("out of memory on " + device_.str() + ": could not allocate " + std::to_string(size) + " bytes (" +
-                std::to_string(stats_.in_use) + " bytes in use)");
+    throw OutOfMemory("out of memory on " + device_.str() + ": could not allocate " + std::to_string(size) +
+                      " bytes (" + std::to_string(stats_.in_use) + " bytes in use)");
   }
   stats_.in_use += block_size;
   if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
@@ -77,43 +72,9 @@ void* CachingAllocator::allocate(std::size_t bytes, cuda::Stream stream) {
   return block;
 }
 
-// Best fit among the cached blocks, if it wastes at most a quarter of the request; nullptr when the
-// system is out of memory even after the cache was given back.
-void* CachingAllocator::allocate_bounded(std::size_t size, std::size_t* block_size) {
-  if (const auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 4) {
-    void* block = it->second;
-    *block_size = it->first;
-    sizes_[block] = it->first;
-    free_.erase(it);
-    return block;
-  }
-  void* block = memory_.allocate(size);
-  ++stats_.system_allocations;
-  if (block == nullptr) {  // give the cache back and try once more before failing
-    release_bounded_cache();
-    block = memory_.allocate(size);
-    ++stats_.system_allocations;
-  }
-  if (block == nullptr) return nullptr;
-  stats_.reserved += size;
-  *block_size = size;
-  sizes_[block] = size;
-  return block;
-}
-
 void CachingAllocator::deallocate(void* block, std::size_t bytes) noexcept {
   const std::lock_guard<std::mutex> lock(mutex_);
-  std::size_t size = 0;
-  if (policy_ == Policy::kBoundedCache) {
-    const auto it = sizes_.find(block);
-    if (it != sizes_.end() && it->second >= round_size(bytes)) {
-      size = it->second;
-      sizes_.erase(it);
-      deallocate_bounded(block, size);
-    }
-  } else {
-    size = pool_->deallocate(block);
-  }
+  const std::size_t size = pool_->deallocate(block, round_size(bytes));
   if (size == 0) {
     try {
       if (!kept_error_) {
@@ -125,44 +86,27 @@ void CachingAllocator::deallocate(void* block, std::size_t bytes) noexcept {
     return;
   }
   stats_.in_use -= size;
+  // The CPU's bound: segments with no block in use go back once the cache holds more than the peak
+  // in use and more than kCacheFloor (std::free does not throw).
+  if (policy_ == Policy::kBoundedCache && stats_.reserved - stats_.in_use > std::max(stats_.peak_in_use, kCacheFloor)) {
+    pool_->release_cached();
+    sync_pool_stats();
+  }
 }
 
-void CachingAllocator::deallocate_bounded(void* block, std::size_t size) {
-  // Cache the block unless the cache would then hold more than the peak in use: shapes that vary
-  // from batch to batch must not make the cache grow without bound.
-  const std::size_t cached = stats_.reserved - (stats_.in_use - size);
-  if (cached > stats_.peak_in_use) {
-    memory_.free(block);
-    ++stats_.system_frees;
-    stats_.reserved -= size;
-    return;
-  }
-  free_.emplace(size, block);
-}
-
-void CachingAllocator::release_bounded_cache() {
-  for (const auto& [size, block] : free_) {
-    memory_.free(block);
-    ++stats_.system_frees;
-    stats_.reserved -= size;
-  }
-  free_.clear();
+void CachingAllocator::sync_pool_stats() {
+  stats_.reserved = pool_->reserved();
+  stats_.system_allocations = pool_->system_allocations();
+  stats_.system_frees = pool_->system_frees();
 }
 
 void CachingAllocator::empty_cache() {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (kept_error_) throw_kept_error();
-  if (policy_ == Policy::kBoundedCache) {
-    release_bounded_cache();
-    return;
-  }
   // Update the statistics even when a cudaFree throws halfway (the pool counts before each call).
   struct Sync {
     CachingAllocator& a;
-    ~Sync() {
-      a.stats_.reserved = a.pool_->reserved();
-      a.stats_.system_frees = a.pool_->system_frees();
-    }
+    ~Sync() { a.sync_pool_stats(); }
   } sync{*this};
   pool_->release_cached();
 }

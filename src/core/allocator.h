@@ -1,15 +1,20 @@
 // Per-device caching allocators: every Tensor's storage comes from one, and their statistics are
 // what benchmarks, bench-model and translate report as memory use.
 //
-// CPU (policy kBoundedCache): freed blocks are kept whole in a free list and handed out again for a
-// request of up to their size (best fit, wasting at most a quarter of the request), so a training
-// step that allocates the same activations every step stops calling malloc after the first one.
-// The cache never holds more than the peak of the bytes in use: batches of varying shapes do not
-// make it grow without bound (reserved <= 2 x peak in use). Blocks are 64-byte aligned.
+// Both devices keep their memory in a BlockPool (core/block_pool.h): segments from the system split
+// into blocks, merged again when freed, so that a block freed by one batch serves the next batch's
+// requests of other sizes and a loop whose shapes vary stops calling the system once its largest
+// batch has been seen. Blocks are 64-byte aligned on the CPU.
 //
-// CUDA (policy kSplitSegments): core/block_pool.h. cudaMalloc'd segments are split into blocks and
-// merged again; nothing goes back to the driver in steady state (cudaFree synchronises the device),
-// only from empty_cache() or when a cudaMalloc fails. Blocks are reused in stream order.
+// CPU (policy kBoundedCache): the cache never holds more than the peak of the bytes in use (or 64
+// MiB, kCacheFloor): when a free leaves more cached than that, the segments with nothing in use go
+// back to the system (reserved <= 2 x peak in use + 64 MiB). Fresh pages cost a page fault each, so this matters for
+// speed as well as memory: translating with whole blocks cached per size (the earlier policy) touched about 2 GiB of
+// fresh pages for 300 lines of the base model (docs/PERFORMANCE.md).
+//
+// CUDA (policy kSplitSegments): nothing goes back to the driver in steady state (cudaFree
+// synchronises the device), only from empty_cache() or when a cudaMalloc fails. Blocks are reused in
+// stream order.
 //
 // Thread-safe: one mutex per allocator, and allocator_for() takes no lock once a device's allocator
 // exists. deallocate() never throws (Storage's destructor calls it, and a throw during unwinding
@@ -20,12 +25,10 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "core/block_pool.h"
 #include "core/device.h"
@@ -52,8 +55,8 @@ struct SystemMemory {
 class CachingAllocator {
  public:
   enum class Policy {
-    kBoundedCache,   // whole blocks, bounded cache (the CPU)
-    kSplitSegments,  // segments split into blocks per stream, never freed in steady state (CUDA)
+    kBoundedCache,   // split segments, cache bounded by the peak in use (the CPU)
+    kSplitSegments,  // split segments per stream, never freed in steady state (CUDA)
   };
 
   // The device's system memory and its policy (CPU: kBoundedCache, CUDA: kSplitSegments).
@@ -84,11 +87,12 @@ class CachingAllocator {
 
   // The size a request is rounded up to: 512-byte steps up to 1 MiB, then 128 KiB steps.
   static std::size_t round_size(std::size_t bytes);
+  // kBoundedCache keeps this much cache whatever the peak in use: a few of the pool's segments,
+  // which are larger than small programs' blocks.
+  static constexpr std::size_t kCacheFloor = std::size_t{64} << 20;
 
  private:
-  void* allocate_bounded(std::size_t size, std::size_t* block_size);
-  void deallocate_bounded(void* block, std::size_t size);
-  void release_bounded_cache();
+  void sync_pool_stats();   // reserved and system calls from the pool, with mutex_ held
   void throw_kept_error();  // with mutex_ held
 
   Device device_;
@@ -97,10 +101,6 @@ class CachingAllocator {
   mutable std::mutex mutex_;
   AllocatorStats stats_;
   std::optional<std::string> kept_error_;
-  // kBoundedCache
-  std::multimap<std::size_t, void*> free_;        // block size -> cached blocks
-  std::unordered_map<void*, std::size_t> sizes_;  // blocks in use -> their size
-  // kSplitSegments
   std::unique_ptr<BlockPool> pool_;
 };
 

@@ -89,9 +89,9 @@ void* BlockPool::allocate(std::size_t size, const void* stream, std::size_t* blo
   return b->ptr;
 }
 
-std::size_t BlockPool::deallocate(void* ptr) {
+std::size_t BlockPool::deallocate(void* ptr, std::size_t at_least) {
   const auto it = in_use_.find(ptr);
-  if (it == in_use_.end()) return 0;
+  if (it == in_use_.end() || it->second->size < at_least) return 0;
   Block* b = it->second;
   in_use_.erase(it);
   const std::size_t size = b->size;

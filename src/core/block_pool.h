@@ -1,7 +1,8 @@
-// The bookkeeping of the CUDA caching allocator (core/allocator.h), free of CUDA so that CPU tests
+// The bookkeeping of the caching allocators (core/allocator.h), free of CUDA so that CPU tests
 // check it with a fake system allocator. Memory comes from the system in segments; a segment is
 // split into blocks, a freed block merges with its free neighbours, and a segment goes back to the
-// system only when release_cached() is called (empty_cache, or a system allocation that failed).
+// system only when release_cached() is called (empty_cache, a system allocation that failed, or the
+// CPU allocator's bound on its cache).
 // So a training loop whose shapes vary from batch to batch stops calling cudaMalloc once its
 // largest batch has been seen, and never calls cudaFree (which synchronises the whole device).
 //
@@ -39,9 +40,9 @@ class BlockPool {
   // A block of at least `size` bytes (a multiple of 512) for work on `stream`; sets *block_size to
   // its size. nullptr when the system has no memory left even after the cache was released.
   void* allocate(std::size_t size, const void* stream, std::size_t* block_size);
-  // Returns a block in use to the pool; its size, or 0 when `ptr` is not a block in use (then
-  // nothing changes).
-  std::size_t deallocate(void* ptr);
+  // Returns a block in use to the pool; its size, or 0 when `ptr` is not a block in use or is
+  // smaller than `at_least` bytes (then nothing changes).
+  std::size_t deallocate(void* ptr, std::size_t at_least = 0);
   // Gives every segment without a block in use back to the system; the bytes given back.
   std::size_t release_cached();
 

@@ -1,8 +1,8 @@
-// The caching allocators on the CPU. The CPU policy (kBoundedCache): size rounding, best-fit reuse
-// wasting at most a quarter, a cache bounded by the peak in use, statistics. The CUDA policy
-// (kSplitSegments, core/block_pool.h) is device-independent bookkeeping, so it is checked here on a
-// fake system allocator: segments split into blocks and merged again, no system call in steady
-// state, reuse only on the same stream, the out-of-memory retry. Both: deallocate never throws (the
+// The caching allocators. Both keep memory in a BlockPool (core/block_pool.h), device-independent
+// bookkeeping checked here on a fake system allocator: segments split into blocks and merged again,
+// no system call in steady state, reuse only on the same stream, the out-of-memory retry. The CPU
+// policy (kBoundedCache): 64-byte aligned blocks, a freed block serving requests of other sizes, a
+// cache bounded by the peak in use. Both: size rounding, statistics, deallocate never throws (the
 // error comes from the next call), a destructor never throws, release_all(), threads.
 #include <catch2/catch.hpp>
 
@@ -71,32 +71,34 @@ TEST_CASE("CachingAllocator round_size uses 512-byte then 128 KiB steps", "[core
   CHECK(CachingAllocator::round_size(3 * kMiB + 5) == 3 * kMiB + 128 * kKiB);
 }
 
-TEST_CASE("CachingAllocator reuses a freed block of the same rounded size and keeps statistics", "[core]") {
+TEST_CASE("The CPU allocator hands out aligned blocks from segments it keeps, and keeps statistics", "[core]") {
   CachingAllocator alloc(Device::cpu());
   CHECK(alloc.device() == Device::cpu());
-  void* a = alloc.allocate(1000);  // 1024 bytes
+  CHECK(alloc.policy() == CachingAllocator::Policy::kBoundedCache);
+  void* a = alloc.allocate(1000);  // 1024 bytes of a 2 MiB segment
   REQUIRE(a != nullptr);
   CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
   AllocatorStats s = alloc.stats();
   CHECK(s.in_use == 1024);
-  CHECK(s.reserved == 1024);
+  CHECK(s.reserved == 2 * kMiB);
   CHECK(s.peak_in_use == 1024);
+  CHECK(s.system_allocations == 1);
 
   alloc.deallocate(a, 1000);
   s = alloc.stats();
   CHECK(s.in_use == 0);
-  CHECK(s.reserved == 1024);  // cached, not given back
+  CHECK(s.reserved == 2 * kMiB);  // cached, not given back
   CHECK(s.peak_in_use == 1024);
 
-  void* b = alloc.allocate(1500);  // 1536 bytes: a different size, a new block
-  CHECK(b != a);
-  void* c = alloc.allocate(600);  // 1024 bytes: the cached block
-  CHECK(c == a);
+  void* b = alloc.allocate(1500);  // 1536 bytes
+  void* c = alloc.allocate(600);   // 1024 bytes: both from the same segment
+  CHECK(reinterpret_cast<std::uintptr_t>(b) % 64 == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(c) % 64 == 0);
   s = alloc.stats();
   CHECK(s.in_use == 1536 + 1024);
-  CHECK(s.reserved == 1536 + 1024);
+  CHECK(s.reserved == 2 * kMiB);
   CHECK(s.peak_in_use == 1536 + 1024);
-  CHECK(s.peak_reserved == 1536 + 1024);
+  CHECK(s.system_allocations == 1);
 
   alloc.deallocate(b, 1500);
   alloc.deallocate(c, 600);
@@ -104,45 +106,53 @@ TEST_CASE("CachingAllocator reuses a freed block of the same rounded size and ke
   s = alloc.stats();
   CHECK(s.in_use == 0);
   CHECK(s.peak_in_use == 0);
-  CHECK(s.reserved == 1536 + 1024);
-  CHECK(s.peak_reserved == 1536 + 1024);
+  CHECK(s.peak_reserved == 2 * kMiB);
 
   void* z = alloc.allocate(0);  // a valid block of the smallest size
   CHECK(z != nullptr);
   CHECK(alloc.stats().in_use == 512);
   CHECK(alloc.stats().peak_in_use == 512);
-
-  alloc.empty_cache();  // gives back the two cached blocks, keeps the one in use
-  s = alloc.stats();
-  CHECK(s.reserved == 512);
-  CHECK(s.in_use == 512);
+  alloc.empty_cache();  // the segment holds a block in use: it stays
+  CHECK(alloc.stats().reserved == 2 * kMiB);
   alloc.deallocate(z, 0);
   alloc.empty_cache();
-  CHECK(alloc.stats().reserved == 0);
-  CHECK(alloc.stats().in_use == 0);
+  s = alloc.stats();
+  CHECK(s.reserved == 0);
+  CHECK(s.in_use == 0);
+  CHECK(s.system_frees == 1);
 }
 
-TEST_CASE("CachingAllocator reuses a slightly larger cached block and counts its whole size", "[core]") {
-  CachingAllocator alloc(Device::cpu());
-  const std::size_t big = 4 * kMiB, bigger = 4 * kMiB + 512 * kKiB;  // bigger <= 1.25 x big
-  void* a = alloc.allocate(bigger);
-  alloc.deallocate(a, bigger);
-  void* b = alloc.allocate(big);  // served by the cached 4.5 MiB block
+TEST_CASE("The CPU allocator serves a request of another size from a freed block", "[core]") {
+  // A batch's 40 MiB block, then the next batch's 16 and 20 MiB: no new memory from the system
+  // (fresh memory costs a page fault per 4 KiB page when first written).
+  FakeSystem system;
+  CachingAllocator alloc(Device::cpu(), CachingAllocator::Policy::kBoundedCache, system.memory());
+  void* a = alloc.allocate(40 * kMiB);
+  alloc.deallocate(a, 40 * kMiB);
+  void* b = alloc.allocate(16 * kMiB);
+  void* c = alloc.allocate(20 * kMiB);
   CHECK(b == a);
-  CHECK(alloc.stats().in_use == bigger);
-  CHECK(alloc.stats().reserved == bigger);
-  alloc.deallocate(b, big);
-  void* c = alloc.allocate(2 * kMiB);  // 4.5 MiB would waste more than a quarter: a new block
-  CHECK(c != a);
-  CHECK(alloc.stats().reserved == bigger + 2 * kMiB);
-  alloc.deallocate(c, 2 * kMiB);
+  CHECK(as_bytes(c) == as_bytes(a) + 16 * kMiB);
+  AllocatorStats s = alloc.stats();
+  CHECK(s.system_allocations == 1);
+  CHECK(s.reserved == 40 * kMiB);
+  CHECK(s.in_use == 36 * kMiB);
+  alloc.deallocate(b, 16 * kMiB);
+  alloc.deallocate(c, 20 * kMiB);
+  void* d = alloc.allocate(40 * kMiB);  // merged again
+  CHECK(d == a);
+  alloc.deallocate(d, 40 * kMiB);
+  CHECK(alloc.stats().system_allocations == 1);
+  CHECK(alloc.stats().system_frees == 0);
   alloc.empty_cache();
-  CHECK(alloc.stats().reserved == 0);
+  CHECK(system.live.empty());
 }
 
-TEST_CASE("CachingAllocator's cache stays within the peak in use when sizes keep changing", "[core]") {
-  CachingAllocator alloc(Device::cpu());
-  // Batches of ever different shapes: two live blocks at a time, every size new.
+TEST_CASE("The CPU allocator's cache stays within the peak in use when sizes keep growing", "[core]") {
+  FakeSystem system;
+  CachingAllocator alloc(Device::cpu(), CachingAllocator::Policy::kBoundedCache, system.memory());
+  // Batches of ever larger shapes: two live blocks at a time, every size new and larger than any
+  // cached block, so every step needs new segments.
   for (std::size_t step = 0; step < 200; ++step) {
     const std::size_t x = kMiB + step * 256 * kKiB, y = 2 * kMiB + step * 384 * kKiB;
     void* p = alloc.allocate(x);
@@ -151,10 +161,19 @@ TEST_CASE("CachingAllocator's cache stays within the peak in use when sizes keep
     alloc.deallocate(q, y);
     const AllocatorStats s = alloc.stats();
     CHECK(s.in_use == 0);
-    CHECK(s.reserved <= 2 * s.peak_in_use);
+    CHECK(s.reserved <= 2 * s.peak_in_use + CachingAllocator::kCacheFloor);
+    CHECK(system.used == s.reserved);
   }
   // Without the bound the cache would hold every size: about 20 GiB here.
-  CHECK(alloc.stats().reserved < 256 * kMiB);
+  CHECK(alloc.stats().reserved < 256 * kMiB + CachingAllocator::kCacheFloor);
+  CHECK(alloc.stats().system_frees > 0);
+  // CUDA's policy keeps its segments (cudaFree synchronises the device).
+  FakeSystem device;
+  CachingAllocator gpu(Device::cuda(0), CachingAllocator::Policy::kSplitSegments, device.memory());
+  for (const std::size_t bytes : {11 * kMiB, 13 * kMiB, 15 * kMiB}) gpu.deallocate(gpu.allocate(bytes), bytes);
+  CHECK(gpu.stats().reserved == 12 * kMiB + 14 * kMiB + 16 * kMiB);
+  CHECK(gpu.stats().system_frees == 0);
+  gpu.empty_cache();
 }
 
 TEST_CASE("Split segments: small blocks share a 2 MiB segment and merge back when freed", "[core]") {
@@ -291,6 +310,11 @@ TEST_CASE("deallocate never throws: a bad block is reported by the allocator's n
     CHECK(alloc.stats().in_use == 0);
     CHECK_NOTHROW(alloc.deallocate(a, 100));  // twice: kept for check()
     CHECK_THROWS_WITH(alloc.check(), Catch::Contains("did not hand out"));
+    void* c = alloc.allocate(100);
+    CHECK_NOTHROW(alloc.deallocate(c, 4096));  // a larger size than it was allocated with
+    CHECK_THROWS_WITH(alloc.check(), Catch::Contains("did not hand out (4096 bytes)"));
+    CHECK(alloc.stats().in_use == 512);  // left alone
+    alloc.deallocate(c, 100);
     void* b = alloc.allocate(100);  // usable again
     alloc.deallocate(b, 100);
   }
