@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/tensor.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "model/config.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
@@ -25,10 +27,14 @@ struct Linear {
   Tensor dweight, dbias;  // gradient views
   // int8 decoding (Transformer::quantize_int8): the weight quantized per output row, and the scales.
   Tensor qweight, qscale;  // i8 [out, in], f32 [out]; undefined otherwise
+  // CPU decoding (Transformer::pack_weights): the weights the products read (qweight when it is
+  // defined, else weight) packed once (kernels/cpu/packed_gemm.h); null otherwise.
+  std::shared_ptr<const cpu::PackedWeights> packed;
 };
 
 // x W^T + b through `p` (then max(., 0) with relu): its int8 weights when it has them
-// (ops::linear_int8), else ops::linear / ops::linear_relu.
+// (ops::linear_int8), else its packed f32 weights (ops::linear_packed), else ops::linear /
+// ops::linear_relu.
 Tensor apply(const Linear& p, const Tensor& x, bool relu = false);
 
 struct LayerNormParams {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "kernels/cpu/gather.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/gather.h"
@@ -265,35 +266,58 @@ Transformer& Transformer::operator=(Transformer&&) noexcept = default;
 
 void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
 
+void Transformer::for_each_decoding_linear(const std::function<void(Linear&)>& visit) {
+  const auto attention = [&](AttentionParams& a) {
+    for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) visit(*p);
+  };
+  for (Views::EncoderLayer& layer : views_->encoder) {
+    attention(layer.self_attn);
+    visit(layer.ffn.fc1);
+    visit(layer.ffn.fc2);
+  }
+  for (Views::DecoderLayer& layer : views_->decoder) {
+    attention(layer.self_attn);
+    attention(layer.cross_attn);
+    visit(layer.ffn.fc1);
+    visit(layer.ffn.fc2);
+  }
+  // The (tied) embedding's f32 rows stay as they are for the inputs: the output projection gets
+  // its own Linear.
+  if (!decoding_output_.weight.defined()) decoding_output_.weight = views_->output.weight;
+  visit(decoding_output_);
+}
+
+void Transformer::require_cpu_decoding(const char* what) const {
+  if (dtype() != DType::kF32 || !params_.values().device().is_cpu() || params_.grads().defined()) {
+    throw Error(std::string(what) + ": needs an f32 decoding model on the CPU (translate loads one)");
+  }
+}
+
 void Transformer::quantize_int8() {
   if (quantized_) return;
-  if (dtype() != DType::kF32 || !params_.values().device().is_cpu() || params_.grads().defined()) {
-    throw Error("quantize_int8: needs an f32 decoding model on the CPU (translate loads one)");
-  }
-  const auto quantize = [](Linear& p) {
+  require_cpu_decoding("quantize_int8");
+  if (packed_) throw Error("quantize_int8: quantize before pack_weights");
+  for_each_decoding_linear([](Linear& p) {
     const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
     p.qweight = Tensor::empty({out, in}, DType::kI8);
     p.qscale = Tensor::empty({out}, DType::kF32);
     cpu::quantize_rows(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
                        p.qscale.data<float>());
-  };
-  const auto attention = [&](AttentionParams& a) {
-    for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) quantize(*p);
-  };
-  for (Views::EncoderLayer& layer : views_->encoder) {
-    attention(layer.self_attn);
-    quantize(layer.ffn.fc1);
-    quantize(layer.ffn.fc2);
-  }
-  for (Views::DecoderLayer& layer : views_->decoder) {
-    attention(layer.self_attn);
-    attention(layer.cross_attn);
-    quantize(layer.ffn.fc1);
-    quantize(layer.ffn.fc2);
-  }
-  output_int8_.weight = views_->output.weight;  // the (tied) embedding's f32 rows stay for the inputs
-  quantize(output_int8_);
+  });
   quantized_ = true;
+}
+
+std::size_t Transformer::pack_weights() {
+  require_cpu_decoding("pack_weights");
+  if (packed_) return packed_bytes_;
+  for_each_decoding_linear([this](Linear& p) {
+    const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
+    p.packed = p.qweight.defined() ? cpu::PackedWeights::pack_s8(p.qweight.data<std::int8_t>(), out, in)
+                                   : cpu::PackedWeights::pack_f32(p.weight.contiguous().data<float>(), out, in);
+    if (p.packed) packed_bytes_ += p.packed->bytes();
+  });
+  packed_ = true;
+  return packed_bytes_;
 }
 
 // ---- Forward and backward ------------------------------------------------------------------------
@@ -409,7 +433,8 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
 
   // Output projection and loss.
   const std::int64_t rows = batch.tgt_out.numel();
-  Tensor logits = (quantized_ ? model::apply(output_int8_, y) : ops::linear(y, v.output.weight, Tensor()))
+  Tensor logits = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
+                                                     : ops::linear(y, v.output.weight, Tensor()))
                       .view({rows, c.tgt_vocab_size});  // [B*T, V]
   // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
   // The sums go into the caller's accumulator when given (not read back), else come back here.
@@ -618,7 +643,8 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   if (c.norm == NormPlacement::kPre) {
     y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
   }
-  Tensor log_probs = (quantized_ ? model::apply(output_int8_, y) : ops::linear(y, v.output.weight, Tensor()))
+  Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
+                                                        : ops::linear(y, v.output.weight, Tensor()))
                          .view({b, c.tgt_vocab_size});  // [B, V]
   // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
   // blur the beam's scores (bf16 keeps 2 to 3 significant digits).

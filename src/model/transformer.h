@@ -8,6 +8,7 @@
 // scoring) is evaluate(batch): no dropout, and nothing kept for a backward pass.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,6 +112,12 @@ class Transformer {
   // Needs an f32 decoding model on the CPU.
   void quantize_int8();
   bool quantized() const { return quantized_; }
+  // CPU decoding: every linear layer's weights (the int8 ones after quantize_int8, else f32), and
+  // the output projection's, packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h), which
+  // then does their products. Returns the bytes packed: 0 where packing gains nothing (no oneDNN,
+  // or a CPU where oneDNN keeps the plain layout). f32 results change only in the order of sums;
+  // int8 ones not at all. Needs an f32 decoding model on the CPU; quantize_int8 comes first.
+  std::size_t pack_weights();
 
   // docs/MODEL.md's initialisation, a function of the seed alone.
   void initialize(std::uint64_t seed);
@@ -156,13 +163,20 @@ class Transformer {
   struct Views;
   LossResult run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
                          Evaluation* evaluation) const;
+  // quantize_int8's and pack_weights's layers: every linear layer's, then decoding_output_ (made
+  // from the output projection on first use).
+  void for_each_decoding_linear(const std::function<void(model::Linear&)>& visit);
+  void require_cpu_decoding(const char* what) const;
 
   ModelConfig config_;
   ParameterSet params_;
   std::unique_ptr<Views> views_;
   std::vector<GradientRange> buckets_;
-  bool quantized_ = false;
-  model::Linear output_int8_;  // the output projection's int8 copy (quantize_int8)
+  bool quantized_ = false, packed_ = false;
+  std::size_t packed_bytes_ = 0;
+  // The output projection for decoding (weight undefined otherwise): its int8 copy
+  // (quantize_int8), its packed weights (pack_weights).
+  model::Linear decoding_output_;
   Tensor sinusoids_;  // [P, D] when positions are sinusoidal
 };
 

@@ -1,10 +1,12 @@
-// Linear layers (see linear.h): OpenBLAS on the CPU, cuBLASLt on CUDA (kernels/cuda/gemm.h).
+// Linear layers (see linear.h): oneDNN or OpenBLAS on the CPU, cuBLASLt on CUDA (kernels/cuda/gemm.h).
 #include "ops/linear.h"
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
@@ -91,13 +93,15 @@ Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_forward("linear_relu", x, weight, bias, true);
 }
 
-Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu,
+                   const cpu::PackedWeights* packed) {
   constexpr const char* kOp = "linear_int8";
   require(x.device().is_cpu() && qweight.device().is_cpu(), kOp, "int8 decoding runs on the CPU only");
-  require(x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
-              qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
-          kOp, "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " +
-                   qweight.describe());
+  require(
+      x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
+          qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
+      kOp,
+      "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " + qweight.describe());
   const std::int64_t in = qweight.dim(1), out = qweight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
   require(scales.dtype() == DType::kF32 && scales.numel() == out, kOp, "scales must be f32 [out]");
   require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.numel() == out), kOp, "bias must be f32 [out]");
@@ -105,7 +109,23 @@ Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales,
   shape.back() = out;
   Tensor y = Tensor::empty(shape, DType::kF32);
   cpu::linear_int8(x.data<float>(), rows, in, qweight.data<std::int8_t>(), scales.data<float>(), out,
-                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
+                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>(), packed);
+  return y;
+}
+
+Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu) {
+  constexpr const char* kOp = "linear_packed";
+  require(x.device().is_cpu(), kOp, "packed weights are for decoding on the CPU");
+  require(
+      !weights.is_s8() && x.dtype() == DType::kF32 && x.is_contiguous() && x.rank() >= 1 && x.dim(-1) == weights.in(),
+      kOp, "expected dense f32 x [..., " + std::to_string(weights.in()) + "], got " + x.describe());
+  const std::int64_t in = weights.in(), out = weights.out(), rows = x.numel() / std::max<std::int64_t>(in, 1);
+  require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.is_contiguous() && bias.numel() == out), kOp,
+          "bias must be f32 [out]");
+  Shape shape = x.shape();
+  shape.back() = out;
+  Tensor y = Tensor::empty(shape, DType::kF32);
+  weights.linear_f32(x.data<float>(), rows, in, bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
   return y;
 }
 

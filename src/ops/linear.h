@@ -1,4 +1,4 @@
-// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, OpenBLAS; CUDA:
+// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, oneDNN or OpenBLAS; CUDA:
 // kernels/cuda/gemm.h, cuBLASLt, f32/bf16/f16 only).
 // Operand classes (ops/dispatch.h): x, weight, bias, y, dy and dx are activations of one dtype (f64,
 // f32, bf16 or f16: the weights the forward reads are in the compute dtype); dweight and dbias are
@@ -7,6 +7,10 @@
 #pragma once
 
 #include "core/tensor.h"
+
+namespace dragoman::cpu {
+class PackedWeights;
+}  // namespace dragoman::cpu
 
 namespace dragoman::ops {
 
@@ -25,7 +29,14 @@ Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // linear (or linear_relu) with int8 weights (kernels/cpu/quantize.h): x's rows quantized to int8
 // as they come, exact int32 products, scaled back to f32. CPU only; decoding only (no backward).
 //   x: f32 [..., in], qweight: i8 [out, in], scales: f32 [out], bias: f32 [out] or undefined
-Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false);
+// `packed`: qweight packed once (cpu::PackedWeights::pack_s8), for the products: the same bits.
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false,
+                   const cpu::PackedWeights* packed = nullptr);
+
+// linear (or linear_relu) with f32 weights packed once for decoding (kernels/cpu/packed_gemm.h:
+// oneDNN's matmul on its blocked layout): the product of linear up to the order of the sums. CPU
+// only; decoding only (no backward).   x: f32 [..., in], bias: f32 [out] or undefined
+Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu = false);
 
 // Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined; an undefined
 // dbias is a layer without bias), and returns dx = dy W (or an undefined tensor when need_dx is

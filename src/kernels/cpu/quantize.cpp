@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
@@ -63,7 +64,7 @@ void linear_int8_reference(const float* x, std::int64_t rows, std::int64_t in, c
 }
 
 void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,
-                 std::int64_t out, const float* bias, bool relu, float* y) {
+                 std::int64_t out, const float* bias, bool relu, float* y, const PackedWeights* packed) {
 #ifdef DRAGOMAN_WITH_ONEDNN
   check_width(in);
   thread_local std::vector<std::int8_t> qx;
@@ -73,12 +74,19 @@ void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::
   sx.resize(static_cast<std::size_t>(rows));
   products.resize(static_cast<std::size_t>(rows * out));
   quantize_rows(x, rows, in, qx.data(), sx.data());
-  const std::int32_t no_offset = 0;
-  const dnnl_status_t status = dnnl_gemm_s8s8s32('N', 'T', 'F', rows, out, in, 1.0f, qx.data(), in, 0, qw, in, 0, 0.0f,
-                                                 products.data(), out, &no_offset);
-  if (status != dnnl_success) {
-    throw Error("cpu::linear_int8: oneDNN's dnnl_gemm_s8s8s32 failed (status " +
-                std::to_string(static_cast<int>(status)) + ")");
+  if (packed != nullptr) {
+    if (!packed->is_s8() || packed->out() != out || packed->in() != in) {
+      throw Error("cpu::linear_int8: the packed weights are not this layer's s8 [out, in] weights");
+    }
+    packed->product_s8(qx.data(), rows, products.data());
+  } else {
+    const std::int32_t no_offset = 0;
+    const dnnl_status_t status = dnnl_gemm_s8s8s32('N', 'T', 'F', rows, out, in, 1.0f, qx.data(), in, 0, qw, in, 0,
+                                                   0.0f, products.data(), out, &no_offset);
+    if (status != dnnl_success) {
+      throw Error("cpu::linear_int8: oneDNN's dnnl_gemm_s8s8s32 failed (status " +
+                  std::to_string(static_cast<int>(status)) + ")");
+    }
   }
   // Plain pointers into the calling thread's buffers: in the parallel loop `products` and `sx` would
   // name each OpenMP thread's own (empty) thread_local vectors.
@@ -89,6 +97,7 @@ void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::
     dequantize_row(sums + r * out, row_scales[r], sw, out, bias, relu, y + r * out);
   }
 #else
+  static_cast<void>(packed);  // nothing is packed without oneDNN (packed_gemm.h)
   linear_int8_reference(x, rows, in, qw, sw, out, bias, relu, y);
 #endif
 }

@@ -1,0 +1,190 @@
+// Weights packed once for oneDNN's matmul primitive (see packed_gemm.h).
+#include "kernels/cpu/packed_gemm.h"
+
+#ifdef DRAGOMAN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "core/error.h"
+
+namespace dragoman::cpu {
+
+#ifdef DRAGOMAN_WITH_ONEDNN
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Type = memory::data_type;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// The primitive of one product shape: x [rows, in] (row stride ldx) times the packed W.
+dnnl::matmul::primitive_desc describe(Type type, const memory::desc& weights, std::int64_t rows, std::int64_t ldx,
+                                      std::int64_t out, std::int64_t in, bool bias, bool relu) {
+  const memory::desc x({rows, in}, type, memory::dims{ldx, 1});
+  const memory::desc y({rows, out}, type == Type::f32 ? Type::f32 : Type::s32, Tag::ab);
+  dnnl::post_ops ops;
+  if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(x, weights, memory::desc({1, out}, Type::f32, Tag::ab), y)
+                                       : dnnl::matmul::desc(x, weights, y);
+  return {desc, attr, cpu_engine()};
+}
+
+bool is_reference(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+}  // namespace
+
+struct PackedWeights::Impl {
+  Type type;
+  memory::desc layout;
+  memory weights;  // owns the packed buffer
+  mutable std::mutex mutex;
+  mutable std::map<std::tuple<std::int64_t, std::int64_t, bool, bool>, dnnl::matmul> primitives;
+
+  const dnnl::matmul& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
+                                std::int64_t in) const {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(rows, ldx, bias, relu);
+    auto it = primitives.find(key);
+    if (it == primitives.end()) {
+      it = primitives.emplace(key, dnnl::matmul(describe(type, layout, rows, ldx, out, in, bias, relu))).first;
+    }
+    return it->second;
+  }
+};
+
+namespace {
+
+// W [out, in] row-major is the matmul's weights [in, out] in layout "ba". nullptr when oneDNN's
+// chosen layout is the plain one (nothing to gain) or only its reference kernels take the packed
+// one for some row counts.
+template <typename T>
+std::unique_ptr<PackedWeights::Impl> pack(Type type, const T* w, std::int64_t out, std::int64_t in) {
+  try {
+    const memory::desc any({in, out}, type, Tag::any);
+    const dnnl::matmul::primitive_desc chosen = describe(type, any, 64, in, out, in, false, false);
+    const memory::desc layout = chosen.weights_desc();
+    if (is_reference(chosen) || layout == memory::desc({in, out}, type, Tag::ba) ||
+        layout == memory::desc({in, out}, type, Tag::ab)) {
+      return nullptr;
+    }
+    for (const std::int64_t rows : {1, 7, 256}) {
+      if (is_reference(describe(type, layout, rows, in, out, in, type == Type::f32, type == Type::f32))) return nullptr;
+    }
+    auto impl = std::make_unique<PackedWeights::Impl>();
+    impl->type = type;
+    impl->layout = layout;
+    impl->weights = memory(layout, cpu_engine());
+    memory plain(memory::desc({in, out}, type, Tag::ba), cpu_engine(), const_cast<T*>(w));
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(plain, impl->weights).execute(stream, plain, impl->weights);
+    stream.wait();
+    return impl;
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("cpu::PackedWeights: oneDNN could not pack ") + std::to_string(out) + " x " +
+                std::to_string(in) + " weights: " + e.what());
+  }
+}
+
+// Runs `primitive` on x [rows, in] (row stride ldx) into y [rows, out], on the calling thread's
+// OpenMP threads.
+void run(const PackedWeights::Impl& impl, const dnnl::matmul& primitive, void* x, std::int64_t rows, std::int64_t ldx,
+         std::int64_t in, const float* bias, std::int64_t out, void* y) {
+  thread_local dnnl::stream stream(cpu_engine());
+  const Type y_type = impl.type == Type::f32 ? Type::f32 : Type::s32;
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(memory::desc({rows, in}, impl.type, memory::dims{ldx, 1}), cpu_engine(), x)},
+      {DNNL_ARG_WEIGHTS, impl.weights},
+      {DNNL_ARG_DST, memory(memory::desc({rows, out}, y_type, Tag::ab), cpu_engine(), y)}};
+  if (bias != nullptr) {
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({1, out}, Type::f32, Tag::ab), cpu_engine(), const_cast<float*>(bias)));
+  }
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeights> PackedWeights::pack_f32(const float* w, std::int64_t out, std::int64_t in) {
+  std::unique_ptr<Impl> impl = pack(Type::f32, w, out, in);
+  if (!impl) return nullptr;
+  return std::shared_ptr<const PackedWeights>(new PackedWeights(false, out, in, std::move(impl)));
+}
+
+std::shared_ptr<const PackedWeights> PackedWeights::pack_s8(const std::int8_t* w, std::int64_t out, std::int64_t in) {
+  std::unique_ptr<Impl> impl = pack(Type::s8, w, out, in);
+  if (!impl) return nullptr;
+  return std::shared_ptr<const PackedWeights>(new PackedWeights(true, out, in, std::move(impl)));
+}
+
+void PackedWeights::linear_f32(const float* x, std::int64_t rows, std::int64_t ldx, const float* bias, bool relu,
+                               float* y) const {
+  if (s8_ || ldx < in_) throw Error("cpu::PackedWeights::linear_f32: needs f32 weights and a row stride >= in");
+  if (rows == 0) return;
+  try {
+    const dnnl::matmul& primitive = impl_->primitive(rows, ldx, bias != nullptr, relu, out_, in_);
+    run(*impl_, primitive, const_cast<float*>(x), rows, ldx, in_, bias, out_, y);
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("cpu::PackedWeights::linear_f32: oneDNN failed: ") + e.what());
+  }
+}
+
+void PackedWeights::product_s8(const std::int8_t* x, std::int64_t rows, std::int32_t* y) const {
+  if (!s8_) throw Error("cpu::PackedWeights::product_s8: needs s8 weights");
+  if (rows == 0) return;
+  try {
+    const dnnl::matmul& primitive = impl_->primitive(rows, in_, false, false, out_, in_);
+    run(*impl_, primitive, const_cast<std::int8_t*>(x), rows, in_, in_, nullptr, out_, y);
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("cpu::PackedWeights::product_s8: oneDNN failed: ") + e.what());
+  }
+}
+
+std::size_t PackedWeights::bytes() const { return impl_->layout.get_size(); }
+
+#else  // no oneDNN: nothing is packed
+
+struct PackedWeights::Impl {};
+
+std::shared_ptr<const PackedWeights> PackedWeights::pack_f32(const float*, std::int64_t, std::int64_t) {
+  return nullptr;
+}
+
+std::shared_ptr<const PackedWeights> PackedWeights::pack_s8(const std::int8_t*, std::int64_t, std::int64_t) {
+  return nullptr;
+}
+
+void PackedWeights::linear_f32(const float*, std::int64_t, std::int64_t, const float*, bool, float*) const {
+  throw Error("cpu::PackedWeights: this build has no oneDNN");
+}
+
+void PackedWeights::product_s8(const std::int8_t*, std::int64_t, std::int32_t*) const {
+  throw Error("cpu::PackedWeights: this build has no oneDNN");
+}
+
+std::size_t PackedWeights::bytes() const { return 0; }
+
+#endif
+
+PackedWeights::PackedWeights(bool s8, std::int64_t out, std::int64_t in, std::unique_ptr<Impl> impl)
+    : s8_(s8), out_(out), in_(in), impl_(std::move(impl)) {}
+
+PackedWeights::~PackedWeights() = default;
+
+}  // namespace dragoman::cpu
