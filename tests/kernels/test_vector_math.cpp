@@ -113,6 +113,62 @@ TEST_CASE("vector_math row kernels equal plain double loops (within the sums' ro
   }
 }
 
+TEST_CASE("vector_math: attention's loops over many rows (four at a time, then one by one)", "[kernels]") {
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (const std::int64_t n : kLengths) {
+    INFO("n = " << n);
+    const std::int64_t count = 11, stride = n + 3;  // two runs of four rows, three left; padded rows
+    const std::vector<float> rows = random_row(count * stride, 7 + static_cast<std::uint32_t>(n), 2.0f);
+    const std::vector<float> q = random_row(n, 8 + static_cast<std::uint32_t>(n), 1.0f);
+    std::vector<float> weights = random_row(count, 9, 1.0f);
+    for (const bool with_zero : {false, true}) {
+      if (with_zero) weights[5] = 0.0f;  // a zero weight in the second run: that row is skipped
+      std::vector<float> acc = q, expected = q;
+      cpu::add_weighted_rows_f32(weights.data(), rows.data(), stride, count, n, acc.data());
+      for (std::int64_t s = 0; s < count; ++s) {
+        if (weights[s] == 0.0f) continue;
+        for (std::int64_t i = 0; i < n; ++i) expected[i] += weights[s] * rows[s * stride + i];
+      }
+      CHECK(acc == expected);  // in order of the rows, each product rounded: the plain loop's bits
+    }
+    std::vector<float> dots(static_cast<std::size_t>(count));
+    const float largest = cpu::scaled_dots_f32(q.data(), rows.data(), stride, count, n, 0.125f, dots.data());
+    float expected_largest = -std::numeric_limits<float>::infinity();
+    for (std::int64_t s = 0; s < count; ++s) {
+      double dot = 0, magnitude = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        dot += static_cast<double>(q[i]) * rows[s * stride + i];
+        magnitude += std::abs(static_cast<double>(q[i]) * rows[s * stride + i]);
+      }
+      CHECK(dots[s] == Approx(0.125 * dot).margin(0.125 * 2 * eps * magnitude + 1e-30));
+      expected_largest = std::max(expected_largest, dots[s]);
+    }
+    CHECK(largest == expected_largest);
+  }
+}
+
+TEST_CASE("vector_math: dequantize_row_f32 equals the plain loop bit for bit", "[kernels]") {
+  for (const std::int64_t n : kLengths) {
+    INFO("n = " << n);
+    std::vector<std::int32_t> products(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) products[j] = static_cast<std::int32_t>((j * 7919) % 40001) - 20000;
+    const std::vector<float> sw = random_row(n, 11, 0.01f), bias = random_row(n, 12, 3.0f);
+    for (const bool with_bias : {false, true}) {
+      for (const bool relu : {false, true}) {
+        std::vector<float> y(static_cast<std::size_t>(n));
+        cpu::dequantize_row_f32(products.data(), 0.003f, sw.data(), n, with_bias ? bias.data() : nullptr, relu,
+                                y.data());
+        for (std::int64_t j = 0; j < n; ++j) {
+          float value = static_cast<float>(products[j]) * 0.003f * sw[j];
+          if (with_bias) value += bias[j];
+          if (relu && !(value > 0.0f)) value = 0.0f;
+          CHECK(y[j] == value);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("vector_math: int8 row quantization equals std::nearbyint, ties to even, clamped", "[kernels]") {
   for (const std::int64_t n : kLengths) {
     INFO("n = " << n);

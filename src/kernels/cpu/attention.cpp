@@ -62,7 +62,11 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
 #pragma omp parallel for schedule(static)
   for (std::int64_t bh = 0; bh < B * H; ++bh) {
     const std::int64_t b = bh / H, h = bh % H;
-    std::vector<Acc> score(static_cast<std::size_t>(S)), out_acc(static_cast<std::size_t>(Kv));
+    // Each thread's buffers, kept between calls: decoding calls this per layer and token with a
+    // few keys per (b, h), where two allocations per (b, h) cost as much as the arithmetic.
+    thread_local std::vector<Acc> score, out_acc;
+    score.resize(std::max<std::size_t>(score.size(), static_cast<std::size_t>(S)));
+    out_acc.resize(static_cast<std::size_t>(Kv));
     for (std::int64_t t = 0; t < Tq; ++t) {
       const std::int64_t n = visible_keys(a, key_lengths[b], t);
       const Acc max_score = scores(a, q, k, b, h, t, n, static_cast<Acc>(scale), score);

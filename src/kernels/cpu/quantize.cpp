@@ -17,16 +17,6 @@
 namespace dragoman::cpu {
 namespace {
 
-// y[r, j] from the int32 products of row r.
-void dequantize_row(const std::int32_t* products, float sx, const float* sw, std::int64_t out, const float* bias,
-                    bool relu, float* y) {
-  for (std::int64_t j = 0; j < out; ++j) {
-    float value = static_cast<float>(products[j]) * sx * sw[j];
-    if (bias != nullptr) value += bias[j];
-    y[j] = relu && !(value > 0.0f) ? 0.0f : value;
-  }
-}
-
 void check_width(std::int64_t in) {
   if (in > (std::int64_t{1} << 17)) {
     throw Error("cpu::linear_int8: " + std::to_string(in) + " inputs could overflow the int32 sums (at most 2^17)");
@@ -59,7 +49,7 @@ void linear_int8_reference(const float* x, std::int64_t rows, std::int64_t in, c
       for (std::int64_t k = 0; k < in; ++k) sum += static_cast<std::int32_t>(qx[r * in + k]) * qw[j * in + k];
       products[static_cast<std::size_t>(j)] = sum;
     }
-    dequantize_row(products.data(), sx[static_cast<std::size_t>(r)], sw, out, bias, relu, y + r * out);
+    dequantize_row_f32(products.data(), sx[static_cast<std::size_t>(r)], sw, out, bias, relu, y + r * out);
   }
 }
 
@@ -94,7 +84,7 @@ void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::
   const float* row_scales = sx.data();
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
-    dequantize_row(sums + r * out, row_scales[r], sw, out, bias, relu, y + r * out);
+    dequantize_row_f32(sums + r * out, row_scales[r], sw, out, bias, relu, y + r * out);
   }
 #else
   static_cast<void>(packed);  // nothing is packed without oneDNN (packed_gemm.h)

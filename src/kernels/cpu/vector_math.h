@@ -57,6 +57,11 @@ float max_abs_f32(const float* x, std::int64_t n);
 // rounding mode), clamped to [-127, 127]: int8 quantization of a row (kernels/cpu/quantize.h).
 void quantize_row_f32(const float* x, std::int64_t n, float scale, std::int8_t* q);
 
+// y[j] = float(products[j]) * sx * sw[j] (+ bias[j] when bias is not null), then max(., 0) with
+// relu (NaN -> 0): a row of int8 products scaled back (kernels/cpu/quantize.h), in that order.
+void dequantize_row_f32(const std::int32_t* products, float sx, const float* sw, std::int64_t n, const float* bias,
+                        bool relu, float* y);
+
 // Attention's inner loops for one query (kernels/cpu/attention.cpp): out[s] = scale * (q . k_s)
 // for the n keys k_s = k + s * k_stride of size K; returns the largest (-inf for n = 0).
 float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std::int64_t n, std::int64_t K,
