@@ -32,6 +32,10 @@ struct Linear {
   std::shared_ptr<const cpu::PackedWeights> packed;
 };
 
+// Whether `p` is set: one of the model's layers, or one pack_weights made (whose f32 weight may be
+// gone once packed, or never made when it computes in int8).
+inline bool is_set(const Linear& p) { return p.weight.defined() || p.qweight.defined() || p.packed != nullptr; }
+
 // x W^T + b through `p` (then max(., 0) with relu): its int8 weights when it has them
 // (ops::linear_int8), else its packed f32 weights (ops::linear_packed), else ops::linear /
 // ops::linear_relu.
@@ -43,6 +47,10 @@ struct LayerNormParams {
 
 struct AttentionParams {
   Linear q, k, v, out;  // q, k: [H*K, D]; v: [H*Kv, D]; out: [D, H*Kv]
+  // Decoding (Transformer::pack_weights): q, k and v stacked into one layer, for self-attention's
+  // three products of one input [2*H*K + H*Kv, D]; k and v, for cross-attention's two of the
+  // encoder's output [H*K + H*Kv, D]. Unset (is_set false) otherwise.
+  Linear qkv, kv;
 };
 
 struct FeedForwardParams {
@@ -85,6 +93,8 @@ struct AttentionActivations {
 };
 
 // out = concat_h(softmax(q_h k_h^T / sqrt(K)) v_h) Wo^T + bo.   -> [B, T, D]
+// Self-attention passes one tensor object as xq and xkv: without act (decoding), p.qkv then does
+// the three projections in one product when pack_weights made it.
 Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
                          const ops::AttentionOptions& options, AttentionActivations* act);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -181,8 +182,12 @@ LayerNormParams bind_norm(ParameterSet& p, const std::string& name) {
 }
 
 AttentionParams bind_attention(ParameterSet& p, const std::string& name) {
-  return {bind_linear(p, name + ".q_proj"), bind_linear(p, name + ".k_proj"), bind_linear(p, name + ".v_proj"),
-          bind_linear(p, name + ".out_proj")};
+  AttentionParams a;
+  a.q = bind_linear(p, name + ".q_proj");
+  a.k = bind_linear(p, name + ".k_proj");
+  a.v = bind_linear(p, name + ".v_proj");
+  a.out = bind_linear(p, name + ".out_proj");
+  return a;  // qkv and kv: pack_weights's
 }
 
 FeedForwardParams bind_ffn(ParameterSet& p, const std::string& name) {
@@ -266,27 +271,6 @@ Transformer& Transformer::operator=(Transformer&&) noexcept = default;
 
 void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
 
-void Transformer::for_each_decoding_linear(const std::function<void(Linear&)>& visit) {
-  const auto attention = [&](AttentionParams& a) {
-    for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) visit(*p);
-  };
-  for (Views::EncoderLayer& layer : views_->encoder) {
-    attention(layer.self_attn);
-    visit(layer.ffn.fc1);
-    visit(layer.ffn.fc2);
-  }
-  for (Views::DecoderLayer& layer : views_->decoder) {
-    attention(layer.self_attn);
-    attention(layer.cross_attn);
-    visit(layer.ffn.fc1);
-    visit(layer.ffn.fc2);
-  }
-  // The (tied) embedding's f32 rows stay as they are for the inputs: the output projection gets
-  // its own Linear.
-  if (!decoding_output_.weight.defined()) decoding_output_.weight = views_->output.weight;
-  visit(decoding_output_);
-}
-
 void Transformer::require_cpu_decoding(const char* what) const {
   if (dtype() != DType::kF32 || !params_.values().device().is_cpu() || params_.grads().defined()) {
     throw Error(std::string(what) + ": needs an f32 decoding model on the CPU (translate loads one)");
@@ -297,25 +281,110 @@ void Transformer::quantize_int8() {
   if (quantized_) return;
   require_cpu_decoding("quantize_int8");
   if (packed_) throw Error("quantize_int8: quantize before pack_weights");
-  for_each_decoding_linear([](Linear& p) {
+  const auto quantize = [](Linear& p) {
     const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
     p.qweight = Tensor::empty({out, in}, DType::kI8);
     p.qscale = Tensor::empty({out}, DType::kF32);
     cpu::quantize_rows(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
                        p.qscale.data<float>());
-  });
+  };
+  const auto attention = [&](AttentionParams& a) {
+    for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) quantize(*p);
+  };
+  for (Views::EncoderLayer& layer : views_->encoder) {
+    attention(layer.self_attn);
+    quantize(layer.ffn.fc1);
+    quantize(layer.ffn.fc2);
+  }
+  for (Views::DecoderLayer& layer : views_->decoder) {
+    attention(layer.self_attn);
+    attention(layer.cross_attn);
+    quantize(layer.ffn.fc1);
+    quantize(layer.ffn.fc2);
+  }
+  // The (tied) embedding's f32 rows stay for the inputs: the output projection gets an int8 copy.
+  decoding_output_.weight = views_->output.weight;
+  quantize(decoding_output_);
   quantized_ = true;
 }
+
+namespace {
+
+// One layer computing `parts` side by side (the same input): their biases (zeros for a part without
+// one) and either their int8 weights and scales (int8 layers: the f32 weights are not needed) or
+// their f32 weights, stacked by output rows.
+Linear stack_linears(std::initializer_list<const Linear*> parts) {
+  const Linear& first = **parts.begin();
+  const std::int64_t in = first.weight.dim(1);
+  std::int64_t out = 0;
+  bool bias = false;
+  for (const Linear* p : parts) {
+    out += p->weight.dim(0);
+    bias = bias || p->bias.defined();
+  }
+  const Device device = first.weight.device();
+  const bool int8 = first.qweight.defined();
+  Linear stacked;
+  if (bias) stacked.bias = Tensor::zeros({out}, first.weight.dtype(), device);
+  if (int8) {
+    stacked.qweight = Tensor::empty({out, in}, DType::kI8, device);
+    stacked.qscale = Tensor::empty({out}, DType::kF32, device);
+  } else {
+    stacked.weight = Tensor::empty({out, in}, first.weight.dtype(), device);
+  }
+  std::int64_t row = 0;
+  for (const Linear* p : parts) {
+    const std::int64_t rows = p->weight.dim(0);
+    if (p->bias.defined()) stacked.bias.narrow(0, row, rows).copy_from(p->bias);
+    if (int8) {
+      stacked.qweight.narrow(0, row, rows).copy_from(p->qweight);
+      stacked.qscale.narrow(0, row, rows).copy_from(p->qscale);
+    } else {
+      stacked.weight.narrow(0, row, rows).copy_from(p->weight);
+    }
+    row += rows;
+  }
+  return stacked;
+}
+
+}  // namespace
 
 std::size_t Transformer::pack_weights() {
   require_cpu_decoding("pack_weights");
   if (packed_) return packed_bytes_;
-  for_each_decoding_linear([this](Linear& p) {
-    const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
+  const auto pack = [this](Linear& p) {
+    const Tensor& w = p.qweight.defined() ? p.qweight : p.weight;
+    const std::int64_t out = w.dim(0), in = w.dim(1);
     p.packed = p.qweight.defined() ? cpu::PackedWeights::pack_s8(p.qweight.data<std::int8_t>(), out, in)
                                    : cpu::PackedWeights::pack_f32(p.weight.contiguous().data<float>(), out, in);
     if (p.packed) packed_bytes_ += p.packed->bytes();
-  });
+  };
+  // Self-attention's q, k and v projections read one input: one stacked product (qkv); cross-
+  // attention's k and v read the encoder's output (kv). The layers they replace are not packed,
+  // and a stacked layer's f32 weights go once they are packed (only the packed copy is read).
+  const auto stacked = [&](std::initializer_list<const Linear*> parts) {
+    Linear p = stack_linears(parts);
+    pack(p);
+    if (p.packed && !p.qweight.defined()) p.weight = Tensor();
+    return p;
+  };
+  const auto self_attention = [&](AttentionParams& a) {
+    a.qkv = stacked({&a.q, &a.k, &a.v});
+    pack(a.out);
+  };
+  for (Views::EncoderLayer& layer : views_->encoder) {
+    self_attention(layer.self_attn);
+    pack(layer.ffn.fc1);
+    pack(layer.ffn.fc2);
+  }
+  for (Views::DecoderLayer& layer : views_->decoder) {
+    self_attention(layer.self_attn);
+    AttentionParams& cross = layer.cross_attn;
+    cross.kv = stacked({&cross.k, &cross.v});
+    for (Linear* p : {&cross.q, &cross.out, &layer.ffn.fc1, &layer.ffn.fc2}) pack(*p);
+  }
+  if (!decoding_output_.weight.defined()) decoding_output_.weight = views_->output.weight;
+  pack(decoding_output_);
   packed_ = true;
   return packed_bytes_;
 }
@@ -567,8 +636,17 @@ DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Ten
   const std::int64_t b = encoder_output.dim(0) * beams;  // rows
   state.allocated_rows = b;
   for (const auto& p : views_->decoder) {
-    state.cross_k.push_back(model::apply(p.cross_attn.k, encoder_output));  // [B, S, H*K]
-    state.cross_v.push_back(model::apply(p.cross_attn.v, encoder_output));  // [B, S, H*Kv]
+    const AttentionParams& cross = p.cross_attn;
+    if (model::is_set(cross.kv)) {
+      // pack_weights's stacked k and v: one product.   [B, S, H*K + H*Kv]
+      const Tensor kv = model::apply(cross.kv, encoder_output);
+      const std::int64_t dk = cross.k.weight.dim(0);
+      state.cross_k.push_back(kv.narrow(2, 0, dk).contiguous());
+      state.cross_v.push_back(kv.narrow(2, dk, cross.v.weight.dim(0)).contiguous());
+    } else {
+      state.cross_k.push_back(model::apply(cross.k, encoder_output));  // [B, S, H*K]
+      state.cross_v.push_back(model::apply(cross.v, encoder_output));  // [B, S, H*Kv]
+    }
     // Most outputs end long before the cap (source length + 50 in the paper): the cache starts
     // small and doubles when full (decode_step).
     const std::int64_t length = std::min<std::int64_t>(capacity, kInitialCacheLength);
@@ -617,9 +695,19 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = model::residual_forward(
         c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
           const AttentionParams& a = p.self_attn;
-          const Tensor q = model::apply(a.q, in);  // [B, 1, H*K]
-          state.self_k[i].narrow(1, t, 1).copy_from(model::apply(a.k, in));
-          state.self_v[i].narrow(1, t, 1).copy_from(model::apply(a.v, in));
+          Tensor q;  // [B, 1, H*K]
+          if (model::is_set(a.qkv)) {
+            // pack_weights's stacked q, k and v: one product.   [B, 1, 2*H*K + H*Kv]
+            const Tensor qkv = model::apply(a.qkv, in);
+            const std::int64_t dk = a.q.weight.dim(0);
+            q = qkv.narrow(2, 0, dk).contiguous();
+            state.self_k[i].narrow(1, t, 1).copy_from(qkv.narrow(2, dk, dk));
+            state.self_v[i].narrow(1, t, 1).copy_from(qkv.narrow(2, 2 * dk, a.v.weight.dim(0)));
+          } else {
+            q = model::apply(a.q, in);
+            state.self_k[i].narrow(1, t, 1).copy_from(model::apply(a.k, in));
+            state.self_v[i].narrow(1, t, 1).copy_from(model::apply(a.v, in));
+          }
           const Tensor context = ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
                                                 state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
                                                 nullptr);  // [B, 1, H*Kv]

@@ -112,11 +112,13 @@ class Transformer {
   // Needs an f32 decoding model on the CPU.
   void quantize_int8();
   bool quantized() const { return quantized_; }
-  // CPU decoding: every linear layer's weights (the int8 ones after quantize_int8, else f32), and
-  // the output projection's, packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h), which
-  // then does their products. Returns the bytes packed: 0 where packing gains nothing (no oneDNN,
-  // or a CPU where oneDNN keeps the plain layout). f32 results change only in the order of sums;
-  // int8 ones not at all. Needs an f32 decoding model on the CPU; quantize_int8 comes first.
+  // CPU decoding: self-attention's q, k and v projections stacked into one layer (qkv), cross-
+  // attention's k and v into another (kv), and every linear layer's weights (the int8 ones after
+  // quantize_int8, else f32), the output projection's included, packed once for oneDNN's matmul
+  // (kernels/cpu/packed_gemm.h), which then does their products. Returns the bytes packed: 0
+  // where packing gains nothing (no oneDNN, or a CPU where oneDNN keeps the plain layout; the
+  // stacked layers still serve). f32 results change only in the order of sums; int8 ones not at
+  // all. Needs an f32 decoding model on the CPU; quantize_int8 comes first.
   std::size_t pack_weights();
 
   // docs/MODEL.md's initialisation, a function of the seed alone.
@@ -163,9 +165,6 @@ class Transformer {
   struct Views;
   LossResult run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
                          Evaluation* evaluation) const;
-  // quantize_int8's and pack_weights's layers: every linear layer's, then decoding_output_ (made
-  // from the output projection on first use).
-  void for_each_decoding_linear(const std::function<void(model::Linear&)>& visit);
   void require_cpu_decoding(const char* what) const;
 
   ModelConfig config_;

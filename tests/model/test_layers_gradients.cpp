@@ -71,8 +71,11 @@ TEST_CASE("model feed_forward backward matches finite differences", "[ops]") {
 
 TEST_CASE("model attention backward matches finite differences", "[ops]") {
   const int64_t D = 6, H = 2, K = 2, Kv = 3;
-  model::AttentionParams p{make_linear(H * K, D, 80), make_linear(H * K, D, 82), make_linear(H * Kv, D, 84),
-                           make_linear(D, H * Kv, 86)};
+  model::AttentionParams p;
+  p.q = make_linear(H * K, D, 80);
+  p.k = make_linear(H * K, D, 82);
+  p.v = make_linear(H * Kv, D, 84);
+  p.out = make_linear(D, H * Kv, 86);
   const auto zero_all = [&] {
     for (model::Linear* l : {&p.q, &p.k, &p.v, &p.out}) zero_grads(*l);
   };
