@@ -345,7 +345,9 @@ int run_translate(const TranslateCliOptions& o) {
   if (device.is_cpu() && precision == DType::kF32) {
     // Weights packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h): none where it gains nothing.
     const std::size_t packed = model.pack_weights();
-    spdlog::debug("translate: {} MiB of weights packed for oneDNN's matmul", packed >> 20);
+    const std::size_t discarded = model.discard_unread_weights();
+    spdlog::debug("translate: {} MiB of weights packed for oneDNN's matmul, {} MiB of f32 weights given back",
+                  packed >> 20, discarded >> 20);
   }
   if (info.vocabulary.empty()) {
     throw Error(o.model +

@@ -4,10 +4,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "kernels/cuda/context.h"
@@ -158,6 +164,17 @@ CachingAllocator& allocator_for(Device device) {
   auto* a = new CachingAllocator(device);  // never destroyed
   slot.store(a, std::memory_order_release);
   return *a;
+}
+
+std::size_t discard_pages(void* data, std::size_t bytes) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+  if (last <= first) return 0;
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) {
+    throw Error("discard_pages: madvise failed: " + std::string(std::strerror(errno)));
+  }
+  return last - first;
 }
 
 void release_all() {

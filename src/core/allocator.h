@@ -109,6 +109,12 @@ class CachingAllocator {
 // 0 .. cuda::kMaxDevices - 1; in a CPU-only build a CUDA device is an error.
 CachingAllocator& allocator_for(Device device);
 
+// CPU memory that will not be read again, though its block stays in use (a decoding model's f32
+// weights once only packed or int8 copies are read): the whole pages inside [data, data + bytes)
+// go back to the system (madvise MADV_DONTNEED) and read as zeros afterwards. Returns the bytes
+// given back (0 where the range holds no whole page).
+std::size_t discard_pages(void* data, std::size_t bytes);
+
 // Before the program exits, with no tensor in use any more: checks every allocator for a kept
 // error, gives every cache back to the system, destroys the CUDA contexts (kernels/cuda/context.h)
 // and throws the first error found on the way (a deferred CUDA error included), after releasing

@@ -19,6 +19,9 @@ const std::set<std::string> kReservedMetadata = {"format", "format_version", "mo
 
 SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
                                      std::optional<DType> file_dtype) {
+  if (model.weights_discarded()) {
+    throw Error("a model whose weights were given up for decoding (translate) cannot be saved");
+  }
   SafeTensorsFile file;
   for (const auto& [key, value] : info.metadata) {
     if (kReservedMetadata.count(key) != 0) throw Error("model metadata key '" + key + "' is reserved");

@@ -10,8 +10,8 @@
 namespace dragoman::model {
 
 Tensor apply(const Linear& p, const Tensor& x, bool relu) {
-  if (p.qweight.defined()) return ops::linear_int8(x, p.qweight, p.qscale, p.bias, relu, p.packed.get());
-  if (p.packed) return ops::linear_packed(x, *p.packed, p.bias, relu);
+  if (p.packed) return ops::linear_packed(x, *p.packed, p.bias, relu, p.packed->is_s8() ? p.qscale : Tensor());
+  if (p.qweight.defined()) return ops::linear_int8(x, p.qweight, p.qscale, p.bias, relu);
   return relu ? ops::linear_relu(x, p.weight, p.bias) : ops::linear(x, p.weight, p.bias);
 }
 

@@ -36,9 +36,9 @@ struct Linear {
 // gone once packed, or never made when it computes in int8).
 inline bool is_set(const Linear& p) { return p.weight.defined() || p.qweight.defined() || p.packed != nullptr; }
 
-// x W^T + b through `p` (then max(., 0) with relu): its int8 weights when it has them
-// (ops::linear_int8), else its packed f32 weights (ops::linear_packed), else ops::linear /
-// ops::linear_relu.
+// x W^T + b through `p` (then max(., 0) with relu): its packed weights when it has them
+// (ops::linear_packed: f32, or int8 with qscale), else its int8 weights (ops::linear_int8), else
+// ops::linear / ops::linear_relu.
 Tensor apply(const Linear& p, const Tensor& x, bool relu = false);
 
 struct LayerNormParams {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/numeric.h"
 #include "kernels/cpu/gather.h"
@@ -313,7 +314,7 @@ namespace {
 // One layer computing `parts` side by side (the same input): their biases (zeros for a part without
 // one) and either their int8 weights and scales (int8 layers: the f32 weights are not needed) or
 // their f32 weights, stacked by output rows.
-Linear stack_linears(std::initializer_list<const Linear*> parts) {
+Linear stack_linears(std::initializer_list<Linear*> parts) {
   const Linear& first = **parts.begin();
   const std::int64_t in = first.weight.dim(1);
   std::int64_t out = 0;
@@ -357,15 +358,24 @@ std::size_t Transformer::pack_weights() {
     const std::int64_t out = w.dim(0), in = w.dim(1);
     p.packed = p.qweight.defined() ? cpu::PackedWeights::pack_s8(p.qweight.data<std::int8_t>(), out, in)
                                    : cpu::PackedWeights::pack_f32(p.weight.contiguous().data<float>(), out, in);
-    if (p.packed) packed_bytes_ += p.packed->bytes();
+    if (p.packed) {
+      packed_bytes_ += p.packed->bytes();
+      p.qweight = Tensor();  // int8: the packed copy is what is read (with qscale)
+    }
   };
   // Self-attention's q, k and v projections read one input: one stacked product (qkv); cross-
   // attention's k and v read the encoder's output (kv). The layers they replace are not packed,
   // and a stacked layer's f32 weights go once they are packed (only the packed copy is read).
-  const auto stacked = [&](std::initializer_list<const Linear*> parts) {
+  const auto stacked = [&](std::initializer_list<Linear*> parts) {
     Linear p = stack_linears(parts);
     pack(p);
-    if (p.packed && !p.qweight.defined()) p.weight = Tensor();
+    if (p.packed) p.weight = Tensor();
+    // The parts' int8 copies are not read again (their f32 weights are kept: the model stays
+    // usable as it was loaded, at the f32 parts' speed, until discard_unread_weights).
+    for (Linear* part : parts) {
+      part->qweight = Tensor();
+      part->qscale = Tensor();
+    }
     return p;
   };
   const auto self_attention = [&](AttentionParams& a) {
@@ -387,6 +397,51 @@ std::size_t Transformer::pack_weights() {
   pack(decoding_output_);
   packed_ = true;
   return packed_bytes_;
+}
+
+std::size_t Transformer::discard_unread_weights() {
+  if (!packed_) throw Error("discard_unread_weights: pack_weights comes first");
+  if (weights_discarded_) return 0;
+  std::size_t bytes = 0;
+  // A layer's f32 weight is read by decoding only when the layer has neither packed nor int8 weights.
+  const auto discard = [&bytes](const Linear& p) {
+    bytes += discard_pages(const_cast<void*>(p.weight.raw_data()),
+                           static_cast<std::size_t>(p.weight.numel()) * sizeof(float));
+  };
+  const auto discard_unread = [&](const Linear& p) {
+    if (p.packed || p.qweight.defined()) discard(p);
+  };
+  const auto attention = [&](const AttentionParams& a, bool self) {
+    if (self && model::is_set(a.qkv)) {
+      for (const Linear* p : {&a.q, &a.k, &a.v}) discard(*p);
+    } else {
+      discard_unread(a.q);
+    }
+    if (!self && model::is_set(a.kv)) {
+      discard(a.k);
+      discard(a.v);
+    }
+    discard_unread(a.out);
+  };
+  for (const Views::EncoderLayer& layer : views_->encoder) {
+    attention(layer.self_attn, true);
+    discard_unread(layer.ffn.fc1);
+    discard_unread(layer.ffn.fc2);
+  }
+  for (const Views::DecoderLayer& layer : views_->decoder) {
+    attention(layer.self_attn, true);
+    attention(layer.cross_attn, false);
+    discard_unread(layer.ffn.fc1);
+    discard_unread(layer.ffn.fc2);
+  }
+  // The output projection's weight is the target embedding's table when tied: the inputs read it.
+  const Tensor& output = views_->output.weight;
+  if (output.raw_data() != views_->tgt_embed.weight.raw_data() &&
+      output.raw_data() != views_->src_embed.weight.raw_data()) {
+    discard_unread(decoding_output_);
+  }
+  weights_discarded_ = true;
+  return bytes;
 }
 
 // ---- Forward and backward ------------------------------------------------------------------------
@@ -413,6 +468,7 @@ Evaluation Transformer::evaluate(const Batch& batch) const {
 // beyond this call); evaluation: receives the log-probabilities and the encoder output.
 LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& options, ForwardActivations::State* save,
                                     Evaluation* evaluation) const {
+  if (weights_discarded_) throw Error("forward: this model's weights were given up for decoding (translate only)");
   if (!batch.validated_on_device()) batch.validate(config_);  // a GPU batch was, by Batch::to
   if (batch.device() != params_.values().device()) {
     throw Error("forward: the batch is on " + batch.device().str() + ", the model on " +

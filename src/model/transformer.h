@@ -120,6 +120,12 @@ class Transformer {
   // stacked layers still serve). f32 results change only in the order of sums; int8 ones not at
   // all. Needs an f32 decoding model on the CPU; quantize_int8 comes first.
   std::size_t pack_weights();
+  // After pack_weights, for translate: the f32 weights that decoding no longer reads (those of layers
+  // with packed or int8 weights, and the q, k, v parts of stacked layers) give their memory back
+  // to the system (core/allocator.h, discard_pages: the base model's 176 MB). encode/decode_step
+  // keep working; the loss, evaluation and saving refuse the model from then on. Returns the bytes.
+  std::size_t discard_unread_weights();
+  bool weights_discarded() const { return weights_discarded_; }
 
   // docs/MODEL.md's initialisation, a function of the seed alone.
   void initialize(std::uint64_t seed);
@@ -171,7 +177,7 @@ class Transformer {
   ParameterSet params_;
   std::unique_ptr<Views> views_;
   std::vector<GradientRange> buckets_;
-  bool quantized_ = false, packed_ = false;
+  bool quantized_ = false, packed_ = false, weights_discarded_ = false;
   std::size_t packed_bytes_ = 0;
   // The output projection for decoding (weight undefined otherwise): its int8 copy
   // (quantize_int8), its packed weights (pack_weights).

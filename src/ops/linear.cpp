@@ -93,8 +93,7 @@ Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_forward("linear_relu", x, weight, bias, true);
 }
 
-Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu,
-                   const cpu::PackedWeights* packed) {
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
   constexpr const char* kOp = "linear_int8";
   require(x.device().is_cpu() && qweight.device().is_cpu(), kOp, "int8 decoding runs on the CPU only");
   require(
@@ -109,23 +108,31 @@ Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales,
   shape.back() = out;
   Tensor y = Tensor::empty(shape, DType::kF32);
   cpu::linear_int8(x.data<float>(), rows, in, qweight.data<std::int8_t>(), scales.data<float>(), out,
-                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>(), packed);
+                   bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
   return y;
 }
 
-Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu) {
+Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu,
+                     const Tensor& scales) {
   constexpr const char* kOp = "linear_packed";
   require(x.device().is_cpu(), kOp, "packed weights are for decoding on the CPU");
-  require(
-      !weights.is_s8() && x.dtype() == DType::kF32 && x.is_contiguous() && x.rank() >= 1 && x.dim(-1) == weights.in(),
-      kOp, "expected dense f32 x [..., " + std::to_string(weights.in()) + "], got " + x.describe());
+  require(x.dtype() == DType::kF32 && x.is_contiguous() && x.rank() >= 1 && x.dim(-1) == weights.in(), kOp,
+          "expected dense f32 x [..., " + std::to_string(weights.in()) + "], got " + x.describe());
   const std::int64_t in = weights.in(), out = weights.out(), rows = x.numel() / std::max<std::int64_t>(in, 1);
   require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.is_contiguous() && bias.numel() == out), kOp,
           "bias must be f32 [out]");
+  require(weights.is_s8() == scales.defined(), kOp, "s8 weights need their scales, f32 weights none");
   Shape shape = x.shape();
   shape.back() = out;
   Tensor y = Tensor::empty(shape, DType::kF32);
-  weights.linear_f32(x.data<float>(), rows, in, bias.defined() ? bias.data<float>() : nullptr, relu, y.data<float>());
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  if (weights.is_s8()) {
+    require(scales.dtype() == DType::kF32 && scales.is_contiguous() && scales.numel() == out, kOp,
+            "scales must be f32 [out]");
+    cpu::linear_int8(x.data<float>(), rows, in, nullptr, scales.data<float>(), out, b, relu, y.data<float>(), &weights);
+  } else {
+    weights.linear_f32(x.data<float>(), rows, in, b, relu, y.data<float>());
+  }
   return y;
 }
 

@@ -29,14 +29,14 @@ Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // linear (or linear_relu) with int8 weights (kernels/cpu/quantize.h): x's rows quantized to int8
 // as they come, exact int32 products, scaled back to f32. CPU only; decoding only (no backward).
 //   x: f32 [..., in], qweight: i8 [out, in], scales: f32 [out], bias: f32 [out] or undefined
-// `packed`: qweight packed once (cpu::PackedWeights::pack_s8), for the products: the same bits.
-Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false,
-                   const cpu::PackedWeights* packed = nullptr);
+Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false);
 
-// linear (or linear_relu) with f32 weights packed once for decoding (kernels/cpu/packed_gemm.h:
-// oneDNN's matmul on its blocked layout): the product of linear up to the order of the sums. CPU
-// only; decoding only (no backward).   x: f32 [..., in], bias: f32 [out] or undefined
-Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu = false);
+// linear (or linear_relu) with weights packed once for decoding (kernels/cpu/packed_gemm.h:
+// oneDNN's matmul on its blocked layout). f32 weights: the product of linear up to the order of the
+// sums. s8 weights (packed from linear_int8's qweight): linear_int8 bit for bit, with its `scales`.
+// CPU only; decoding only (no backward).   x: f32 [..., in], bias: f32 [out] or undefined
+Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const Tensor& bias, bool relu = false,
+                     const Tensor& scales = Tensor());
 
 // Backward of linear: dweight += dy^T x, dbias += sum of dy's rows (when defined; an undefined
 // dbias is a layer without bias), and returns dx = dy W (or an undefined tensor when need_dx is

@@ -6,6 +6,7 @@
 // error comes from the next call), a destructor never throws, release_all(), threads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -334,6 +335,27 @@ TEST_CASE("An allocator's destructor never throws: a failing free is reported la
   CHECK_THROWS_WITH(cuda::rethrow_deferred_error(), Catch::Contains("fake cudaFree failed"));
   CHECK_NOTHROW(cuda::rethrow_deferred_error());  // reported once
   system.fail_free = false;
+}
+
+TEST_CASE("discard_pages gives back the whole pages inside a range: they read as zeros, the rest is kept", "[core]") {
+  CachingAllocator& cpu = allocator_for(Device::cpu());
+  const std::size_t bytes = 64 * kKiB;
+  auto* block = static_cast<unsigned char*>(cpu.allocate(bytes));
+  std::fill(block, block + bytes, static_cast<unsigned char>(0xab));
+  // From byte 100 to 100 bytes before the end: the whole pages inside it, not the edges.
+  const std::size_t given = discard_pages(block + 100, bytes - 200);
+  const auto page = static_cast<std::size_t>(4096);
+  CHECK(given % page == 0);
+  CHECK(given >= bytes - 2 * page - 200);
+  CHECK(given <= bytes - 200);
+  std::size_t zeros = 0;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (i < 100 || i >= bytes - 100) REQUIRE(block[i] == 0xab);
+    zeros += block[i] == 0 ? 1 : 0;
+  }
+  CHECK(zeros == given);
+  CHECK(discard_pages(block + 1, 100) == 0);  // no whole page inside
+  cpu.deallocate(block, bytes);
 }
 
 TEST_CASE("release_all gives the CPU cache back and the allocator keeps working", "[core]") {

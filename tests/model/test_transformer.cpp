@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/checkpoint.h"
 #include "model/model_testing.h"
 #include "model/transformer.h"
 #include "ops/adam.h"
@@ -295,6 +296,49 @@ TEST_CASE("pack_weights: f32 decoding within float rounding of the plain product
       }
       INFO("largest f32 log-probability difference " << worst);
       CHECK(worst < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("discard_unread_weights: decoding unchanged, the pages given back, the loss and saving refused", "[model]") {
+  for (const std::string& name : {std::string("post_shared_tied"), std::string("pre_untied_learned")}) {
+    SECTION(name) {
+      // Wide enough that the weights span whole pages.
+      ModelConfig c = test::fixture_config(name);
+      c.d_model = 64, c.d_ff = 256;
+      if (name == "pre_untied_learned") c.d_k = 24, c.d_v = 20, c.tgt_vocab_size = 80;
+      c.validate();
+      for (const bool int8 : {false, true}) {
+        INFO((int8 ? "int8" : "f32"));
+        const auto make = [&c, int8] {
+          Transformer m(c, ParameterPrecision::decoding(DType::kF32));
+          m.initialize(5);
+          m.refresh_compute_weights();
+          if (int8) m.quantize_int8();
+          m.pack_weights();
+          return m;
+        };
+        Transformer kept = make(), discarded = make();
+        CHECK_THROWS_WITH(Transformer(c, DType::kF32).discard_unread_weights(),
+                          Catch::Contains("pack_weights comes first"));
+        const std::size_t bytes = discarded.discard_unread_weights();
+        // At least the q, k and v parts of the stacked layers: 7 self-attention blocks of three 64 x
+        // 64 (or 72 x 64) f32 matrices, each 16 KiB or more, and the cross-attention's k and v.
+        CHECK(bytes >= 7 * 3 * 3 * 4096);
+        CHECK(discarded.weights_discarded());
+        CHECK(discarded.discard_unread_weights() == 0);  // once
+        const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 4}}, {{4}, {5}}, c);
+        CHECK_THROWS_WITH(discarded.loss(batch), Catch::Contains("given up for decoding"));
+        CHECK_THROWS_WITH(model_to_safetensors(discarded, ModelFileInfo{}), Catch::Contains("cannot be saved"));
+        DecoderState a = kept.start_decoding(kept.encode(batch.src, batch.src_lengths), batch.src_lengths, 6);
+        DecoderState b = discarded.start_decoding(discarded.encode(batch.src, batch.src_lengths), batch.src_lengths, 6);
+        std::vector<std::int32_t> feed(2, c.bos_id);
+        for (int step = 0; step < 4; ++step) {
+          const Tensor tokens = Tensor::from_vector(feed, {2});
+          CHECK(kept.decode_step(a, tokens).to_vector<float>() == discarded.decode_step(b, tokens).to_vector<float>());
+          feed = {static_cast<std::int32_t>(4 + step), static_cast<std::int32_t>(5 + step)};
+        }
+      }
     }
   }
 }

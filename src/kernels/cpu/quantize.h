@@ -20,7 +20,8 @@ class PackedWeights;
 void quantize_rows(const float* x, std::int64_t rows, std::int64_t cols, std::int8_t* q, float* scales);
 
 //   x: [rows, in] float; qw: [out, in]; sw: [out]; bias: [out] or null; y: [rows, out]
-// `packed`: qw packed once (PackedWeights::pack_s8, kernels/cpu/packed_gemm.h), for its products.
+// `packed`: qw packed once (PackedWeights::pack_s8, kernels/cpu/packed_gemm.h), for its products;
+// qw is then not read (it may be null).
 void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,
                  std::int64_t out, const float* bias, bool relu, float* y, const PackedWeights* packed = nullptr);
 void linear_int8_reference(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,
