@@ -33,6 +33,7 @@ head -n "$lines" "$work/dev.en" >"$work/input.en"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+"$dragoman" --version | grep '^CPU GEMM' || true  # oneDNN's version, and which kernels OpenBLAS runs
 echo "input: the first $(wc -l <"$work/input.en") lines of $data/dev.en"
 
 # The base model: a shared 37k BPE vocabulary, then one update on a few pairs.

@@ -2,6 +2,7 @@
 // it; a CPU-only build says so.
 #include "core/build_info.h"
 
+#include <cblas.h>
 #include <spdlog/version.h>
 
 #include <string>
@@ -28,12 +29,15 @@ bool built_with_cuda() {
 
 std::string build_info() {
   std::string text = std::string("dragoman ") + version() + " (git " + git_revision() + ")\n";
+  // Which kernels OpenBLAS runs on this CPU: Debian's 0.3.21 knows no CPU newer than its release
+  // (an AVX-512 CPU may get its Haswell kernels), and OPENBLAS_CORETYPE can force older ones.
+  const std::string openblas = std::string("OpenBLAS with its ") + openblas_get_corename() + " kernels";
 #ifdef DRAGOMAN_WITH_ONEDNN
   const dnnl_version_t* dnnl = dnnl_version();
   text += "CPU GEMM: oneDNN " + std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +
-          std::to_string(dnnl->patch) + " (f32), OpenBLAS (f64)\n";
+          std::to_string(dnnl->patch) + " (f32, int8), " + openblas + " (f64)\n";
 #else
-  text += "CPU GEMM: OpenBLAS\n";
+  text += "CPU GEMM: " + openblas + "\n";
 #endif
 #ifdef DRAGOMAN_WITH_CUDA
   text += cuda::runtime_info();
