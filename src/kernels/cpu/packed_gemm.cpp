@@ -53,16 +53,21 @@ struct PackedWeights::Impl {
   Type type;
   memory::desc layout;
   memory weights;  // owns the packed buffer
-  mutable std::mutex mutex;
-  mutable std::map<std::tuple<std::int64_t, std::int64_t, bool, bool>, dnnl::matmul> primitives;
 
+  // The primitive of one product shape, made on first use and kept for the process: the layers of
+  // one shape (a model's six encoder layers' feed-forward products, say) share it, so each row count
+  // costs one primitive (about 0.1 ms to make) per shape rather than per layer. One CPU chooses one
+  // layout per (type, out, in), so those, the row count, x's row stride, bias and relu are the key.
   const dnnl::matmul& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
                                 std::int64_t in) const {
+    using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+    static std::mutex mutex;
+    static auto* const primitives = new std::map<Key, dnnl::matmul>();  // never destroyed: no oneDNN work at exit
     const std::lock_guard<std::mutex> lock(mutex);
-    const auto key = std::make_tuple(rows, ldx, bias, relu);
-    auto it = primitives.find(key);
-    if (it == primitives.end()) {
-      it = primitives.emplace(key, dnnl::matmul(describe(type, layout, rows, ldx, out, in, bias, relu))).first;
+    const Key key{type, out, in, rows, ldx, bias, relu};
+    auto it = primitives->find(key);
+    if (it == primitives->end()) {
+      it = primitives->emplace(key, dnnl::matmul(describe(type, layout, rows, ldx, out, in, bias, relu))).first;
     }
     return it->second;
   }

@@ -7,8 +7,8 @@
 //        up to the order of the sums (float accumulation either way).
 //   s8:  y = x W^T in int32: exact, the same bits as dnnl_gemm_s8s8s32 and the plain loop of
 //        cpu::linear_int8_reference (|x|, |W| <= 127, in <= 2^17).
-// One primitive per (rows, row stride of x, bias, relu), made on first use and kept: oneDNN makes
-// one in tens of microseconds and generates each kernel once. Thread-safe.
+// One primitive per weight shape and (rows, row stride of x, bias, relu) for the whole process,
+// shared by the layers of that shape, made on first use (about 0.1 ms) and kept. Thread-safe.
 //
 // pack_f32/pack_s8 return nullptr where packing gains nothing: a build without oneDNN, or a CPU
 // where oneDNN keeps W in its plain layout (no AVX-512: its matmul is then the same GEMM); callers
