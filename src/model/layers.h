@@ -137,8 +137,9 @@ Tensor residual_forward(NormPlacement placement, const LayerNormParams& norm, do
     if (act != nullptr) act->x = x;
     return ops::add(x, dropout.apply(f(normed)));
   }
+  if (act == nullptr) return ops::add_layer_norm(x, dropout.apply(f(x)), norm.weight, norm.bias, eps);  // one pass
   const Tensor sum = ops::add(x, dropout.apply(f(x)));
-  if (act != nullptr) act->sum = sum;
+  act->sum = sum;
   return ops::layer_norm(sum, norm.weight, norm.bias, eps, saved);
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cuda/layer_norm.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace dragoman::ops {
 
@@ -40,6 +41,26 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     }
   }
   if (saved != nullptr) *saved = {mean, rstd};
+  return y;
+}
+
+Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr const char* kOp = "add_layer_norm";
+  if (!x.device().is_cpu()) return layer_norm(add(x, residual), weight, bias, eps, nullptr);
+  detail::require_like(kOp, "x", x, x);
+  detail::require_like(kOp, "residual", residual, x);
+  detail::require_shape(kOp, "residual", residual, x.shape());
+  const std::int64_t d = x.dim(-1), rows = x.numel() / d;
+  detail::require_like(kOp, "weight", weight, x);
+  detail::require_like(kOp, "bias", bias, x);
+  detail::require_shape(kOp, "weight", weight, {d});
+  detail::require_shape(kOp, "bias", bias, {d});
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  detail::dispatch_storage(kOp, x, [&](auto zero) {
+    using T = decltype(zero);
+    cpu::add_layer_norm_forward<T>(x.data<T>(), residual.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), rows,
+                                   d, eps);
+  });
   return y;
 }
 

@@ -16,6 +16,11 @@ struct LayerNormSaved {
 // x: [..., D]; weight, bias: [D] -> [..., D]. Fills *saved when given.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, LayerNormSaved* saved);
 
+// layer_norm(x + residual) without the statistics, for decoding's post-norm residual blocks: on the
+// CPU in one pass (cpu::add_layer_norm_forward, the same bits as ops::add then layer_norm); on a
+// GPU ops::add then layer_norm.   x, residual: [..., D] of one dtype and shape
+Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias, double eps);
+
 // Returns dx (x's dtype); dweight += ..., dbias += ... (accumulator dtype, [D]).
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
                            Tensor& dweight, Tensor& dbias);

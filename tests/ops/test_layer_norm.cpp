@@ -13,6 +13,7 @@
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "kernels/cpu/layer_norm.h"
+#include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/op_testing.h"
 
@@ -185,6 +186,26 @@ TEST_CASE("cpu::layer_norm_forward and layer_norm_backward round each result onc
           check_layer_norm_kernels<T>(d);
         }
       });
+    }
+  }
+}
+
+TEST_CASE("ops::add_layer_norm gives the bits of ops::add then layer_norm, in every storage type", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      for (const int64_t d : test::awkward_sizes()) {
+        INFO("d " << d);
+        const Tensor x = test::from_doubles(test::random_doubles(5 * d, 240, 2.0, 1.0), {5, 1, d}, c.dtype, c.device);
+        const Tensor r = test::from_doubles(test::random_doubles(5 * d, 241, 1.0), {5, 1, d}, c.dtype, c.device);
+        const Tensor w = test::from_doubles(test::random_doubles(d, 242, 0.5, 1.0), {d}, c.dtype, c.device);
+        const Tensor b = test::from_doubles(test::random_doubles(d, 243), {d}, c.dtype, c.device);
+        const Tensor fused = ops::add_layer_norm(x, r, w, b, 1e-5);
+        CHECK(fused.shape() == x.shape());
+        CHECK(test::to_doubles(fused) == test::to_doubles(ops::layer_norm(ops::add(x, r), w, b, 1e-5, nullptr)));
+      }
+      const Tensor x = test::from_doubles(test::random_doubles(6, 244), {2, 3}, c.dtype, c.device);
+      const Tensor w = test::from_doubles({1, 1, 1}, {3}, c.dtype, c.device), b = Tensor::zeros({3}, c.dtype, c.device);
+      CHECK_THROWS_WITH(ops::add_layer_norm(x, x.narrow(1, 0, 2), w, b, 1e-5), Catch::Contains("residual"));
     }
   }
 }

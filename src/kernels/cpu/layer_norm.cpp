@@ -8,25 +8,45 @@
 
 namespace dragoman::cpu {
 
+namespace {
+
+// One row: its statistics and y (which may be x: each element is read before it is written).
+template <typename T>
+void normalize_row(const T* xr, const T* weight, const T* bias, T* yr, acc_t<T>* mean, acc_t<T>* rstd, std::int64_t d,
+                   double eps) {
+  using A = acc_t<T>;
+  const A n = static_cast<A>(d), e = static_cast<A>(eps);
+  A sum = 0;
+  for (std::int64_t i = 0; i < d; ++i) sum += load(xr[i]);
+  const A mu = sum / n;
+  A sq = 0;
+  for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
+  const A rs = A(1) / std::sqrt(sq / n + e);
+  for (std::int64_t i = 0; i < d; ++i)
+    yr[i] = store<T>(common::layer_norm_output(load(xr[i]), mu, rs, load(weight[i]), load(bias[i])));
+  *mean = mu;
+  *rstd = rs;
+}
+
+}  // namespace
+
 template <typename T>
 void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
                         std::int64_t rows, std::int64_t d, double eps) {
-  using A = acc_t<T>;
-  const A n = static_cast<A>(d), e = static_cast<A>(eps);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) normalize_row(x + r * d, weight, bias, y + r * d, mean + r, rstd + r, d, eps);
+}
+
+template <typename T>
+void add_layer_norm_forward(const T* x, const T* residual, const T* weight, const T* bias, T* y, std::int64_t rows,
+                            std::int64_t d, double eps) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * d;
-    A sum = 0;
-    for (std::int64_t i = 0; i < d; ++i) sum += load(xr[i]);
-    const A mu = sum / n;
-    A sq = 0;
-    for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
-    const A rs = A(1) / std::sqrt(sq / n + e);
     T* yr = y + r * d;
-    for (std::int64_t i = 0; i < d; ++i)
-      yr[i] = store<T>(common::layer_norm_output(load(xr[i]), mu, rs, load(weight[i]), load(bias[i])));
-    mean[r] = mu;
-    rstd[r] = rs;
+    const T *xr = x + r * d, *rr = residual + r * d;
+    for (std::int64_t i = 0; i < d; ++i) yr[i] = store<T>(load(xr[i]) + load(rr[i]));  // cpu::add's sum
+    acc_t<T> mean = 0, rstd = 0;
+    normalize_row(yr, weight, bias, yr, &mean, &rstd, d, eps);
   }
 }
 
@@ -78,6 +98,8 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
 #define DRAGOMAN_INSTANTIATE(T)                                                                                       \
   template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,           \
                                       std::int64_t, double);                                                          \
+  template void add_layer_norm_forward<T>(const T*, const T*, const T*, const T*, T*, std::int64_t, std::int64_t,     \
+                                          double);                                                                    \
   template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*, \
                                        acc_t<T>*, std::int64_t, std::int64_t);
 DRAGOMAN_INSTANTIATE(float)

@@ -21,6 +21,13 @@ template <typename T>
 void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
                         std::int64_t rows, std::int64_t d, double eps);
 
+// y = layer norm of (x + residual), the sum rounded to T as cpu::add rounds it: the same bits as
+// cpu::add then layer_norm_forward, in one pass over each row and without the statistics
+// (decoding's post-norm residual blocks).   x, residual, y: [rows, D]
+template <typename T>
+void add_layer_norm_forward(const T* x, const T* residual, const T* weight, const T* bias, T* y, std::int64_t rows,
+                            std::int64_t d, double eps);
+
 // dy, x, dx: [rows, D]; weight: [D]; mean, rstd: [rows]; dweight, dbias: [D] (+=).
 template <typename T>
 void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
