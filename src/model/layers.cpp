@@ -25,16 +25,19 @@ DropoutSites::DropoutSites(std::uint64_t seed, std::uint64_t step, std::uint64_t
   }
 }
 
+Projections self_attention_projections(const AttentionParams& p, const Tensor& x) {
+  if (!is_set(p.qkv)) return {apply(p.q, x), apply(p.k, x), apply(p.v, x)};
+  const Tensor qkv = apply(p.qkv, x);  // [B, T, 2*H*K + H*Kv]
+  const std::int64_t dk = p.q.weight.dim(0);
+  const int last = qkv.rank() - 1;
+  return {qkv.narrow(last, 0, dk).contiguous(), qkv.narrow(last, dk, dk), qkv.narrow(last, 2 * dk, p.v.weight.dim(0))};
+}
+
 Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
                          const ops::AttentionOptions& options, AttentionActivations* act) {
-  if (act == nullptr && is_set(p.qkv) && &xq == &xkv) {
-    // Decoding's self-attention: q, k and v in one product.   [B, T, 2*H*K + H*Kv]
-    const Tensor qkv = apply(p.qkv, xq);
-    const std::int64_t dk = p.q.weight.dim(0);
-    const int last = qkv.rank() - 1;
-    const Tensor context = ops::attention(qkv.narrow(last, 0, dk).contiguous(), qkv.narrow(last, dk, dk),
-                                          qkv.narrow(last, 2 * dk, p.v.weight.dim(0)), key_lengths, options, nullptr);
-    return apply(p.out, context);
+  if (act == nullptr && is_set(p.qkv) && &xq == &xkv) {  // decoding's self-attention: one product
+    const Projections qkv = self_attention_projections(p, xq);
+    return apply(p.out, ops::attention(qkv.q, qkv.k, qkv.v, key_lengths, options, nullptr));
   }
   const Tensor q = apply(p.q, xq);   // [B, T, H*K]
   const Tensor k = apply(p.k, xkv);  // [B, S, H*K]

@@ -92,6 +92,14 @@ struct AttentionActivations {
   ops::AttentionSaved saved;
 };
 
+// Self-attention's projections of x [B, T, D] (no activations kept): q [B, T, H*K] dense, k and v
+// [B, T, H*K], [B, T, H*Kv] (views of one product when pack_weights stacked p.qkv, else p.k's and
+// p.v's products).
+struct Projections {
+  Tensor q, k, v;
+};
+Projections self_attention_projections(const AttentionParams& p, const Tensor& x);
+
 // out = concat_h(softmax(q_h k_h^T / sqrt(K)) v_h) Wo^T + bo.   -> [B, T, D]
 // Self-attention passes one tensor object as xq and xkv: without act (decoding), p.qkv then does
 // the three projections in one product when pack_weights made it.

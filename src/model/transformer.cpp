@@ -411,28 +411,22 @@ std::size_t Transformer::discard_unread_weights() {
   const auto discard_unread = [&](const Linear& p) {
     if (p.packed || p.qweight.defined()) discard(p);
   };
-  const auto attention = [&](const AttentionParams& a, bool self) {
-    if (self && model::is_set(a.qkv)) {
-      for (const Linear* p : {&a.q, &a.k, &a.v}) discard(*p);
-    } else {
-      discard_unread(a.q);
-    }
-    if (!self && model::is_set(a.kv)) {
-      discard(a.k);
-      discard(a.v);
-    }
+  // pack_weights stacked every self-attention's q, k and v (qkv) and cross-attention's k and v (kv).
+  const auto self_attention = [&](const AttentionParams& a) {
+    for (const Linear* p : {&a.q, &a.k, &a.v}) discard(*p);
     discard_unread(a.out);
   };
   for (const Views::EncoderLayer& layer : views_->encoder) {
-    attention(layer.self_attn, true);
+    self_attention(layer.self_attn);
     discard_unread(layer.ffn.fc1);
     discard_unread(layer.ffn.fc2);
   }
   for (const Views::DecoderLayer& layer : views_->decoder) {
-    attention(layer.self_attn, true);
-    attention(layer.cross_attn, false);
-    discard_unread(layer.ffn.fc1);
-    discard_unread(layer.ffn.fc2);
+    self_attention(layer.self_attn);
+    const AttentionParams& cross = layer.cross_attn;
+    discard(cross.k);
+    discard(cross.v);
+    for (const Linear* p : {&cross.q, &cross.out, &layer.ffn.fc1, &layer.ffn.fc2}) discard_unread(*p);
   }
   // The output projection's weight is the target embedding's table when tied: the inputs read it.
   const Tensor& output = views_->output.weight;
@@ -751,20 +745,10 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = model::residual_forward(
         c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
           const AttentionParams& a = p.self_attn;
-          Tensor q;  // [B, 1, H*K]
-          if (model::is_set(a.qkv)) {
-            // pack_weights's stacked q, k and v: one product.   [B, 1, 2*H*K + H*Kv]
-            const Tensor qkv = model::apply(a.qkv, in);
-            const std::int64_t dk = a.q.weight.dim(0);
-            q = qkv.narrow(2, 0, dk).contiguous();
-            state.self_k[i].narrow(1, t, 1).copy_from(qkv.narrow(2, dk, dk));
-            state.self_v[i].narrow(1, t, 1).copy_from(qkv.narrow(2, 2 * dk, a.v.weight.dim(0)));
-          } else {
-            q = model::apply(a.q, in);
-            state.self_k[i].narrow(1, t, 1).copy_from(model::apply(a.k, in));
-            state.self_v[i].narrow(1, t, 1).copy_from(model::apply(a.v, in));
-          }
-          const Tensor context = ops::attention(q, state.self_k[i].narrow(1, 0, t + 1),
+          const model::Projections qkv = model::self_attention_projections(a, in);  // [B, 1, ...]
+          state.self_k[i].narrow(1, t, 1).copy_from(qkv.k);
+          state.self_v[i].narrow(1, t, 1).copy_from(qkv.v);
+          const Tensor context = ops::attention(qkv.q, state.self_k[i].narrow(1, 0, t + 1),
                                                 state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
                                                 nullptr);  // [B, 1, H*Kv]
           return model::apply(a.out, context);

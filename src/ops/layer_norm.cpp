@@ -8,14 +8,24 @@
 
 namespace dragoman::ops {
 
+namespace {
+
+// x: [..., D] and its weight and bias [D] of x's dtype and device; returns D.
+std::int64_t check_forward_operands(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::require_like(op, "x", x, x);
+  const std::int64_t d = x.dim(-1);
+  detail::require_like(op, "weight", weight, x);
+  detail::require_like(op, "bias", bias, x);
+  detail::require_shape(op, "weight", weight, {d});
+  detail::require_shape(op, "bias", bias, {d});
+  return d;
+}
+
+}  // namespace
+
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, LayerNormSaved* saved) {
   constexpr const char* kOp = "layer_norm";
-  detail::require_like(kOp, "x", x, x);
-  const std::int64_t d = x.dim(-1), rows = x.numel() / d;
-  detail::require_like(kOp, "weight", weight, x);
-  detail::require_like(kOp, "bias", bias, x);
-  detail::require_shape(kOp, "weight", weight, {d});
-  detail::require_shape(kOp, "bias", bias, {d});
+  const std::int64_t d = check_forward_operands(kOp, x, weight, bias), rows = x.numel() / d;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   const DType stats = accumulator_dtype(x.dtype());
   Tensor mean = Tensor::empty({rows}, stats, x.device());  // [rows]
@@ -47,14 +57,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias, double eps) {
   constexpr const char* kOp = "add_layer_norm";
   if (!x.device().is_cpu()) return layer_norm(add(x, residual), weight, bias, eps, nullptr);
-  detail::require_like(kOp, "x", x, x);
+  const std::int64_t d = check_forward_operands(kOp, x, weight, bias), rows = x.numel() / d;
   detail::require_like(kOp, "residual", residual, x);
   detail::require_shape(kOp, "residual", residual, x.shape());
-  const std::int64_t d = x.dim(-1), rows = x.numel() / d;
-  detail::require_like(kOp, "weight", weight, x);
-  detail::require_like(kOp, "bias", bias, x);
-  detail::require_shape(kOp, "weight", weight, {d});
-  detail::require_shape(kOp, "bias", bias, {d});
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   detail::dispatch_storage(kOp, x, [&](auto zero) {
     using T = decltype(zero);

@@ -96,11 +96,10 @@ Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
   constexpr const char* kOp = "linear_int8";
   require(x.device().is_cpu() && qweight.device().is_cpu(), kOp, "int8 decoding runs on the CPU only");
-  require(
-      x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
-          qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
-      kOp,
-      "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " + qweight.describe());
+  require(x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
+              qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
+          kOp, "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " +
+                   qweight.describe());
   const std::int64_t in = qweight.dim(1), out = qweight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
   require(scales.dtype() == DType::kF32 && scales.numel() == out, kOp, "scales must be f32 [out]");
   require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.numel() == out), kOp, "bias must be f32 [out]");
