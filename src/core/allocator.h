@@ -8,9 +8,10 @@
 //
 // CPU (policy kBoundedCache): the cache never holds more than the peak of the bytes in use (or 64
 // MiB, kCacheFloor): when a free leaves more cached than that, the segments with nothing in use go
-// back to the system (reserved <= 2 x peak in use + 64 MiB). Fresh pages cost a page fault each, so this matters for
-// speed as well as memory: translating with whole blocks cached per size (the earlier policy) touched about 2 GiB of
-// fresh pages for 300 lines of the base model (docs/PERFORMANCE.md).
+// back to the system (reserved <= 2 x peak in use + 64 MiB). Fresh pages cost a page fault each,
+// so this matters for speed as well as memory: translating with whole blocks cached per size (the
+// earlier policy) touched about 2 GiB of fresh pages for 300 lines of the base model
+// (docs/PERFORMANCE.md).
 //
 // CUDA (policy kSplitSegments): nothing goes back to the driver in steady state (cudaFree
 // synchronises the device), only from empty_cache() or when a cudaMalloc fails. Blocks are reused in
