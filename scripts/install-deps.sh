@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git xz-utils
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   libsentencepiece-dev sentencepiece
-  catch2 libopenblas-dev libopenblas-openmp-dev libdnnl-dev nlohmann-json3-dev
+  catch2 libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin
   libicu-dev
   python3
