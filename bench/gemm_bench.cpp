@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     for (float& v : w) v = uniform(rng);
     std::vector<std::int8_t> qw(w.size());
     std::vector<float> sw(static_cast<std::size_t>(s.n));
-    dragoman::cpu::quantize_rows(w.data(), s.n, s.k, qw.data(), sw.data());
+    dragoman::cpu::quantize_weights(w.data(), s.n, s.k, qw.data(), sw.data());
     const auto packed = dragoman::cpu::PackedWeights::pack_f32(w.data(), s.n, s.k);
     const auto packed_s8 = dragoman::cpu::PackedWeights::pack_s8(qw.data(), s.n, s.k);
     const auto m = static_cast<blasint>(s.m), n = static_cast<blasint>(s.n), k = static_cast<blasint>(s.k);

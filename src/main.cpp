@@ -20,6 +20,7 @@
 #include "core/allocator.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace {
 
@@ -108,6 +109,14 @@ void use_short_openmp_spins(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The CPU kernels' instruction-set level, chosen once: a bad DRAGOMAN_CPU_ISA stops here, before
+  // any work (kernels/cpu/cpu_isa.h).
+  try {
+    dragoman::cpu::active_cpu_isa();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   CLI::App app{"Dragoman: the Transformer of \"Attention Is All You Need\", trained and served by one binary"};
   app.require_subcommand(1);
   // Options of dragoman itself (--log-level, --quiet) are accepted after the subcommand too: the

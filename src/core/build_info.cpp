@@ -5,7 +5,11 @@
 #include <cblas.h>
 #include <spdlog/version.h>
 
+#include <cstdlib>
 #include <string>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/quantize.h"
 
 #ifdef DRAGOMAN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -27,18 +31,37 @@ bool built_with_cuda() {
 #endif
 }
 
-std::string build_info() {
-  std::string text = std::string("dragoman ") + version() + " (git " + git_revision() + ")\n";
+namespace {
+
+// " (NAME=value)" when the environment sets NAME, else "".
+std::string setting(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(" (") + name + "=" + value + ")" : std::string();
+}
+
+}  // namespace
+
+std::string cpu_kernels_info() {
+  std::string text = "CPU row kernels: " + cpu::cpu_isa_summary() + "\n";
   // Which kernels OpenBLAS runs on this CPU: Debian's 0.3.21 knows no CPU newer than its release
   // (an AVX-512 CPU may get its Haswell kernels), and OPENBLAS_CORETYPE can force older ones.
-  const std::string openblas = std::string("OpenBLAS with its ") + openblas_get_corename() + " kernels";
+  const std::string openblas =
+      std::string("OpenBLAS with its ") + openblas_get_corename() + " kernels" + setting("OPENBLAS_CORETYPE");
 #ifdef DRAGOMAN_WITH_ONEDNN
   const dnnl_version_t* dnnl = dnnl_version();
   text += "CPU GEMM: oneDNN " + std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +
-          std::to_string(dnnl->patch) + " (f32, int8), " + openblas + " (f64)\n";
+          std::to_string(dnnl->patch) + " running " + cpu::onednn_isa_name() + setting("ONEDNN_MAX_CPU_ISA") +
+          " (f32, int8), " + openblas + " (f64)\n";
 #else
   text += "CPU GEMM: " + openblas + "\n";
 #endif
+  text += "int8 decoding: " + cpu::int8_summary() + "\n";
+  return text;
+}
+
+std::string build_info() {
+  std::string text = std::string("dragoman ") + version() + " (git " + git_revision() + ")\n";
+  text += cpu_kernels_info();
 #ifdef DRAGOMAN_WITH_CUDA
   text += cuda::runtime_info();
 #else

@@ -286,8 +286,9 @@ void Transformer::quantize_int8() {
     const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
     p.qweight = Tensor::empty({out, in}, DType::kI8);
     p.qscale = Tensor::empty({out}, DType::kF32);
-    cpu::quantize_rows(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
-                       p.qscale.data<float>());
+    // 7-bit weights where oneDNN's int8 products would saturate (kernels/cpu/quantize.h).
+    cpu::quantize_weights(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
+                          p.qscale.data<float>());
   };
   const auto attention = [&](AttentionParams& a) {
     for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) quantize(*p);

@@ -83,13 +83,16 @@ check batch-invariance cmp -s "$tmp/big.txt" "$tmp/b1.txt"
 check thread-invariance cmp -s "$tmp/big.txt" "$tmp/t2.txt"
 check batch-sentences-invariance cmp -s "$tmp/big.txt" "$tmp/s3.txt"
 # 16-bit and int8 decoding (--precision): the same number of lines, and (a model this sure of
-# itself) the same translations for at least 90 % of the lines (measured: 281 of 300 in bf16). A
-# precision it does not know is a usage error, and int8 is the CPU's.
+# itself) the same translations for at least 80 % of the lines. Measured: bf16 256-281 of 300, fp16
+# 294, int8 256-287: the model trained here differs with the CPU path the suite runs on (CI runs it
+# on AVX-512, forced AVX2 and the baseline), and where oneDNN has no VNNI int8's weights have 7 bits
+# (kernels/cpu/quantize.h: 262 lines on one such model, 278 with 8 bits). A precision it does not
+# know is a usage error, and int8 is the CPU's.
 for precision in bf16 fp16 int8; do
   "$dragoman" translate -m "$model" -i "$tmp/train.src" -o "$tmp/$precision.txt" --precision "$precision" 2>/dev/null
   check "$precision-line-count" test "$(wc -l <"$tmp/$precision.txt")" -eq 300
   check "$precision-agrees-with-fp32" test "$(paste -d'|' "$tmp/big.txt" "$tmp/$precision.txt" |
-    awk -F'|' '$1 == $2' | wc -l)" -ge 270
+    awk -F'|' '$1 == $2' | wc -l)" -ge 240
 done
 expect unknown-precision 2 "--precision: fp8 not in \{fp32,bf16,fp16,int8\}" -- \
   "$dragoman" translate -m "$model" -i "$tmp/in.txt" --precision fp8

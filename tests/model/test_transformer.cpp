@@ -271,8 +271,9 @@ TEST_CASE("pack_weights: f32 decoding within float rounding of the plain product
       int8_packed.quantize_int8();
       const std::size_t packed_int8_bytes = int8_packed.pack_weights();
       // Packing happens where oneDNN has a blocked layout for this CPU (tests/kernels/test_packed_gemm.cpp
-      // checks when that is); the products below are the same either way.
-      CHECK((packed_bytes > 0) == (packed_int8_bytes > 0));
+      // checks when that is: f32 from AVX-512 up, s8 from AVX512-VNNI up); the products below are the
+      // same either way.
+      if (packed_int8_bytes > 0) CHECK(packed_bytes > 0);
       CHECK(f32_packed.pack_weights() == packed_bytes);  // once
       CHECK_THROWS_WITH(f32_packed.quantize_int8(), Catch::Contains("quantize before pack_weights"));
       CHECK_THROWS_WITH(Transformer(c, DType::kF64).pack_weights(), Catch::Contains("f32 decoding model"));
@@ -322,9 +323,11 @@ TEST_CASE("discard_unread_weights: decoding unchanged, the pages given back, the
         CHECK_THROWS_WITH(Transformer(c, DType::kF32).discard_unread_weights(),
                           Catch::Contains("pack_weights comes first"));
         const std::size_t bytes = discarded.discard_unread_weights();
-        // At least the q, k and v parts of the stacked layers: 7 self-attention blocks of three 64 x
-        // 64 (or 72 x 64) f32 matrices, each 16 KiB or more, and the cross-attention's k and v.
-        CHECK(bytes >= 7 * 3 * 3 * 4096);
+        // At least the q, k and v parts of the stacked layers (also where nothing is packed: a CPU
+        // without AVX-512): every self-attention block's three 64 x 64 (or 72 x 64) f32 matrices and
+        // every cross-attention's k and v, each 16 KiB or more, so at least 3 whole pages each.
+        const std::int64_t parts = 3 * (c.encoder_layers + c.decoder_layers) + 2 * c.decoder_layers;
+        CHECK(bytes >= static_cast<std::size_t>(parts * 3 * 4096));
         CHECK(discarded.weights_discarded());
         CHECK(discarded.discard_unread_weights() == 0);  // once
         const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9, 4}}, {{4}, {5}}, c);

@@ -6,7 +6,7 @@
 //   f32: y = x W^T (+ bias on every row) (then max(., 0)): cpu::gemm's product and cpu::bias_add
 //        up to the order of the sums (float accumulation either way).
 //   s8:  y = x W^T in int32: exact, the same bits as dnnl_gemm_s8s8s32 and the plain loop of
-//        cpu::linear_int8_reference (|x|, |W| <= 127, in <= 2^17).
+//        cpu::linear_int8_reference (|x| <= 127, |W| <= cpu::int8_weight_max(), in <= 2^17).
 // One primitive per weight shape and (rows, row stride of x, bias, relu) for the whole process,
 // shared by the layers of that shape, made on first use (about 0.1 ms) and kept. Thread-safe.
 //

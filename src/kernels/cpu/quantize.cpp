@@ -25,15 +25,63 @@ void check_width(std::int64_t in) {
 
 }  // namespace
 
-void quantize_rows(const float* x, std::int64_t rows, std::int64_t cols, std::int8_t* q, float* scales) {
+std::string onednn_isa_name() {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "isa " + std::to_string(static_cast<int>(isa));
+  }
+#else
+  return "none";
+#endif
+}
+
+int int8_weight_max() {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  // The AVX-512 levels from avx512_core_vnni up (bf16, AMX) include its bits.
+  static const int max_q =
+      (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ? 127 : 63;
+  return max_q;
+#else
+  return 127;  // the plain loop: exact for any s8 weights
+#endif
+}
+
+std::string int8_summary() {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  if (int8_weight_max() == 127) return "8-bit weights (oneDNN " + onednn_isa_name() + ": VNNI, exact int32 sums)";
+  return "7-bit weights (oneDNN " + onednn_isa_name() + ": no VNNI, its u8 x s8 pairs are summed in 16 bits)";
+#else
+  return "8-bit weights (plain loop: no oneDNN in this build)";
+#endif
+}
+
+void quantize_rows(const float* x, std::int64_t rows, std::int64_t cols, std::int8_t* q, float* scales, int max_q) {
+  if (max_q < 1 || max_q > 127)
+    throw Error("cpu::quantize_rows: max_q must be in [1, 127], not " + std::to_string(max_q));
+  const float limit = static_cast<float>(max_q);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     const float largest = max_abs_f32(row, cols);  // kernels/cpu/vector_math.h: vectorised
-    const float scale = largest > 0.0f ? largest / 127.0f : 1.0f;
+    const float scale = largest > 0.0f ? largest / limit : 1.0f;
     scales[r] = scale;
-    quantize_row_f32(row, cols, scale, q + r * cols);
+    quantize_row_f32(row, cols, scale, limit, q + r * cols);
   }
+}
+
+void quantize_weights(const float* w, std::int64_t out, std::int64_t in, std::int8_t* q, float* scales) {
+  quantize_rows(w, out, in, q, scales, int8_weight_max());
 }
 
 void linear_int8_reference(const float* x, std::int64_t rows, std::int64_t in, const std::int8_t* qw, const float* sw,

@@ -1,19 +1,29 @@
-// f32 row kernels for the hot loops of decoding and training on the CPU (issue #16): exp, max, sums
-// of exp and dot products over a row, attention's per-query loops and int8 row quantization, compiled for AVX-512,
-// AVX2+FMA and the baseline and picked for the CPU at run time (GCC/Clang target_clones on x86-64), so one binary uses
-// the widest vectors the machine has without an environment variable.
+// f32 row kernels for the hot loops of decoding and training on the CPU (issues #16, #23): exp, max,
+// sums of exp and dot products over a row, attention's per-query loops and int8 row quantization.
+// Each is compiled three times, for AVX-512, AVX2 and the x86-64 baseline (vector_math_kernels.h,
+// written once with GCC's vector types: 16, 8 or 4 floats a register), and the level the CPU has is
+// picked when the program starts (kernels/cpu/cpu_isa.h: by the CPU's features; DRAGOMAN_CPU_ISA
+// forces a lower one).
+//
+// Every level gives the same bits. Sums and maxima over a row run in 16 lanes whatever the register
+// width: lane l takes the elements i with i % 16 == l in order of i (a row's last, partial group
+// adds nothing to the missing lanes), then the lanes are combined in one fixed tree (lane l and
+// l + 8, then l + 4, l + 2, l + 1). There is no FMA contraction (each a * b + c rounds twice), and
+// exp is the same sequence of operations in every lane as the scalar exp_approx below. So a
+// machine with AVX-512 computes exactly what an AVX2 or an SSE2 machine does, and tests can hold
+// every level to the baseline bit for bit (tests/kernels/test_vector_math.cpp).
 //
 // exp_approx is the exp these use: Cephes's single-precision exp (range reduction by ln 2 in two
 // parts, a degree-6 polynomial, the exponent set from the bits), branch-free so that it
 // vectorises. Against std::exp: at most 1 ulp apart on [-87.3, 88.3] (tested on a sweep); below
 // -87.34 it is 0 (std::exp would give a denormal; -inf gives 0), above 88.38 +inf, NaN stays NaN.
-// Sums are vector reductions: their order, so their last bits, depend on the vector width the CPU
-// gets (not on the thread count).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <limits>
+
+#include "kernels/cpu/cpu_isa.h"
 
 namespace dragoman::cpu {
 
@@ -54,8 +64,9 @@ void subtract_f32(float* x, std::int64_t n, float value);
 // max of |x[i]| (0 for n = 0; NaN entries ignored).
 float max_abs_f32(const float* x, std::int64_t n);
 // q[i] = x[i] / scale rounded to the nearest integer (ties to even, as std::nearbyint in the default
-// rounding mode), clamped to [-127, 127]: int8 quantization of a row (kernels/cpu/quantize.h).
-void quantize_row_f32(const float* x, std::int64_t n, float scale, std::int8_t* q);
+// rounding mode), clamped to [-limit, limit] (limit <= 127): int8 quantization of a row
+// (kernels/cpu/quantize.h).
+void quantize_row_f32(const float* x, std::int64_t n, float scale, float limit, std::int8_t* q);
 
 // y[j] = float(products[j]) * sx * sw[j] (+ bias[j] when bias is not null), then max(., 0) with
 // relu (NaN -> 0): a row of int8 products scaled back (kernels/cpu/quantize.h), in that order.
@@ -71,5 +82,28 @@ float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std
 // rows skipped.
 void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
                            float* out);
+
+// The lanes of the sums above (see the top of this file).
+constexpr int kVectorLanes = 16;
+
+// One instruction-set level's kernels (vector_math_{baseline,avx2,avx512}.cpp): the functions above,
+// which call the active level's.
+struct VectorKernels {
+  CpuIsa isa;
+  float (*max_f32)(const float*, std::int64_t);
+  float (*sum_exp_f32)(const float*, std::int64_t, float);
+  float (*exp_store_f32)(const float*, std::int64_t, float, float*);
+  float (*dot_f32)(const float*, const float*, std::int64_t);
+  void (*subtract_f32)(float*, std::int64_t, float);
+  float (*max_abs_f32)(const float*, std::int64_t);
+  void (*quantize_row_f32)(const float*, std::int64_t, float, float, std::int8_t*);
+  void (*dequantize_row_f32)(const std::int32_t*, float, const float*, std::int64_t, const float*, bool, float*);
+  float (*scaled_dots_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float, float*);
+  void (*add_weighted_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
+};
+
+// `isa`'s kernels, for tests and benchmarks that compare the levels; throws Error where this CPU
+// cannot run them (cpu_supports). The functions above use vector_kernels(active_cpu_isa()).
+const VectorKernels& vector_kernels(CpuIsa isa);
 
 }  // namespace dragoman::cpu

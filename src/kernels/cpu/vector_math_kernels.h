@@ -1,0 +1,349 @@
+// The row kernels of vector_math.h, written once for every instruction-set level: included only by
+// vector_math_baseline.cpp, vector_math_avx2.cpp and vector_math_avx512.cpp, each compiled with its
+// level's flags (src/CMakeLists.txt) after defining
+//   DRAGOMAN_VECTOR_WIDTH      floats a register: 4 (SSE2), 8 (AVX2), 16 (AVX-512)
+//   DRAGOMAN_VECTOR_NAMESPACE  a namespace of that file's own
+//   DRAGOMAN_VECTOR_ISA        its CpuIsa
+//   DRAGOMAN_VECTOR_TABLE      the name of its VectorKernels table
+//
+// The code uses GCC's vector types of the register's width (vf: W floats), so every operation is one
+// instruction of that level, and keeps its sums in 16 lanes (R = 16 / W registers) so that every
+// level adds in the same order (vector_math.h). Everything here has internal linkage or lives in
+// the file's own namespace, and calls no inline function of another header: an AVX-512 copy of a
+// shared inline function could otherwise be the one the linker keeps for every caller.
+//
+// No FMA contraction (-ffp-contract=off for these files): a * b + c rounds twice at every level.
+
+#include <cstdint>
+
+#include "kernels/cpu/vector_math.h"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace dragoman::cpu::DRAGOMAN_VECTOR_NAMESPACE {
+namespace {
+
+constexpr int W = DRAGOMAN_VECTOR_WIDTH;
+constexpr int kLanes = kVectorLanes;
+constexpr int R = kLanes / W;
+static_assert(kLanes % W == 0, "16 lanes are whole registers");
+
+typedef float vf __attribute__((vector_size(4 * W)));
+typedef std::int32_t vi __attribute__((vector_size(4 * W)));
+
+// 16 lanes: R registers.
+struct Lanes {
+  vf v[R];
+};
+
+inline vf splat(float x) { return vf{} + x; }
+
+inline vf load(const float* p) {
+  vf v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
+
+inline Lanes load16(const float* p) {
+  Lanes l;
+  for (int r = 0; r < R; ++r) l.v[r] = load(p + r * W);
+  return l;
+}
+
+// The `count` < 16 floats at p in lanes 0 .. count, `fill` in the others.
+inline Lanes load_partial(const float* p, std::int64_t count, float fill) {
+  float buffer[kLanes];
+  for (int l = 0; l < kLanes; ++l) buffer[l] = l < count ? p[l] : fill;
+  return load16(buffer);
+}
+
+// exp_approx of vector_math.h, the same operations in the same order in every lane.
+inline vf exp_v(vf x) {
+  const vf high = splat(88.3762626647949f), low = splat(-87.3365447504019f);
+  vf c = x > high ? high : x;
+  c = c < low ? low : c;
+  const vf n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  vf r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  vf p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+  vf y = p * (vf)bits;  // 2^n
+  y = x < low ? vf{} : y;
+  y = x > high ? splat(__builtin_inff()) : y;
+  return x != x ? x : y;
+}
+
+// The fixed tree over the 16 lanes: lane l += lane l + 8, then + 4, + 2, + 1.
+inline float tree_sum(const Lanes& l) {
+  float s[kLanes];
+  for (int r = 0; r < R; ++r) store(s + r * W, l.v[r]);
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) s[j] = s[j] + s[j + half];
+  }
+  return s[0];
+}
+
+inline float tree_max(const Lanes& l) {
+  float s[kLanes];
+  for (int r = 0; r < R; ++r) store(s + r * W, l.v[r]);
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) s[j] = s[j + half] > s[j] ? s[j + half] : s[j];
+  }
+  return s[0];
+}
+
+// Lanes 0 .. count of a register group true (as the all-ones vi of a comparison).
+inline vi lanes_below(int r, std::int64_t count) {
+  vi index;
+  for (int j = 0; j < W; ++j) index[j] = r * W + j;
+  return index < static_cast<std::int32_t>(count);
+}
+
+float max_f32(const float* x, std::int64_t n) {
+  Lanes m;
+  for (int r = 0; r < R; ++r) m.v[r] = splat(-__builtin_inff());
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes v = load16(x + i);
+    for (int r = 0; r < R; ++r) m.v[r] = v.v[r] > m.v[r] ? v.v[r] : m.v[r];  // NaN: not greater
+  }
+  if (i < n) {
+    const Lanes v = load_partial(x + i, n - i, -__builtin_inff());
+    for (int r = 0; r < R; ++r) m.v[r] = v.v[r] > m.v[r] ? v.v[r] : m.v[r];
+  }
+  return tree_max(m);
+}
+
+// Adds exp(x[i] - shift) to the lanes (storing them to out[i] when out is not null).
+template <bool kStore>
+float exp_sum(const float* x, std::int64_t n, float shift, float* out) {
+  Lanes sum;
+  for (int r = 0; r < R; ++r) sum.v[r] = vf{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes v = load16(x + i);
+    for (int r = 0; r < R; ++r) {
+      const vf e = exp_v(v.v[r] - shift);
+      if (kStore) store(out + i + r * W, e);
+      sum.v[r] += e;
+    }
+  }
+  if (i < n) {
+    const std::int64_t rest = n - i;
+    const Lanes v = load_partial(x + i, rest, 0.0f);
+    float stored[kLanes];
+    for (int r = 0; r < R; ++r) {
+      const vf e = exp_v(v.v[r] - shift);
+      store(stored + r * W, e);
+      sum.v[r] += lanes_below(r, rest) ? e : vf{};  // the missing lanes add nothing
+    }
+    if (kStore) {
+      for (std::int64_t l = 0; l < rest; ++l) out[i + l] = stored[l];
+    }
+  }
+  return tree_sum(sum);
+}
+
+float sum_exp_f32(const float* x, std::int64_t n, float shift) { return exp_sum<false>(x, n, shift, nullptr); }
+
+float exp_store_f32(const float* x, std::int64_t n, float shift, float* out) { return exp_sum<true>(x, n, shift, out); }
+
+float dot_f32(const float* a, const float* b, std::int64_t n) {
+  Lanes sum;
+  for (int r = 0; r < R; ++r) sum.v[r] = vf{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes va = load16(a + i), vb = load16(b + i);
+    for (int r = 0; r < R; ++r) sum.v[r] += va.v[r] * vb.v[r];
+  }
+  if (i < n) {
+    // Zeros in both: the missing lanes add 0 * 0 = +0, which leaves a sum as it is (a sum that
+    // starts at +0 is never -0 in round-to-nearest).
+    const Lanes va = load_partial(a + i, n - i, 0.0f), vb = load_partial(b + i, n - i, 0.0f);
+    for (int r = 0; r < R; ++r) sum.v[r] += va.v[r] * vb.v[r];
+  }
+  return tree_sum(sum);
+}
+
+void subtract_f32(float* x, std::int64_t n, float value) {
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) store(x + i, load(x + i) - value);
+  for (; i < n; ++i) x[i] -= value;
+}
+
+float max_abs_f32(const float* x, std::int64_t n) {
+  Lanes m;
+  for (int r = 0; r < R; ++r) m.v[r] = vf{};
+  const auto step = [&m](const Lanes& v) {
+    for (int r = 0; r < R; ++r) {
+      const vf a = v.v[r] < 0.0f ? -v.v[r] : v.v[r];
+      m.v[r] = a > m.v[r] ? a : m.v[r];  // NaN: not greater
+    }
+  };
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) step(load16(x + i));
+  if (i < n) step(load_partial(x + i, n - i, 0.0f));
+  return tree_max(m);
+}
+
+// 16 int32 values in [-127, 127] (R registers) to 16 int8 at q (saturating packs where there are,
+// which change nothing in that range).
+inline void store_int8(const vi* v, std::int8_t* q) {
+#if DRAGOMAN_VECTOR_WIDTH == 16
+  typedef std::int8_t vb __attribute__((vector_size(16)));
+  const vb narrow = __builtin_convertvector(v[0], vb);  // vpmovdb
+  __builtin_memcpy(q, &narrow, sizeof narrow);
+#elif DRAGOMAN_VECTOR_WIDTH == 8
+  const __m256i a = (__m256i)v[0], b = (__m256i)v[1];
+  const __m128i ab_low = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  const __m128i ab_high = _mm_packs_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm_packs_epi16(ab_low, ab_high));
+#elif DRAGOMAN_VECTOR_WIDTH == 4 && defined(__SSE2__)
+  const __m128i low = _mm_packs_epi32((__m128i)v[0], (__m128i)v[1]);
+  const __m128i high = _mm_packs_epi32((__m128i)v[2], (__m128i)v[3]);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm_packs_epi16(low, high));
+#else
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < W; ++j) q[r * W + j] = static_cast<std::int8_t>(v[r][j]);
+  }
+#endif
+}
+
+void quantize_row_f32(const float* x, std::int64_t n, float scale, float limit, std::int8_t* q) {
+  // |x / scale| <= limit for the row's own scale: adding and subtracting 1.5 x 2^23 rounds it to an
+  // integer in the current (nearest-even) rounding mode, as std::nearbyint does.
+  const auto round_clamp = [scale, limit](const Lanes& v, vi* out) {
+    for (int r = 0; r < R; ++r) {
+      vf t = (v.v[r] / scale + 12582912.0f) - 12582912.0f;
+      t = t < -limit ? splat(-limit) : t;
+      t = t > limit ? splat(limit) : t;
+      out[r] = __builtin_convertvector(t, vi);
+    }
+  };
+  vi rounded[R];
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    round_clamp(load16(x + i), rounded);
+    store_int8(rounded, q + i);
+  }
+  if (i < n) {
+    std::int8_t buffer[kLanes];
+    round_clamp(load_partial(x + i, n - i, 0.0f), rounded);
+    store_int8(rounded, buffer);
+    for (std::int64_t l = 0; l < n - i; ++l) q[i + l] = buffer[l];
+  }
+}
+
+void dequantize_row_f32(const std::int32_t* products, float sx, const float* sw, std::int64_t n, const float* bias,
+                        bool relu, float* y) {
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    vi p;
+    __builtin_memcpy(&p, products + j, sizeof p);
+    vf value = __builtin_convertvector(p, vf) * sx * load(sw + j);
+    if (bias != nullptr) value = value + load(bias + j);
+    if (relu) value = value > 0.0f ? value : vf{};  // NaN -> 0
+    store(y + j, value);
+  }
+  for (; j < n; ++j) {
+    float value = static_cast<float>(products[j]) * sx * sw[j];
+    if (bias != nullptr) value = value + bias[j];
+    y[j] = relu && !(value > 0.0f) ? 0.0f : value;
+  }
+}
+
+// The dot products of q with `keys` rows (at most 4) in 16 lanes each, as dot_f32 adds them.
+template <int kKeys>
+void dots(const float* q, const float* const* k, std::int64_t K, float* sums) {
+  Lanes acc[kKeys];
+  for (int s = 0; s < kKeys; ++s) {
+    for (int r = 0; r < R; ++r) acc[s].v[r] = vf{};
+  }
+  std::int64_t i = 0;
+  for (; i + kLanes <= K; i += kLanes) {
+    const Lanes vq = load16(q + i);
+    for (int s = 0; s < kKeys; ++s) {
+      const Lanes vk = load16(k[s] + i);
+      for (int r = 0; r < R; ++r) acc[s].v[r] += vq.v[r] * vk.v[r];
+    }
+  }
+  if (i < K) {
+    const Lanes vq = load_partial(q + i, K - i, 0.0f);
+    for (int s = 0; s < kKeys; ++s) {
+      const Lanes vk = load_partial(k[s] + i, K - i, 0.0f);
+      for (int r = 0; r < R; ++r) acc[s].v[r] += vq.v[r] * vk.v[r];
+    }
+  }
+  for (int s = 0; s < kKeys; ++s) sums[s] = tree_sum(acc[s]);
+}
+
+float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std::int64_t n, std::int64_t K,
+                      float scale, float* out) {
+  float largest = -__builtin_inff();
+  std::int64_t s = 0;
+  // Four keys a pass: q is read once for them. Each key's sum is dot_f32's, in a group or alone.
+  for (; s + 4 <= n; s += 4) {
+    const float* rows[4] = {k + s * k_stride, k + (s + 1) * k_stride, k + (s + 2) * k_stride, k + (s + 3) * k_stride};
+    float sums[4];
+    dots<4>(q, rows, K, sums);
+    for (int j = 0; j < 4; ++j) {
+      out[s + j] = sums[j] * scale;
+      largest = out[s + j] > largest ? out[s + j] : largest;
+    }
+  }
+  for (; s < n; ++s) {
+    const float* row = k + s * k_stride;
+    float sum;
+    dots<1>(q, &row, K, &sum);
+    out[s] = sum * scale;
+    largest = out[s] > largest ? out[s] : largest;
+  }
+  return largest;
+}
+
+void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
+                           float* out) {
+  std::int64_t s = 0;
+  // Four rows a pass, each element's sum still in order of s: out is read and written once for them.
+  for (; s + 4 <= n; s += 4) {
+    const float p0 = p[s], p1 = p[s + 1], p2 = p[s + 2], p3 = p[s + 3];
+    if (p0 == 0.0f || p1 == 0.0f || p2 == 0.0f || p3 == 0.0f) break;  // the row-by-row loop skips them
+    const float* v0 = v + s * v_stride;
+    const float *v1 = v0 + v_stride, *v2 = v1 + v_stride, *v3 = v2 + v_stride;
+    std::int64_t i = 0;
+    for (; i + W <= Kv; i += W) {
+      store(out + i,
+            (((load(out + i) + p0 * load(v0 + i)) + p1 * load(v1 + i)) + p2 * load(v2 + i)) + p3 * load(v3 + i));
+    }
+    for (; i < Kv; ++i) out[i] = (((out[i] + p0 * v0[i]) + p1 * v1[i]) + p2 * v2[i]) + p3 * v3[i];
+  }
+  for (; s < n; ++s) {
+    if (p[s] == 0.0f) continue;
+    const float ps = p[s];
+    const float* vs = v + s * v_stride;
+    std::int64_t i = 0;
+    for (; i + W <= Kv; i += W) store(out + i, load(out + i) + ps * load(vs + i));
+    for (; i < Kv; ++i) out[i] += ps * vs[i];
+  }
+}
+
+}  // namespace
+
+extern const VectorKernels DRAGOMAN_VECTOR_TABLE;
+const VectorKernels DRAGOMAN_VECTOR_TABLE = {
+    DRAGOMAN_VECTOR_ISA,   max_f32,     sum_exp_f32,      exp_store_f32,      dot_f32,
+    subtract_f32,          max_abs_f32, quantize_row_f32, dequantize_row_f32, scaled_dots_f32,
+    add_weighted_rows_f32,
+};
+
+}  // namespace dragoman::cpu::DRAGOMAN_VECTOR_NAMESPACE
