@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/build_info.h"
 #include "core/philox.h"
 #include "core/threads.h"
 #include "kernels/cuda/context.h"
@@ -123,6 +124,7 @@ double peak_rss_mib() {
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::int64_t sentences = o.tokens / o.length;
+  std::printf("%s\n", dragoman::cpu_kernels_info().c_str());
   std::printf(
       "Training step on %s: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
       "dropout on; median of %d steps after one warm-up step\n\n",

@@ -61,3 +61,4 @@ for metric in "bleu 13a" "bleu intl" "chrf -"; do
 done
 echo
 echo "$lines lines, $(wc -c <"$work/corpus.hyp") bytes of hypotheses; machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+"$dragoman" --version | grep '^CPU row kernels' || true  # score-bleu's own loops; no GEMM here

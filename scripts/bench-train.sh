@@ -22,6 +22,7 @@ for f in train.en train.de dev.en dev.de; do xz -dc "$data/$f.xz" >"$work/$f"; d
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+"$dragoman" --version | grep -E '^(CPU|int8)' || true  # the instruction set each CPU library runs
 echo "corpus: $(wc -l <"$work/train.en") training pairs, $(wc -l <"$work/dev.en") dev pairs ($data)"
 start=$(date +%s)
 /usr/bin/time -f "%M" -o "$work/rss" "$dragoman" train --config configs/tiny.yaml --run "$work/run" \

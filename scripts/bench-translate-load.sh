@@ -64,6 +64,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "binary: $dragoman ($("$dragoman" --version | head -n 1)); revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+"$dragoman" --version | grep -E '^(CPU|int8)' || true  # the instruction set each CPU library runs
 echo "input: $(wc -l <"$input") lines of $input; model $model; median of $repeats runs"
 echo
 echo "neighbour: $busy x ${NEIGHBOUR:-yes >/dev/null}"

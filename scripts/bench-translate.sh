@@ -12,8 +12,16 @@
 # or demo run's model) with the paper's settings (cap at source + 50). When CTranslate2's wheel is
 # installed, the last tables put it beside Dragoman on the same weights (fp32 and int8).
 #   scripts/bench-translate.sh [LINES=1000] [BUILD_DIR=build] [DATA_DIR=../shared/data/bench-en-de]
-#   environment: MODEL=a trained model file to measure as well; KEEP=dir to keep the work files
+#   environment: MODEL=a trained model file to measure as well; KEEP=dir to keep the work files;
+#   CPU_PATH=avx2 to run both tools as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2 for both tools'
+#   oneDNN, DRAGOMAN_CPU_ISA=avx2, OPENBLAS_CORETYPE=Haswell, CT2_FORCE_CPU_ISA=AVX2); the table's
+#   head names the instruction set each library runs
 set -euo pipefail
+case ${CPU_PATH:-} in
+  "") ;;
+  avx2) export ONEDNN_MAX_CPU_ISA=AVX2 DRAGOMAN_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell CT2_FORCE_CPU_ISA=AVX2 ;;
+  *) echo "bench-translate: CPU_PATH=$CPU_PATH: expected avx2 (or nothing: this CPU's best)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 lines=${1:-1000}
 build_dir=${2:-build}
@@ -33,7 +41,8 @@ head -n "$lines" "$work/dev.en" >"$work/input.en"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-"$dragoman" --version | grep '^CPU GEMM' || true  # oneDNN's version, and which kernels OpenBLAS runs
+# The instruction set each library runs: our row kernels, oneDNN's, OpenBLAS's kernels, int8's weights.
+"$dragoman" --version | grep -E '^(CPU|int8)' || true
 echo "input: the first $(wc -l <"$work/input.en") lines of $data/dev.en"
 
 # The base model: a shared 37k BPE vocabulary, then one update on a few pairs.
@@ -113,6 +122,7 @@ ct2_row() {
 if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[ -f $ct2_tools/translate_ct2.py ]]; then
   echo
   echo "CTranslate2 $(python3 -c 'import ctranslate2; print(ctranslate2.__version__)') on the same weights (power length normalisation):"
+  ct2_isa=1
   models=("$work/base.safetensors")
   [[ -n ${MODEL:-} ]] && models+=("$MODEL")
   for model in "${models[@]}"; do
@@ -131,6 +141,13 @@ if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[
     for beam in 4 1; do
       for threads in 1 2; do
         row "$name: dragoman fp32" "$model" "$beam" "$threads" --length-normalization power "${caps[@]}"
+        if ((ct2_isa)); then  # CTranslate2's log names its ISA and GEMM backend when it loads a model
+          head -n 1 "$work/input.en" >"$work/one.en"
+          CT2_VERBOSE=1 python3 "$ct2_tools/translate_ct2.py" --model "$work/ct2-$name-float32" --input "$work/one.en" \
+            --output "$work/ct2-out.txt" --beam 1 --threads 1 >"$work/ct2-verbose.log" 2>&1 || true
+          grep -E 'CPU:|ISA|backend|GEMM' "$work/ct2-verbose.log" | sed 's/^.*\] /  CTranslate2: /' | sort -u || true
+          ct2_isa=0
+        fi
         ct2_row "$name: ctranslate2 float32" "$work/ct2-$name-float32" "$beam" "$threads" float32 "${caps[@]}"
         row "$name: dragoman int8" "$model" "$beam" "$threads" --length-normalization power --precision int8 "${caps[@]}"
         ct2_row "$name: ctranslate2 int8" "$work/ct2-$name-int8" "$beam" "$threads" int8 "${caps[@]}"
