@@ -34,8 +34,11 @@ echo "== dragoman train ${train_args[*]}   (at most $minutes minutes)"
 # goes on with what it has. (Running the demo again resumes the training.)
 start=$SECONDS
 status=0
-timeout --signal=INT --kill-after=60 "$((minutes * 60))" "$dragoman" train "${train_args[@]}" || status=$?
-if ((status == 130 || status == 124)); then
+# --preserve-status: train's own exit status (130 after SIGINT's save), so that a crash is not
+# mistaken for the budget's stop.
+timeout --preserve-status --signal=INT --kill-after=60 "$((minutes * 60))" "$dragoman" train "${train_args[@]}" ||
+  status=$?
+if ((status == 130)); then
   echo "(training stopped at the $minutes-minute budget; its state is saved, running the demo again resumes it)"
 elif ((status != 0)); then
   exit "$status"
