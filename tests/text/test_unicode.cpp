@@ -54,7 +54,9 @@ TEST_CASE("split, strip and rstrip follow Python", "[unicode]") {
   CHECK(split_utf8("\xC2\xA0x\xE3\x80\x80y") == std::vector<std::string>{"x", "y"});
   CHECK(unicode::rstrip(U" a b \u3000") == U" a b");
   CHECK(unicode::strip(U"\u2003 a b \n") == U"a b");
-  for (const auto& pair : test::read_json_fixture("bleu/tokenize.json").at("split")) {
+  // (The fixture in a variable: a range-for over a member of a temporary would read it after its end.)
+  const auto fixture = test::read_json_fixture("bleu/tokenize.json");
+  for (const auto& pair : fixture.at("split")) {
     const std::string input = pair.at(0).get<std::string>();
     INFO("input: " << input);
     CHECK(split_utf8(input) == pair.at(1).get<std::vector<std::string>>());
@@ -66,7 +68,9 @@ TEST_CASE("to_lower is Python's str.lower", "[unicode]") {
   CHECK(unicode::to_lower(U"\u0130") == U"i\u0307");                         // İ -> i + combining dot: longer
   CHECK(unicode::to_lower(U"\u03A3\u0391\u03A3") == U"\u03C3\u03B1\u03C2");  // ΣΑΣ -> σας
   CHECK(unicode::to_lower(U"\u1E9E") == U"\u00DF");                          // ẞ -> ß
-  for (const auto& pair : test::read_json_fixture("bleu/tokenize.json").at("lower")) {
+  // (The fixture in a variable: a range-for over a member of a temporary would read it after its end.)
+  const auto fixture = test::read_json_fixture("bleu/tokenize.json");
+  for (const auto& pair : fixture.at("lower")) {
     const std::string input = pair.at(0).get<std::string>();
     INFO("input: " << input);
     CHECK(utf8::encode(unicode::to_lower(utf8::decode(input))) == pair.at(1).get<std::string>());

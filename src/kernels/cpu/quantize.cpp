@@ -111,11 +111,12 @@ void linear_int8(const float* x, std::int64_t rows, std::int64_t in, const std::
   qx.resize(static_cast<std::size_t>(rows * in));
   sx.resize(static_cast<std::size_t>(rows));
   products.resize(static_cast<std::size_t>(rows * out));
+  // (Checked before x is read: a wrong `in` would read past its rows.)
+  if (packed != nullptr && (!packed->is_s8() || packed->out() != out || packed->in() != in)) {
+    throw Error("cpu::linear_int8: the packed weights are not this layer's s8 [out, in] weights");
+  }
   quantize_rows(x, rows, in, qx.data(), sx.data());
   if (packed != nullptr) {
-    if (!packed->is_s8() || packed->out() != out || packed->in() != in) {
-      throw Error("cpu::linear_int8: the packed weights are not this layer's s8 [out, in] weights");
-    }
     packed->product_s8(qx.data(), rows, products.data());
   } else {
     const std::int32_t no_offset = 0;

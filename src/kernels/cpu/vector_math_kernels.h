@@ -57,7 +57,8 @@ inline Lanes load16(const float* p) {
 // The `count` < 16 floats at p in lanes 0 .. count, `fill` in the others.
 inline Lanes load_partial(const float* p, std::int64_t count, float fill) {
   float buffer[kLanes];
-  for (int l = 0; l < kLanes; ++l) buffer[l] = l < count ? p[l] : fill;
+  for (int l = 0; l < kLanes; ++l) buffer[l] = fill;
+  for (std::int64_t l = 0; l < count; ++l) buffer[l] = p[l];
   return load16(buffer);
 }
 
