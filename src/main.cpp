@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/stop_signal.h"
 #include "core/allocator.h"
 #include "core/build_info.h"
 #include "core/error.h"
@@ -148,6 +149,9 @@ int main(int argc, char** argv) {
     return usage_error(app, unknown_subcommand_message(name, commands));
   }
   if (name == "translate") use_short_openmp_spins(argv);
+  // Before any other thread exists (after the re-exec above, which would keep the signal mask):
+  // SIGINT and SIGTERM go to one thread of our own, never to a thread doing work (cli/stop_signal.h).
+  dragoman::cli::start_signal_thread();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 // Work in a child process (see child_process.h).
 #include "train/child_process.h"
 
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,8 +35,15 @@ std::string read_all(int fd) {
 
 [[noreturn]] void run_child(const std::function<void()>& work, int message_fd, pid_t parent) {
   // Ctrl-C reaches the whole process group: the child just dies, the parent decides what to do.
+  // (The parent blocks both in every thread and takes them on a thread of its own: the child, which
+  // is a copy of the forking thread alone, unblocks them.)
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  ::pthread_sigmask(SIG_UNBLOCK, &stop_set, nullptr);
   // A parent that dies (a second signal, kill -9) takes the child with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);  // it died before the line above

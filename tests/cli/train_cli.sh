@@ -234,5 +234,46 @@ expect sigterm-resume 0 "resuming from step ${step:-X}" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set "training.max_steps=$((${step:-0} + 2))" \
   --set training.log_every=1
 
+# Signals reach one thread of dragoman's own, never a thread doing work (a handler's frame on a
+# oneDNN GEMM kernel's stack lands in the heap): every thread but one blocks SIGINT and SIGTERM.
+# Updates of a few seconds each here, so that signals arrive while one runs.
+slow=(--set model.d_model=256 --set model.d_ff=1024 --set model.encoder_layers=2 --set model.decoder_layers=2
+  --set training.update_freq=80 --set training.max_steps=1000000 --set training.log_every=1
+  --set training.threads=2 --set checkpoint.every_steps=1000)
+# start_slow RUN: starts a slow run in the background (pid in $pid) and waits for its first update.
+start_slow() {
+  "$dragoman" train -c "$tmp/c.yaml" --run "$1" "${slow[@]}" >"$1.log" 2>&1 &
+  pid=$!
+  for ((i = 0; i < 600; i++)); do
+    [[ -s $1/metrics.jsonl ]] && break
+    sleep 0.1
+  done
+}
+start_slow "$tmp/mask"
+blocking=0 open=0
+for status in /proc/"$pid"/task/*/status; do
+  mask=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$status")
+  if (((0x$mask & 0x4002) == 0x4002)); then blocking=$((blocking + 1)); else open=$((open + 1)); fi
+done
+check signal-one-receiving-thread test "$open" -eq 1
+check signal-workers-block test "$blocking" -ge 2
+# Two signals in the same millisecond (coreutils timeout sends one to the command, one to its
+# process group) are one request: the run still saves its state.
+kill -INT "$pid"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check duplicate-sigint-exit-130 test "$rc" -eq 130
+check duplicate-sigint-saves grep -q "interrupted by signal 2 at step .*checkpoint saved" "$tmp/mask.log"
+# A second signal later than that ends the process at once, saving nothing more.
+start_slow "$tmp/twice"
+kill -INT "$pid"
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check second-sigint-exit-130 test "$rc" -eq 130
+check second-sigint-no-save test -z "$(grep "checkpoint saved" "$tmp/twice.log")"
+
 echo "train_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
