@@ -23,13 +23,13 @@ namespace dragoman {
 namespace {
 
 // Whether this build and CPU should pack: oneDNN's brgemm matmul needs AVX-512 (F, BW, VL, DQ) for
-// f32, and VNNI besides for s8 -- in the ISA oneDNN runs (the CPU's, limited by ONEDNN_MAX_CPU_ISA,
-// which CI sets to test the older paths).
+// f32 -- in the ISA oneDNN runs (the CPU's, limited by ONEDNN_MAX_CPU_ISA, which CI sets to test the
+// older paths). s8 weights are always "packed" with oneDNN: for its matmul where it has VNNI, else
+// kept with their row sums for the u8 x s8 GEMM (packed_gemm.h).
 bool expect_packing(bool s8) {
 #ifdef DRAGOMAN_WITH_ONEDNN
   const std::string isa = cpu::onednn_isa_name();
-  const bool vnni = isa == "avx512_core_vnni" || isa == "avx512_core_bf16" || isa == "avx512_core_amx";
-  return s8 ? vnni : isa.rfind("avx512_core", 0) == 0;
+  return s8 || isa.rfind("avx512_core", 0) == 0;
 #else
   static_cast<void>(s8);
   return false;

@@ -12,7 +12,9 @@
 //
 // pack_f32/pack_s8 return nullptr where packing gains nothing: a build without oneDNN, or a CPU
 // where oneDNN keeps W in its plain layout (no AVX-512: its matmul is then the same GEMM); callers
-// keep the plain products.
+// keep the plain products. Except s8 without VNNI: there pack_s8 keeps W with its row sums and
+// product_s8 runs x + 128 (u8) x W through dnnl_gemm_u8s8s32 with the sums' correction, the same
+// int32 without dnnl_gemm_s8s8s32's per-call, byte-by-byte sum of W (packed_gemm.cpp).
 #pragma once
 
 #include <cstddef>
