@@ -10,7 +10,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "best_rate.h"
 #include "core/build_info.h"
 #include "core/threads.h"
 #include "kernels/cpu/gemm.h"
@@ -52,21 +52,8 @@ std::vector<Shape> parse_shapes(const std::string& list) {
 
 // GFLOP/s of `run`: the best of `windows` windows, each as many runs as fit in about 50 ms.
 double measure(const Shape& s, int windows, const std::function<void()>& run) {
-  using Clock = std::chrono::steady_clock;
-  run();  // warm-up (and oneDNN's kernels generated)
   const double flop = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-  const auto start = Clock::now();
-  run();
-  const double once = std::chrono::duration<double>(Clock::now() - start).count();
-  const int reps = std::max(1, static_cast<int>(0.05 / std::max(once, 1e-9)));
-  double best = 0;
-  for (int w = 0; w < windows; ++w) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < reps; ++r) run();
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, flop * reps / seconds * 1e-9);
-  }
-  return best;
+  return dragoman::bench::best_rate(flop, windows, 0.05, run) * 1e-9;
 }
 
 std::string cell(double gflops) {

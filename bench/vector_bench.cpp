@@ -10,7 +10,6 @@
 //   vector_bench [--windows 7] [--vocabulary 37000]
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "best_rate.h"
 #include "core/build_info.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/vector_math.h"
@@ -36,20 +36,7 @@ using dragoman::cpu::VectorKernels;
 // Millions of elements per second of `run` (which handles `elements` elements): the best of
 // `windows` windows, each as many runs as fit in about 20 ms.
 double measure(double elements, int windows, const std::function<void()>& run) {
-  using Clock = std::chrono::steady_clock;
-  run();
-  const auto start = Clock::now();
-  run();
-  const double once = std::chrono::duration<double>(Clock::now() - start).count();
-  const int reps = std::max(1, static_cast<int>(0.02 / std::max(once, 1e-9)));
-  double best = 0;
-  for (int w = 0; w < windows; ++w) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < reps; ++r) run();
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, elements * reps / seconds * 1e-6);
-  }
-  return best;
+  return dragoman::bench::best_rate(elements, windows, 0.02, run) * 1e-6;
 }
 
 volatile float sink;  // keeps the results alive

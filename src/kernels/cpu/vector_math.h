@@ -27,6 +27,19 @@
 
 namespace dragoman::cpu {
 
+// exp(r) for |r| <= ln 2 / 2 (Cephes' expf polynomial), the part of exp_approx that its vector twin
+// (vector_math_kernels.h) shares: V is float or a GCC vector of floats, the same operations in order.
+template <typename V>
+inline V exp_polynomial(V r) {
+  V p = V{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * r * r + r + 1.0f;
+}
+
 inline float exp_approx(float x) {
   constexpr float kHigh = 88.3762626647949f, kLow = -87.3365447504019f;
   float c = x > kHigh ? kHigh : x;
@@ -35,13 +48,7 @@ inline float exp_approx(float x) {
   const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = c - n * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4, the first part exact
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const float p = exp_polynomial(r);
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);

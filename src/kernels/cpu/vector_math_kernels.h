@@ -70,13 +70,7 @@ inline vf exp_v(vf x) {
   const vf n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   vf r = c - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  vf p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const vf p = exp_polynomial(r);
   const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
   vf y = p * (vf)bits;  // 2^n
   y = x < low ? vf{} : y;
