@@ -23,6 +23,7 @@ struct TrainCliOptions {
   std::vector<std::string> overrides;
   std::string run = "runs/default";
   std::string devices;  // empty: the config's training.devices
+  double max_minutes = -1;  // < 0: the config's training.max_minutes
   bool overwrite = false;
   bool dump_config = false;
 };
@@ -40,6 +41,7 @@ TrainConfig resolve_config(const TrainCliOptions& o) {
   }
   TrainConfig config = TrainConfig::load(path, o.overrides);
   if (!o.devices.empty()) config.training.devices = o.devices;
+  if (o.max_minutes >= 0) config.training.max_minutes = o.max_minutes;
   config.make_paths_absolute();
   return config;
 }
@@ -59,6 +61,10 @@ Subcommand add_train(CLI::App& app) {
   sub->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
+  sub->add_option("--max-minutes", o->max_minutes,
+                  "A time budget for the training, in minutes (sets training.max_minutes; with a decaying "
+                  "lr_decay the run fixes the updates that fit and anneals to zero at them)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--devices,--device", o->devices,
                   "The workers of each process: cpu, cpu:N (N CPU workers), cuda:I, cuda:A-B, cuda:0,1,2,3 or all "
                   "(sets training.devices; default: the config's, cpu)")
@@ -106,7 +112,10 @@ Subcommand add_train(CLI::App& app) {
                            result.early_stopped ? " (early stopping)" : "");
               return 0;
             }
-            spdlog::info("train: done at step {}{}", result.step, result.early_stopped ? " (early stopping)" : "");
+            spdlog::info("train: done at step {}{}", result.step,
+                         result.early_stopped  ? " (early stopping)"
+                         : result.budget_spent ? " (the time budget, training.max_minutes, is spent)"
+                                               : "");
             return 0;
           }};
 }

@@ -182,6 +182,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"update_freq", training.update_freq},
             {"max_steps", training.max_steps},
             {"max_epochs", training.max_epochs},
+            {"max_minutes", training.max_minutes},
             {"lr_factor", training.lr_factor},
             {"lr", training.lr},
             {"warmup_steps", training.warmup_steps},
@@ -245,6 +246,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.integer("update_freq", c.training.update_freq);
       r.integer("max_steps", c.training.max_steps);
       r.integer("max_epochs", c.training.max_epochs);
+      r.number("max_minutes", c.training.max_minutes);
       r.number("lr_factor", c.training.lr_factor);
       r.number("lr", c.training.lr);
       r.integer("warmup_steps", c.training.warmup_steps);
@@ -327,15 +329,21 @@ void TrainConfig::validate() const {
   if (training.max_tokens < 1) fail("training.max_tokens must be >= 1");
   if (training.update_freq < 1) fail("training.update_freq must be >= 1");
   if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");
-  if (training.max_steps == 0 && training.max_epochs == 0) fail("set training.max_steps or training.max_epochs");
+  if (!(training.max_minutes >= 0) || !std::isfinite(training.max_minutes)) {
+    fail("training.max_minutes must be >= 0 (0: no time budget)");
+  }
+  if (training.max_steps == 0 && training.max_epochs == 0 && training.max_minutes == 0) {
+    fail("set training.max_steps, training.max_epochs or training.max_minutes");
+  }
   if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
   if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "linear" && training.lr_decay != "cosine") {
     fail("training.lr_decay must be inverse_sqrt, linear or cosine");
   }
-  if (training.lr_decay != "inverse_sqrt" && (training.max_steps == 0 || training.max_steps <= training.warmup_steps)) {
+  if (training.lr_decay != "inverse_sqrt" && training.max_minutes == 0 &&
+      (training.max_steps == 0 || training.max_steps <= training.warmup_steps)) {
     fail("training.lr_decay " + training.lr_decay +
          " decays to zero at training.max_steps: set max_steps above warmup_steps (" +
-         std::to_string(training.warmup_steps) + ")");
+         std::to_string(training.warmup_steps) + "), or a time budget (training.max_minutes)");
   }
   if (!(training.lr_factor > 0) || !std::isfinite(training.lr_factor)) fail("training.lr_factor must be > 0");
   if (!(training.lr >= 0) || !std::isfinite(training.lr)) fail("training.lr must be >= 0 (0: use lr_factor)");

@@ -44,4 +44,29 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
   return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 
+// A decaying schedule under a time budget (training.max_minutes, train/budget.h), where the number
+// of updates, `total`, is fixed at update `fixed_at` by the run's measured pace (0: not yet).
+//  - Not yet fixed: the warmup, then the peak held.
+//  - Fixed with total > warmup: exactly the schedule above with max_steps = total, from the later
+//    of the warmup's end and fixed_at (the peak is held between the two).
+//  - Fixed with total <= warmup (a budget shorter than the warmup): from its value at fixed_at
+//    (still on the ramp) down to 0 at total, linear or half a cosine.
+inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr,
+                                   double lr_factor, const std::string& decay, std::int64_t total,
+                                   std::int64_t fixed_at) {
+  const double ramp_or_peak = learning_rate(std::min(step, warmup), d_model, warmup, lr, lr_factor);
+  if (total <= 0 || step <= fixed_at) return ramp_or_peak;
+  if (total > warmup) {
+    const std::int64_t start = std::max(warmup, fixed_at);
+    if (start == warmup) return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total);
+    const double peak = learning_rate(warmup, d_model, warmup, lr, lr_factor);
+    const double left =
+        std::clamp(static_cast<double>(total - step) / static_cast<double>(total - start), 0.0, 1.0);
+    return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
+  }
+  const double from = learning_rate(std::max<std::int64_t>(fixed_at, 1), d_model, warmup, lr, lr_factor);
+  const double left = std::clamp(static_cast<double>(total - step) / static_cast<double>(total - fixed_at), 0.0, 1.0);
+  return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
+}
+
 }  // namespace dragoman

@@ -43,11 +43,14 @@ void save_train_state(const std::string& path, const TrainState& state) {
                    {"best_step", std::to_string(state.best_step)},
                    {"loss_scale_good_steps", std::to_string(state.loss_scale_good_steps)},
                    {"skipped_steps", std::to_string(state.skipped_steps)},
-                   {"batches_per_update", std::to_string(state.batches_per_update)}};
+                   {"batches_per_update", std::to_string(state.batches_per_update)},
+                   {"budget_updates", std::to_string(state.budget_updates)},
+                   {"budget_fixed_at", std::to_string(state.budget_fixed_at)}};
   // The best values must round-trip exactly (they decide "best"): store their bits too.
   for (const auto& [key, value] :
        {std::pair{"best_valid_loss_bits", state.best_valid_loss},
-        std::pair{"best_valid_bleu_bits", state.best_valid_bleu}, std::pair{"loss_scale_bits", state.loss_scale}}) {
+        std::pair{"best_valid_bleu_bits", state.best_valid_bleu}, std::pair{"loss_scale_bits", state.loss_scale},
+        std::pair{"budget_minutes_bits", state.budget_minutes}}) {
     std::uint64_t bits = 0;
     std::memcpy(&bits, &value, sizeof bits);
     file.metadata[key] = std::to_string(bits);
@@ -101,6 +104,14 @@ TrainState load_train_state(const std::string& path) {
     }
   }
   if (file.metadata.count("batches_per_update") != 0) s.batches_per_update = integer("batches_per_update");  // newer
+  if (file.metadata.count("budget_updates") != 0) {  // newer
+    s.budget_updates = integer("budget_updates");
+    s.budget_fixed_at = integer("budget_fixed_at");
+    real("budget_minutes_bits", s.budget_minutes);
+    if (!(s.budget_minutes >= 0) || !std::isfinite(s.budget_minutes)) {
+      throw Error(path + ": training state 'budget_minutes' is not a finite non-negative number");
+    }
+  }
   const SafeTensor* m = file.find("adam_m");
   const SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {

@@ -30,6 +30,12 @@ struct TrainState {
   // Global batches per update: data-parallel workers x update_freq (0: a state file from before
   // data parallelism). A run resumes on any number of workers that keeps it.
   std::int64_t batches_per_update = 0;
+  // A time budget (training.max_minutes, budget.h) with a decaying learning rate: the updates that
+  // fit it, fixed after update budget_fixed_at by the measured pace (0: not yet), and the budget
+  // they were fixed for. The schedule is a function of them and the step from then on.
+  std::int64_t budget_updates = 0;
+  std::int64_t budget_fixed_at = 0;
+  double budget_minutes = 0;
   Tensor adam_m, adam_v;  // [parameters]
 };
 

@@ -42,6 +42,9 @@ struct TrainOptions {
   // Tests only: {global worker rank, update (1-based)} at which that worker's gradient computation
   // throws, as a failing device would; {-1, -1}: never.
   std::pair<std::int64_t, std::int64_t> fail_worker_at{-1, -1};
+  // Tests only: > 0 makes the time budget's clock (training.max_minutes) step x this many seconds,
+  // validations and checkpoints free: the count a budget fixes is then known in advance.
+  double simulated_update_seconds = 0;
 };
 
 struct TrainResult {
@@ -49,6 +52,7 @@ struct TrainResult {
   bool interrupted = false;
   int stop_signal = 0;  // the signal that stopped the run (received by any of its processes); 0: none
   bool early_stopped = false;
+  bool budget_spent = false;       // training.max_minutes ran out before the run's other ends
   bool already_finished = false;   // the run had reached its end before this call; nothing was trained
   std::int64_t resumed_from = -1;  // the step of the checkpoint this call resumed from (-1: a fresh start)
   std::string last_checkpoint;     // the model file saved last by this call ("": none)

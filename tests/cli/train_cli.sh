@@ -234,6 +234,21 @@ expect sigterm-resume 0 "resuming from step ${step:-X}" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set "training.max_steps=$((${step:-0} + 2))" \
   --set training.log_every=1
 
+# A time budget (--max-minutes, training.max_minutes): with a decaying schedule the run measures its
+# pace, fixes the updates that fit and ends at the last of them, annealed; with inverse_sqrt the
+# budget only stops it.
+expect budget-linear 0 "updates fit the 0.05-minute budget at [0-9]* target tokens/s" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.05 --set training.lr_decay=linear \
+  --set training.max_steps=0 --set training.log_every=1
+fixed=$(sed -n 's/.*train: \([0-9]*\) updates fit the.*/\1/p' "$tmp/budget/train.log" | head -n 1)
+check budget-annealed grep -q "\"lr\":0.0,.*\"step\":${fixed:-X}," <(grep '"lr"' "$tmp/budget/metrics.jsonl" | tail -n 1)
+expect budget-finished 0 "already finished at step ${fixed:-X}" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.05 --set training.lr_decay=linear \
+  --set training.max_steps=0 --set training.log_every=1
+expect budget-inverse-sqrt 0 "the time budget, training.max_minutes, is spent" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget-isqrt" --max-minutes 0.02 --set training.max_steps=0
+expect budget-negative 2 "max-minutes" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/x" --max-minutes -1
+
 # Signals reach one thread of dragoman's own, never a thread doing work (a handler's frame on a
 # oneDNN GEMM kernel's stack lands in the heap): every thread but one blocks SIGINT and SIGTERM.
 # Updates of a few seconds each here, so that signals arrive while one runs.

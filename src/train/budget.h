@@ -1,0 +1,46 @@
+// training.max_minutes: a wall-clock budget for the training loop (docs/TRAINING.md, "A time
+// budget"). The budget's clock is the run's training time (TrainState::elapsed_seconds: the loop,
+// validations and checkpoints included, summed over restarts; building the vocabulary and encoding
+// the corpus are not counted). With a decaying learning rate (linear, cosine) the run measures its
+// own pace over a calibration window early in the budget, then fixes the number of updates that fits
+// (updates_that_fit), records it in the training state and decays to zero at it
+// (schedule.h: budget_learning_rate); with inverse_sqrt the budget only stops the run.
+#pragma once
+
+#include <cstdint>
+
+namespace dragoman {
+
+// The calibration window, in the budget's clock: it opens at the end of the first update past
+// kCalibrationOpens of the budget (the first updates are slow: kernels and buffers are made then)
+// and at least 2 updates into this process, and closes at the end of the first update past
+// kCalibrationCloses with at least kCalibrationUpdates updates in it.
+inline constexpr double kCalibrationOpens = 0.01;
+inline constexpr double kCalibrationCloses = 0.05;
+inline constexpr std::int64_t kCalibrationUpdates = 5;
+// Kept free at the end of the budget: the pace varies a little with the batches.
+inline constexpr double kBudgetReserve = 0.02;
+
+struct BudgetInputs {
+  double budget_seconds = 0;
+  double elapsed_seconds = 0;   // the budget's clock now
+  std::int64_t step = 0;        // updates done now
+  double update_seconds = 0;    // measured: one update
+  double validation_seconds = 0;  // measured: one validation (0: none in this run)
+  double checkpoint_seconds = 0;  // measured: one checkpoint
+  std::int64_t valid_every = 0;   // updates (0: no validation)
+  std::int64_t checkpoint_every = 0;      // updates, counted back from the last (0: none but the last)
+  double checkpoint_every_minutes = 0;    // (0: none)
+  std::int64_t max_steps = 0;             // a cap (0: none)
+};
+
+// The predicted clock at the end of update `total` (> inputs.step): the updates, the validations at
+// multiples of valid_every, the checkpoints at total, total - every, total - 2 every, ... and the
+// timed ones.
+double budget_seconds_at(const BudgetInputs& inputs, std::int64_t total);
+
+// The largest total >= inputs.step whose predicted end leaves kBudgetReserve of the budget free,
+// capped at max_steps; inputs.step when no further update fits.
+std::int64_t updates_that_fit(const BudgetInputs& inputs);
+
+}  // namespace dragoman

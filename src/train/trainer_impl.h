@@ -1,0 +1,143 @@
+// The Trainer behind train() (trainer.h), internal to src/train: one class whose parts live in
+//   trainer.cpp           the loop, top to bottom (run) and train()
+//   trainer_setup.cpp     checks, run directory, vocabulary, resume, corpora
+//   trainer_workers.cpp   data-parallel workers, an update's batches and gradients, agreeing on stop
+//   trainer_outputs.cpp   metrics, log lines, checkpoints, validation
+//   trainer_failures.cpp  non-finite values, out of memory, fp16 overflows and the loss scale
+//   trainer_budget.cpp    the time budget: its clock, the calibration, the schedule, checkpoints due
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/allocator.h"
+#include "core/error.h"
+#include "core/timing.h"
+#include "data/corpus.h"
+#include "model/checkpoint.h"
+#include "model/transformer.h"
+#include "text/vocabulary.h"
+#include "train/communicator.h"
+#include "train/run_dir.h"
+#include "train/train_state.h"
+#include "train/trainer.h"
+
+namespace dragoman::trainer_detail {
+
+namespace fs = std::filesystem;
+
+// The files a run writes into its directory (all removed by --overwrite; train.lock stays).
+inline const char* const kRunFiles[] = {
+    "checkpoints", "metrics.jsonl", "train.cache", "valid.cache",     "vocab.model",           "vocab.vocab",
+    "vocab.json",  "config.yaml",   "train.log",   "vocab-build.tmp", "valid-translation.txt", "valid-translations"};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const TrainOptions& options) : config_(config), options_(options) {}
+  TrainResult run();
+  // After an error in this process of a multi-process run: ends the others (they would wait for
+  // this one forever). Returns when there are no others.
+  void end_other_processes(const std::string& error) noexcept {
+    if (comm_ && comm_->processes() > 1) {
+      comm_->abort("train: process " + std::to_string(comm_->process_rank()) + " of " +
+                   std::to_string(comm_->processes()) + ": " + error);
+    }
+  }
+
+ private:
+  bool stop_requested() const { return options_.stop_signal != nullptr && options_.stop_signal->load() != 0; }
+  void check_inputs();
+  void prepare_run_dir();
+  void obtain_vocabulary();
+  void build_vocabulary(const fs::path& prefix);
+  void resume_or_initialize();
+  std::string finished_reason() const;
+  void load_corpora();
+  void save_checkpoint(CheckpointKind kind);
+  void validate(TrainResult& result);
+  double translate_valid();
+  void append_metrics(const nlohmann::json& line);
+  std::string last_good_state() const;
+  [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
+  void require_finite_weights() const;
+  void inject_overflow_for_tests();
+  void skip_overflowed_update(double loss, double grad_norm);
+  void grow_loss_scale();
+  Batch on_device(Batch batch, Device device) const;
+  Transformer& worker_model(std::size_t w);
+  Tensor& worker_adam_m(std::size_t w);
+  Tensor& worker_adam_v(std::size_t w);
+  void for_each_worker(const std::function<void(std::size_t)>& fn);
+  void start_workers();
+  void wait_for_writer();
+  void check_batches_per_update();
+  std::vector<std::vector<std::int64_t>> next_update(std::vector<std::vector<std::int64_t>>& plan);
+  std::int64_t compute_gradients(const std::vector<std::vector<std::int64_t>>& update, double loss_scale,
+                                 const std::vector<Tensor>& sums);
+  void agree_on_stop(TrainResult& result);
+  // The time budget (trainer_budget.cpp, budget.h).
+  void start_budget();
+  double budget_clock() const;
+  bool budget_spent() const;
+  void calibrate_budget(TrainResult& result);
+  double learning_rate_at(std::int64_t step) const;
+  bool checkpoint_due() const;
+  std::int64_t planned_steps() const;
+  void log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
+                  double seconds_per_step);
+  [[noreturn]] void fail_out_of_memory(const OutOfMemory& e, const std::string& during) const;
+
+  TrainConfig config_;
+  TrainOptions options_;
+  ParameterPrecision precision_;  // fp32 master weights, training.precision compute
+  // Data parallelism (communicator.h): this process's workers, one device each (training.devices),
+  // among processes_; worker 0 is model_ with state_'s Adam moments, the others are replicas_.
+  // Only the writer (process 0) writes into the run directory and logs.
+  std::vector<Device> devices_;
+  Device device_;  // devices_[0]
+  ProcessGroup processes_;
+  bool writer_ = true;
+  std::unique_ptr<Communicator> comm_;
+  struct Replica {
+    std::unique_ptr<Transformer> model;
+    Tensor adam_m, adam_v;
+  };
+  std::vector<Replica> replicas_;  // workers 1 .. local_size() - 1
+  int worker_threads_ = 1;         // compute threads of each CPU worker
+  std::set<std::int64_t> injected_overflows_;
+  std::string run_;
+  std::unique_ptr<Vocabulary> vocab_;
+  std::unique_ptr<Transformer> model_;
+  TrainState state_;
+  std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs
+  data::EncodedCorpus train_, valid_;
+  std::vector<std::string> valid_references_;  // the target text of each kept dev pair (valid_bleu)
+  bool has_valid_ = false;
+  bool has_checkpoints_ = false;  // the run directory held a checkpoint when this start began
+  std::int64_t saved_step_ = -1;
+  std::int64_t resumed_from_ = -1;
+  std::string last_saved_;  // the model file saved last ("" until one is)
+  Clock::time_point last_save_ = Clock::now();
+  // The loop's start in this process, and the training time before it (TrainState::elapsed_seconds).
+  Clock::time_point loop_start_ = Clock::now();
+  double start_elapsed_ = 0;
+  // The time budget: in seconds (0: none); whether it fixes the number of updates (a decaying
+  // schedule, or a count fixed before); the calibration window's start (step -1: not open), and the
+  // updates this process has made.
+  double budget_seconds_ = 0;
+  bool budget_fixes_count_ = false;
+  std::int64_t calibration_step_ = -1;
+  double calibration_clock_ = 0;
+  std::int64_t calibration_tokens_ = 0;
+  std::int64_t updates_here_ = 0;
+};
+
+}  // namespace dragoman::trainer_detail

@@ -1,0 +1,209 @@
+// What a run writes as it goes (see trainer_impl.h): metrics, log lines, checkpoints, validations.
+#include "train/trainer_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "data/batching.h"
+#include "decode/translator.h"
+#include "eval/bleu.h"
+#include "eval/corpus.h"
+#include "io/atomic_file.h"
+#include "model/checkpoint.h"
+
+namespace dragoman::trainer_detail {
+
+namespace {
+
+std::string step_name(std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%08lld", static_cast<long long>(step));
+  return name;
+}
+
+// Keeps the newest `keep` files of a directory whose names sort by age.
+void keep_newest_files(const fs::path& dir, std::size_t keep) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  for (std::size_t i = 0; i + keep < files.size(); ++i) fs::remove(files[i]);
+}
+
+}  // namespace
+
+void Trainer::append_metrics(const nlohmann::json& line) {
+  if (!writer_) return;
+  std::ofstream out(fs::path(run_) / "metrics.jsonl", std::ios::app);
+  out << line.dump() << "\n";
+  if (!out) throw Error("cannot append to " + (fs::path(run_) / "metrics.jsonl").string());
+}
+
+// Model and state file of the current step, then checkpoint-last; the older files go only once the
+// new ones are complete. A regular checkpoint replaces every interrupted one and keeps the newest
+// keep_last regular ones; an interrupted one replaces the previous interrupted one only.
+void Trainer::save_checkpoint(CheckpointKind kind) {
+  require_finite_weights();
+  const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
+  const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
+  ModelFileInfo info;
+  info.step = state_.step;
+  info.vocabulary = vocab_->bytes();
+  save_model(model_path, *model_, info);
+  save_train_state(state_path, state_);
+  const fs::path dir = fs::path(run_) / "checkpoints";
+  link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
+  link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
+  for (const CheckpointRef& old : resumable_checkpoints(run_)) {
+    if (old.kind == CheckpointKind::kInterrupted && !(kind == old.kind && old.step == state_.step)) {
+      fs::remove(checkpoint_model_path(run_, old.step, old.kind));
+      fs::remove(checkpoint_state_path(run_, old.step, old.kind));
+    }
+  }
+  if (kind == CheckpointKind::kRegular) {
+    const std::vector<std::int64_t> steps = checkpoint_steps(run_);
+    for (std::size_t i = 0; i + static_cast<std::size_t>(config_.checkpoint.keep_last) < steps.size(); ++i) {
+      fs::remove(checkpoint_model_path(run_, steps[i]));
+      fs::remove(checkpoint_state_path(run_, steps[i]));
+    }
+  }
+  saved_step_ = state_.step;
+  last_saved_ = model_path;
+  last_save_ = Clock::now();
+  spdlog::info("train: saved checkpoint at step {} ({})", state_.step, model_path);
+}
+
+// Translates the dev set with the current model (the paper's decoding: GNMT alpha 0.6, at most
+// source + 50 tokens; beam training.valid_beam), writes the translations to
+// valid-translations/STEP.txt (the newest checkpoint.keep_last are kept) and valid-translation.txt
+// (the latest), and returns their sacreBLEU (13a, exp smoothing) against the references.
+double Trainer::translate_valid() {
+  // Batches of training's size in tokens; on a GPU at least translate's (the dev set in a few).
+  TranslatorOptions o = TranslatorOptions::for_device(device_);
+  o.search.beam = static_cast<int>(config_.training.valid_beam);
+  o.batch_tokens = device_.is_cpu() ? config_.training.max_tokens
+                                    : std::max<std::int64_t>(o.batch_tokens, config_.training.max_tokens);
+  const Translator translator(*model_, *vocab_, o);
+  std::vector<std::vector<std::int32_t>> sources;
+  for (std::int64_t i = 0; i < valid_.size(); ++i) sources.push_back(valid_.src(i));
+  const std::vector<Translation> translations = translator.translate_ids(std::move(sources));
+  std::string text;
+  eval::Corpus corpus;
+  corpus.refs.emplace_back(valid_references_.begin(), valid_references_.end());
+  for (const Translation& t : translations) {
+    text += t.nbest.front().text + "\n";
+    corpus.hyps.emplace_back(t.nbest.front().text);  // views into `translations`, alive until the score
+  }
+  const fs::path kept = fs::path(run_) / "valid-translations";
+  fs::create_directories(kept);
+  const fs::path step_file = kept / (step_name(state_.step) + ".txt");
+  write_file_atomically(step_file.string(), text);
+  link_atomically(step_file.string(), (fs::path(run_) / "valid-translation.txt").string());
+  keep_newest_files(kept, static_cast<std::size_t>(config_.checkpoint.keep_last));
+  return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
+}
+
+void Trainer::validate(TrainResult& result) {
+  const TrainingConfig& t = config_.training;
+  // The dev set's loss sums stay on the model's device until the last batch (keeps no activations).
+  Tensor sums = Tensor::zeros({2}, DType::kF64, model_->parameters().values().device());
+  std::int64_t tokens = 0;
+  try {
+    for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
+      ForwardOptions options;
+      options.loss_sums = &sums;
+      tokens += model_->loss(on_device(data::make_batch(valid_, pairs, model_->config()), device_), options).tokens;
+    }
+  } catch (const OutOfMemory& e) {
+    fail_out_of_memory(e, "validation after update " + std::to_string(state_.step));
+  }
+  const std::vector<double> host = sums.to_vector<double>();
+  const double loss = host[0], nll = host[1];
+  const double valid_nll = nll / static_cast<double>(tokens);
+  const Clock::time_point bleu_start = Clock::now();
+  const double bleu = t.valid_bleu ? translate_valid() : 0.0;
+  const double bleu_seconds = seconds_since(bleu_start);
+  // Both bests are tracked; best_metric says which one makes checkpoint-best and counts for patience.
+  const bool first = state_.validations == 0;
+  const bool nll_improved = first || valid_nll < state_.best_valid_loss;
+  const bool bleu_improved = t.valid_bleu && (first || bleu > state_.best_valid_bleu);
+  if (nll_improved) state_.best_valid_loss = valid_nll;
+  if (bleu_improved) state_.best_valid_bleu = bleu;
+  const bool improved = t.best_metric == "bleu" ? bleu_improved : nll_improved;
+  ++state_.validations;
+  if (improved) {
+    state_.best_step = state_.step;
+    state_.bad_validations = 0;
+    require_finite_weights();
+    ModelFileInfo info;
+    info.step = state_.step;
+    info.vocabulary = vocab_->bytes();
+    save_model((fs::path(run_) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
+  } else {
+    ++state_.bad_validations;
+  }
+  result.best_valid_nll = state_.best_valid_loss;
+  result.best_valid_bleu = state_.best_valid_bleu;
+  const std::string bleu_text =
+      t.valid_bleu ? fmt::format(" | bleu {:.2f} (beam {}, {:.1f} s)", bleu, t.valid_beam, bleu_seconds) : "";
+  const std::string best_text = t.best_metric == "bleu" ? fmt::format("bleu {:.2f}", state_.best_valid_bleu)
+                                                        : fmt::format("nll {:.4f}", state_.best_valid_loss);
+  spdlog::info("valid step {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{} | best {} at step {}{}", state_.step,
+               loss / static_cast<double>(tokens), valid_nll, std::exp(valid_nll), bleu_text, best_text,
+               state_.best_step, improved ? " (new best)" : "");
+  nlohmann::json metrics = {{"step", state_.step},
+                            {"valid_loss", loss / static_cast<double>(tokens)},
+                            {"valid_nll", valid_nll},
+                            {"valid_ppl", std::exp(valid_nll)},
+                            {"valid_tokens", tokens}};
+  if (t.valid_bleu) metrics["valid_bleu"] = bleu;
+  append_metrics(metrics);
+}
+
+// The log line and metrics record of a log window (the writer's).
+void Trainer::log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
+                         double seconds_per_step) {
+  const TrainingConfig& t = config_.training;
+  const double ppl = std::exp(nll);
+  // The ETA: the updates left of a known count, or the time left of a budget, whichever is sooner.
+  double left = -1;
+  if (const std::int64_t planned = planned_steps(); planned > 0) {
+    left = seconds_per_step * static_cast<double>(planned - state_.step);
+  }
+  if (t.max_minutes > 0) {
+    const double budget_left = std::max(0.0, t.max_minutes * 60 - budget_clock());
+    left = left < 0 ? budget_left : std::min(left, budget_left);
+  }
+  const std::string eta = left >= 0 ? format_hms(left) : std::string("-");
+  // On a GPU, the device allocator's high-water mark (worker 0's): what training.max_tokens costs.
+  const double peak_mib =
+      device_.is_cpu() ? 0.0 : static_cast<double>(allocator_for(device_).stats().peak_reserved) / (1 << 20);
+  const std::string memory = device_.is_cpu() ? "" : fmt::format(" | {:.0f} MiB", peak_mib);
+  spdlog::info(
+      "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tgt tok/s{} | "
+      "elapsed {} | ETA {}",
+      state_.step, state_.epoch + 1, loss, ppl, lr, grad_norm, tokens_per_second, memory,
+      format_hms(state_.elapsed_seconds), eta);
+  nlohmann::json metrics = {{"step", state_.step},
+                            {"epoch", state_.epoch + 1},
+                            {"loss", loss},
+                            {"ppl", ppl},
+                            {"lr", lr},
+                            {"gnorm", grad_norm},
+                            {"tgt_tokens_per_s", tokens_per_second},
+                            {"elapsed_s", state_.elapsed_seconds}};
+  if (!device_.is_cpu()) metrics["device_memory_mib"] = peak_mib;
+  if (config_.training.precision == "fp16") {
+    metrics["loss_scale"] = state_.loss_scale;
+    metrics["skipped_updates"] = state_.skipped_steps;
+  }
+  append_metrics(metrics);
+}
+
+
+}  // namespace dragoman::trainer_detail

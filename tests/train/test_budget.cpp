@@ -1,0 +1,243 @@
+// training.max_minutes: the number of updates that fits a budget (budget.h), the schedule that
+// anneals to it (schedule.h), and runs with a simulated pace (TrainOptions::simulated_update_seconds:
+// 0.5 s an update, validations and checkpoints free), whose count is known in advance:
+// the calibration window opens after update 2 (1.0 s >= 1 % of the budget, 2 updates into the
+// process) and closes after update 7 (3.5 s >= 5 %, 5 updates in it), so a budget of B seconds
+// fixes 7 + floor((0.98 B - 3.5) / 0.5) updates.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "core/error.h"
+#include "train/budget.h"
+#include "train/run_dir.h"
+#include "train/schedule.h"
+#include "train/train_state.h"
+#include "train/train_testing.h"
+#include "train/trainer.h"
+
+namespace dragoman {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Task = test::ReversalTask;
+using test::read_metrics;
+using test::weights;
+
+// The metrics line that records the count a budget fixed (null: none).
+nlohmann::json budget_line(const std::string& run) {
+  for (const nlohmann::json& line : read_metrics(run)) {
+    if (line.contains("budget_updates")) return line;
+  }
+  return nullptr;
+}
+
+// The lines of a metrics file so far (0 before it exists).
+std::size_t read_metrics_count(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line);) lines += line.empty() ? 0 : 1;
+  return lines;
+}
+
+TrainConfig budget_config(const Task& task, double minutes, const std::string& decay) {
+  TrainConfig config = task.config();
+  config.training.max_minutes = minutes;
+  config.training.lr_decay = decay;
+  config.training.max_steps = 0;
+  config.training.log_every = 1;
+  return config;
+}
+
+TrainOptions simulated(const Task& task, const std::string& run) {
+  TrainOptions options = task.options(run);
+  options.simulated_update_seconds = 0.5;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("budget: the updates that fit, with validations, checkpoints and a cap", "[train][budget]") {
+  BudgetInputs in;
+  in.budget_seconds = 600;
+  in.elapsed_seconds = 30;
+  in.step = 60;
+  in.update_seconds = 0.5;
+  // Updates only: 30 + (N - 60) x 0.5 <= 588.
+  CHECK(updates_that_fit(in) == 60 + 1116);
+  CHECK(budget_seconds_at(in, 1176) == Approx(588.0));
+  // A validation every 100 updates (5 s) and checkpoints every 200 back from the last (1 s): with
+  // N = 1140, validations at 100 .. 1100 (11: 55 s) and checkpoints at 1140, 940, .. 140 (6: 6 s).
+  in.valid_every = 100;
+  in.validation_seconds = 5;
+  in.checkpoint_every = 200;
+  in.checkpoint_seconds = 1;
+  CHECK(budget_seconds_at(in, 1140) == Approx(30 + 540 + 55 + 6));
+  const std::int64_t n = updates_that_fit(in);
+  CHECK(budget_seconds_at(in, n) <= 588.0);
+  CHECK(budget_seconds_at(in, n + 1) > 588.0);
+  // 1064: 30 + 502 + 50 (10 validations) + 6 (checkpoints at 1064, 864, .., 64) = 588; 1065: 588.5.
+  CHECK(n == 1064);
+  in.max_steps = 500;
+  CHECK(updates_that_fit(in) == 500);
+  in.max_steps = 0;
+  // Nothing more fits: the count is the step already reached.
+  in.elapsed_seconds = 590;
+  CHECK(updates_that_fit(in) == 60);
+  in.update_seconds = 0;
+  CHECK_THROWS_AS(updates_that_fit(in), Error);
+}
+
+TEST_CASE("budget: the schedule anneals to the fixed count", "[train][budget]") {
+  const auto lr = [](std::int64_t step, std::int64_t total, std::int64_t fixed_at, const char* decay = "linear") {
+    return budget_learning_rate(step, 32, 100, 0.0, 0.3, decay, total, fixed_at);
+  };
+  const double peak = noam_learning_rate(100, 32, 100, 0.3);
+  for (const char* decay : {"linear", "cosine"}) {
+    INFO(decay);
+    // Fixed inside the warmup: exactly the max_steps schedule with max_steps = the count.
+    for (std::int64_t step = 1; step <= 700; ++step) {
+      CHECK(lr(step, 700, 40, decay) == learning_rate(step, 32, 100, 0.0, 0.3, decay, 700));
+    }
+    // Not fixed yet: the warmup, then the peak held.
+    CHECK(lr(50, 0, 0, decay) == noam_learning_rate(50, 32, 100, 0.3));
+    CHECK(lr(400, 0, 0, decay) == peak);
+    // Fixed after the warmup: the peak held to that update, then down to 0 at the count.
+    CHECK(lr(250, 700, 250, decay) == peak);
+    CHECK(lr(251, 700, 250, decay) < peak);
+    CHECK(lr(700, 700, 250, decay) == 0.0);
+    CHECK(lr(475, 700, 250, decay) == Approx(peak * 0.5));
+    // A count inside the warmup: from the ramp's value where it was fixed down to 0 at the count.
+    CHECK(lr(7, 58, 7, decay) == noam_learning_rate(7, 32, 100, 0.3));
+    CHECK(lr(8, 58, 7, decay) < lr(7, 58, 7, decay));
+    CHECK(lr(58, 58, 7, decay) == 0.0);
+  }
+  CHECK(lr(32, 57, 7) == Approx(noam_learning_rate(7, 32, 100, 0.3) * 0.5));
+}
+
+TEST_CASE("budget: a run fixes its count by its pace, and is the run of that many updates", "[train][budget]") {
+  const Task task("budget", 200);
+  const TrainOptions options = simulated(task, "budget");
+  const TrainResult result = train(budget_config(task, 1.0, "linear"), options);
+  // 7 + floor((58.8 - 3.5) / 0.5) = 117.
+  CHECK(result.step == 117);
+  CHECK(!result.budget_spent);
+  const nlohmann::json line = budget_line(options.run_dir);
+  REQUIRE(line != nullptr);
+  CHECK(line["step"] == 7);
+  CHECK(line["budget_updates"] == 117);
+  CHECK(line["calibration_update_seconds"].get<double>() == 0.5);
+  // The count is in the state of every checkpoint from the calibration's on: at 7 (the calibration
+  // times one), then every 100 counted back from 117.
+  CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{7, 17, 117});
+  for (const std::int64_t step : {7, 17, 117}) {
+    const TrainState state = load_train_state(checkpoint_state_path(options.run_dir, step));
+    CHECK(state.budget_updates == 117);
+    CHECK(state.budget_fixed_at == 7);
+    CHECK(state.budget_minutes == 1.0);
+  }
+  // The same weights as a run told max_steps 117 (the count was fixed inside the warmup).
+  TrainConfig fixed = task.config();
+  fixed.training.lr_decay = "linear";
+  fixed.training.max_steps = 117;
+  fixed.training.log_every = 1;
+  const TrainOptions straight = task.options("straight");
+  CHECK(train(fixed, straight).step == 117);
+  CHECK(weights(checkpoint_model_path(options.run_dir, 117)) == weights(checkpoint_model_path(straight.run_dir, 117)));
+  // Run again: it is finished.
+  const TrainResult again = train(budget_config(task, 1.0, "linear"), options);
+  CHECK(again.already_finished);
+  CHECK(again.step == 117);
+}
+
+TEST_CASE("budget: a run that fails after the calibration resumes with the same count", "[train][budget]") {
+  const Task task("budget-resume", 200);
+  const TrainConfig config = budget_config(task, 1.0, "cosine");
+  const TrainOptions straight = simulated(task, "straight");
+  CHECK(train(config, straight).step == 117);
+  TrainOptions failing = simulated(task, "failing");
+  failing.fail_worker_at = {0, 50};
+  CHECK_THROWS_WITH(train(config, failing), Contains("fail_worker_at"));
+  CHECK(checkpoint_steps(failing.run_dir).back() == 17);
+  failing.fail_worker_at = {-1, -1};
+  const TrainResult resumed = train(config, failing);
+  CHECK(resumed.resumed_from == 17);
+  CHECK(resumed.step == 117);
+  CHECK(weights(checkpoint_model_path(failing.run_dir, 117)) == weights(checkpoint_model_path(straight.run_dir, 117)));
+  // The same losses and learning rates, update by update (the timings differ).
+  const auto curve = [](const std::string& run) {
+    std::vector<std::pair<double, double>> points;
+    for (const nlohmann::json& line : read_metrics(run)) {
+      if (line.contains("loss")) points.emplace_back(line["loss"].get<double>(), line["lr"].get<double>());
+    }
+    return points;
+  };
+  CHECK(curve(failing.run_dir) == curve(straight.run_dir));
+  // A budget changed on resuming keeps the count (the schedule depends on it).
+  const TrainState state = load_train_state(checkpoint_state_path(failing.run_dir, 117));
+  CHECK(state.budget_updates == 117);
+}
+
+TEST_CASE("budget: a budget shorter than the warmup anneals from where the count was fixed", "[train][budget]") {
+  const Task task("budget-short", 200);
+  const TrainOptions options = simulated(task, "short");
+  // 7 + floor((29.4 - 3.5) / 0.5) = 58 updates, all within the warmup of 100.
+  CHECK(train(budget_config(task, 0.5, "linear"), options).step == 58);
+  std::map<std::int64_t, double> lr;
+  for (const nlohmann::json& line : read_metrics(options.run_dir)) {
+    if (line.contains("lr")) lr[line["step"].get<std::int64_t>()] = line["lr"].get<double>();
+  }
+  CHECK(lr.at(7) == noam_learning_rate(7, 32, 100, 0.3));
+  CHECK(lr.at(8) < lr.at(7));
+  CHECK(lr.at(58) == 0.0);
+  for (std::int64_t step = 9; step <= 58; ++step) CHECK(lr.at(step) < lr.at(step - 1));
+}
+
+TEST_CASE("budget: with inverse_sqrt the budget only stops the run", "[train][budget]") {
+  const Task task("budget-inverse-sqrt", 200);
+  const TrainOptions options = simulated(task, "run");
+  const TrainResult result = train(budget_config(task, 0.5, "inverse_sqrt"), options);
+  CHECK(result.step == 60);  // 60 x 0.5 s = the 30 s budget
+  CHECK(result.budget_spent);
+  CHECK(budget_line(options.run_dir) == nullptr);
+  CHECK(checkpoint_steps(options.run_dir).back() == 60);
+  CHECK(train(budget_config(task, 0.5, "inverse_sqrt"), options).already_finished);
+  // A larger budget continues it.
+  CHECK(train(budget_config(task, 0.6, "inverse_sqrt"), options).step == 72);
+}
+
+TEST_CASE("budget: a signal inside the calibration saves the run, which calibrates again", "[train][budget]") {
+  const Task task("budget-signal", 200);
+  const TrainConfig config = budget_config(task, 1.0, "linear");
+  TrainOptions options = simulated(task, "run");
+  std::atomic<int> stop{0};
+  options.stop_signal = &stop;
+  std::thread raiser([&] {  // after update 3 is logged: inside the window (updates 3-7), usually
+    const std::string metrics = options.run_dir + "/metrics.jsonl";
+    while (read_metrics_count(metrics) < 3) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    stop.store(2);
+  });
+  const TrainResult stopped = train(config, options);
+  raiser.join();
+  REQUIRE(stopped.interrupted);
+  const bool interrupted_kind = fs::path(stopped.last_checkpoint).filename().string().rfind("interrupted", 0) == 0;
+  const TrainState state = load_train_state(checkpoint_state_path(
+      options.run_dir, stopped.step, interrupted_kind ? CheckpointKind::kInterrupted : CheckpointKind::kRegular));
+  if (stopped.step < 7) CHECK(state.budget_updates == 0);
+  options.stop_signal = nullptr;
+  const TrainResult resumed = train(config, options);
+  const nlohmann::json line = budget_line(options.run_dir);
+  REQUIRE(line != nullptr);
+  CHECK(resumed.step == line["budget_updates"].get<std::int64_t>());
+  // Calibrated again from the resumed update: the same pace, so about the same count.
+  CHECK(std::abs(resumed.step - 117) <= 2);
+}
+
+}  // namespace dragoman
