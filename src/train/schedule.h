@@ -45,26 +45,24 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
 }
 
 // A decaying schedule under a time budget (training.max_minutes, train/budget.h), where the number
-// of updates, `total`, is fixed at update `fixed_at` by the run's measured pace (0: not yet).
-//  - Not yet fixed: the warmup, then the peak held.
-//  - Fixed with total > warmup: exactly the schedule above with max_steps = total, from the later
-//    of the warmup's end and fixed_at (the peak is held between the two).
-//  - Fixed with total <= warmup (a budget shorter than the warmup): from its value at fixed_at
-//    (still on the ramp) down to 0 at total, linear or half a cosine.
+// of updates, `total`, is fixed at update `fixed_at` by the run's measured pace (0: not yet), capped
+// at max_steps (0: none).
+//  - Not yet fixed: the max_steps schedule above when max_steps is set (a run that reaches max_steps
+//    before its calibration ends still anneals), else the warmup, then the peak held.
+//  - Fixed at or before the warmup's end with total > warmup: exactly the schedule above with
+//    max_steps = total.
+//  - Otherwise (fixed after the warmup, or a budget shorter than the warmup): from the value at
+//    fixed_at down to 0 at total, linear or half a cosine.
 inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr,
                                    double lr_factor, const std::string& decay, std::int64_t total,
-                                   std::int64_t fixed_at) {
-  const double ramp_or_peak = learning_rate(std::min(step, warmup), d_model, warmup, lr, lr_factor);
-  if (total <= 0 || step <= fixed_at) return ramp_or_peak;
-  if (total > warmup) {
-    const std::int64_t start = std::max(warmup, fixed_at);
-    if (start == warmup) return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total);
-    const double peak = learning_rate(warmup, d_model, warmup, lr, lr_factor);
-    const double left =
-        std::clamp(static_cast<double>(total - step) / static_cast<double>(total - start), 0.0, 1.0);
-    return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
-  }
-  const double from = learning_rate(std::max<std::int64_t>(fixed_at, 1), d_model, warmup, lr, lr_factor);
+                                   std::int64_t fixed_at, std::int64_t max_steps) {
+  const auto provisional = [&](std::int64_t s) {
+    return max_steps > warmup ? learning_rate(s, d_model, warmup, lr, lr_factor, decay, max_steps)
+                              : learning_rate(std::min(s, warmup), d_model, warmup, lr, lr_factor);
+  };
+  if (total <= 0 || step <= fixed_at) return provisional(step);
+  if (total > warmup && fixed_at <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total);
+  const double from = provisional(std::max<std::int64_t>(fixed_at, 1));
   const double left = std::clamp(static_cast<double>(total - step) / static_cast<double>(total - fixed_at), 0.0, 1.0);
   return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }

@@ -68,7 +68,7 @@ double Trainer::learning_rate_at(std::int64_t step) const {
     return learning_rate(step, d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, t.max_steps);
   }
   return budget_learning_rate(step, d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, state_.budget_updates,
-                              state_.budget_fixed_at);
+                              state_.budget_fixed_at, t.max_steps);
 }
 
 // Regular checkpoints: every checkpoint.every_minutes, and every checkpoint.every_steps counted

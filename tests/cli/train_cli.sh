@@ -234,17 +234,21 @@ expect sigterm-resume 0 "resuming from step ${step:-X}" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/sig" --set "training.max_steps=$((${step:-0} + 2))" \
   --set training.log_every=1
 
-# A time budget (--max-minutes, training.max_minutes): with a decaying schedule the run measures its
-# pace, fixes the updates that fit and ends at the last of them, annealed; with inverse_sqrt the
-# budget only stops it.
-expect budget-linear 0 "updates fit the 0.05-minute budget at [0-9]* target tokens/s" -- \
-  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.05 --set training.lr_decay=linear \
-  --set training.max_steps=0 --set training.log_every=1
-fixed=$(sed -n 's/.*train: \([0-9]*\) updates fit the.*/\1/p' "$tmp/budget/train.log" | head -n 1)
-check budget-annealed grep -q "\"lr\":0.0,.*\"step\":${fixed:-X}," <(grep '"lr"' "$tmp/budget/metrics.jsonl" | tail -n 1)
-expect budget-finished 0 "already finished at step ${fixed:-X}" -- \
-  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.05 --set training.lr_decay=linear \
-  --set training.max_steps=0 --set training.log_every=1
+# A time budget (--max-minutes, training.max_minutes) with a decaying schedule: the run ends at the
+# count it fixes or at training.max_steps, whichever is smaller, annealed to zero there (here, at
+# this machine's speed, usually max_steps: 60 updates before the calibration's window closes; the
+# count itself is tested with simulated paces in tests/train/test_budget.cpp). With inverse_sqrt the
+# budget only stops the run.
+"$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.5 --set training.lr_decay=linear \
+  --set training.max_steps=60 --set training.log_every=1 >"$tmp/budget.log" 2>&1
+check budget-linear-exit-0 test $? -eq 0
+last=$(grep '"lr"' "$tmp/budget/metrics.jsonl" | tail -n 1)
+ended=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' <<<"$last")
+check budget-annealed grep -q '"lr":0.0,' <<<"$last"
+check budget-ends-by-60 test "${ended:-99}" -le 60
+expect budget-finished 0 "already finished at step ${ended:-X}" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget" --max-minutes 0.5 --set training.lr_decay=linear \
+  --set training.max_steps=60 --set training.log_every=1
 expect budget-inverse-sqrt 0 "the time budget, training.max_minutes, is spent" -- \
   "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/budget-isqrt" --max-minutes 0.02 --set training.max_steps=0
 expect budget-negative 2 "max-minutes" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/x" --max-minutes -1

@@ -97,7 +97,7 @@ TEST_CASE("budget: the updates that fit, with validations, checkpoints and a cap
 
 TEST_CASE("budget: the schedule anneals to the fixed count", "[train][budget]") {
   const auto lr = [](std::int64_t step, std::int64_t total, std::int64_t fixed_at, const char* decay = "linear") {
-    return budget_learning_rate(step, 32, 100, 0.0, 0.3, decay, total, fixed_at);
+    return budget_learning_rate(step, 32, 100, 0.0, 0.3, decay, total, fixed_at, 0);
   };
   const double peak = noam_learning_rate(100, 32, 100, 0.3);
   for (const char* decay : {"linear", "cosine"}) {
@@ -120,6 +120,16 @@ TEST_CASE("budget: the schedule anneals to the fixed count", "[train][budget]") 
     CHECK(lr(58, 58, 7, decay) == 0.0);
   }
   CHECK(lr(32, 57, 7) == Approx(noam_learning_rate(7, 32, 100, 0.3) * 0.5));
+  // With max_steps (500): before the count is fixed, the max_steps schedule (a run that reaches
+  // max_steps first anneals to zero there); fixed after the warmup, down from where it was.
+  for (const std::int64_t step : {1, 50, 100, 101, 300, 499, 500}) {
+    CHECK(budget_learning_rate(step, 32, 100, 0.0, 0.3, "linear", 0, 0, 500) ==
+          learning_rate(step, 32, 100, 0.0, 0.3, "linear", 500));
+  }
+  const double at_fix = learning_rate(250, 32, 100, 0.0, 0.3, "linear", 500);
+  CHECK(budget_learning_rate(250, 32, 100, 0.0, 0.3, "linear", 400, 250, 500) == at_fix);
+  CHECK(budget_learning_rate(325, 32, 100, 0.0, 0.3, "linear", 400, 250, 500) == Approx(at_fix * 0.5));
+  CHECK(budget_learning_rate(400, 32, 100, 0.0, 0.3, "linear", 400, 250, 500) == 0.0);
 }
 
 TEST_CASE("budget: a run fixes its count by its pace, and is the run of that many updates", "[train][budget]") {
