@@ -32,7 +32,7 @@ for setting in ${DEMO_SET:-}; do train_args+=(--set "$setting"); done
 [[ ${DEMO_FRESH:-0} == 1 ]] && train_args+=(--overwrite)
 echo
 echo "== dragoman train ${train_args[*]}"
-# The budget is train's own (training.max_minutes): after 1-5 % of it the run knows its pace, fixes
+# The budget is train's own (training.max_minutes): after 1-8 % of it the run knows its pace, fixes
 # the number of updates that fits and decays the learning rate to zero at the last one, so a slow
 # machine makes fewer updates but still ends annealed. Building the vocabulary and encoding the
 # corpus come before the budget's clock starts. timeout is only a safety net (SIGINT: train saves
@@ -53,7 +53,7 @@ echo "(train took $((SECONDS - start)) s)"
 awk '/"budget_updates"/ {
     gsub(/[{}"]/, ""); n = split($0, kv, ","); delete v
     for (i = 1; i <= n; i++) { split(kv[i], p, ":"); v[p[1]] = p[2] }
-    printf "\nThis machine trained at %.0f target tokens/s (measured over 1-5 %% of the budget): %d updates\n", v["calibration_tgt_tokens_per_s"], v["budget_updates"]
+    printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", v["calibration_tgt_tokens_per_s"], v["budget_updates"]
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides), and the\n", v["budget_minutes"], v["calibration_update_seconds"]
     printf "learning rate decays to zero at the last of them. What the README measured: about 7,000 updates\n"
     printf "at 15,000 tokens/s (test BLEU 18.6), 5,630 at 10,000 (17.3), 3,100 at 5,400 (13.2): a slower\n"
