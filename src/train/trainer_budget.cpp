@@ -23,6 +23,7 @@ void Trainer::start_budget() {
   const TrainingConfig& t = config_.training;
   loop_start_ = Clock::now();
   start_elapsed_ = state_.elapsed_seconds;
+  loop_started_ = true;
   budget_seconds_ = t.max_minutes * 60.0;
   budget_fixes_count_ = t.lr_decay != "inverse_sqrt" && (t.max_minutes > 0 || state_.budget_updates > 0);
   if (state_.budget_updates > 0) {
@@ -44,12 +45,12 @@ void Trainer::start_budget() {
 }
 
 // The budget's clock: the run's training time so far (all restarts, validations and checkpoints
-// included), or the simulated one of the tests.
+// included; before the loop starts, what the state recorded), or the simulated one of the tests.
 double Trainer::budget_clock() const {
   if (options_.simulated_update_seconds > 0) {
     return static_cast<double>(state_.step) * options_.simulated_update_seconds;
   }
-  return start_elapsed_ + seconds_since(loop_start_);
+  return loop_started_ ? start_elapsed_ + seconds_since(loop_start_) : state_.elapsed_seconds;
 }
 
 bool Trainer::budget_spent() const { return budget_seconds_ > 0 && budget_clock() >= budget_seconds_; }

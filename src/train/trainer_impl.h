@@ -129,6 +129,7 @@ class Trainer {
   // The loop's start in this process, and the training time before it (TrainState::elapsed_seconds).
   Clock::time_point loop_start_ = Clock::now();
   double start_elapsed_ = 0;
+  bool loop_started_ = false;
   // The time budget: in seconds (0: none); whether it fixes the number of updates (a decaying
   // schedule, or a count fixed before); the calibration window's start (step -1: not open), and the
   // updates this process has made.

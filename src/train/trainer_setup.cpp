@@ -340,9 +340,7 @@ std::string Trainer::finished_reason() const {
   if (state_.budget_updates > 0 && state_.step >= state_.budget_updates) {
     return "the " + std::to_string(state_.budget_updates) + " updates that fit its time budget";
   }
-  if (t.max_minutes > 0 && (options_.simulated_update_seconds > 0
-                                ? static_cast<double>(state_.step) * options_.simulated_update_seconds
-                                : state_.elapsed_seconds) >= t.max_minutes * 60) {
+  if (t.max_minutes > 0 && budget_clock() >= t.max_minutes * 60) {
     return "training.max_minutes " + fmt::format("{:g}", t.max_minutes) + ": the time budget is spent";
   }
   if (has_valid_ && t.patience > 0 && state_.bad_validations >= t.patience) {
