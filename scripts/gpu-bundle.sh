@@ -47,6 +47,14 @@ if [[ -f $bench_data/train.en.xz ]]; then
 else
   echo "gpu-bundle: $bench_data not found: no data for scripts/bench-translate-gpu.sh"
 fi
+# The PyTorch reference of the training step (scripts/gpu-first-run.sh's 4-torch-ref): ../shared is
+# not on the GPU machine.
+torch_reference=${TORCH_REFERENCE:-../shared/bench/torch_reference.py}
+if [[ -f $torch_reference ]]; then
+  cp "$torch_reference" .gpu/
+else
+  echo "gpu-bundle: $torch_reference not found: the first run's 4-torch-ref step will fail"
+fi
 # The libraries travel compressed (ICU's data and OpenBLAS alone are 65 MB; a device session
 # carries at most 64 MiB): .gpu/lib.tar.xz, unpacked into .gpu/lib/ by scripts/gpu-check.sh (or
 # `tar -xJf .gpu/lib.tar.xz -C .gpu`) on the GPU machine.

@@ -313,7 +313,7 @@ void check_options(const TranslateCliOptions& o) {
     const int visible = cuda::device_count();
     if (device.index >= visible) {
       throw Error("translate: --device " + o.device + ": no such CUDA device (" + std::to_string(visible) + " visible" +
-                  (visible == 0 ? ": no driver or no GPU" : "") + ")");
+                  (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
     }
   }
   if (o.nbest > o.beam) {

@@ -134,6 +134,19 @@ class MpiCommunicator : public Communicator {
   void abort(const std::string& why) noexcept override { mpi::abort(why); }
 };
 
+// One GPU in one process: its gradient already is the sum, so nothing is exchanged, and no NCCL
+// communicator is bootstrapped (a run on one GPU does not depend on sockets inside the machine).
+class SingleGpuCommunicator : public Communicator {
+ public:
+  SingleGpuCommunicator() : Communicator(1, ProcessGroup{}) {}
+  void all_reduce_sum(std::vector<Tensor> buffers) override {
+    if (buffers.size() != 1 || buffers[0].device().is_cpu()) {
+      throw Error("communicator: expected the one GPU's buffer, got " + std::to_string(buffers.size()) + " buffers");
+    }
+  }
+  std::vector<double> all_reduce_host(std::vector<double> values, ReduceOp) override { return values; }
+};
+
 // GPU workers: NCCL between the GPUs (of all processes); MPI for the host values and the bootstrap.
 class NcclCommunicator : public Communicator {
  public:
@@ -216,6 +229,9 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& local
                                                 const ProcessGroup& processes) {
   if (local_devices.empty()) throw Error("communicator: no devices");
   if (processes.size > 1) mpi::initialize(processes.rank, processes.size);  // an Error without MPI
+  if (!local_devices[0].is_cpu() && local_devices.size() == 1 && processes.size == 1) {
+    return std::make_unique<SingleGpuCommunicator>();
+  }
   if (!local_devices[0].is_cpu()) return std::make_unique<NcclCommunicator>(local_devices, processes);
   if (processes.size > 1) return std::make_unique<MpiCommunicator>(static_cast<int>(local_devices.size()), processes);
   return std::make_unique<LocalCommunicator>(static_cast<int>(local_devices.size()));

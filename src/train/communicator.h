@@ -4,12 +4,13 @@
 // first_rank() + local_size() - 1. Every process runs the same devices list, so the world is
 // processes x local devices, and process p's worker i has rank p * local_size() + i.
 //
-// Three implementations, chosen by make_communicator():
+// Four implementations, chosen by make_communicator():
 //   local: CPU workers in one process (--devices cpu:4); sums in rank order, so the result does
 //          not depend on anything but the inputs (deterministic, like the CPU kernels);
 //   MPI:   CPU workers across processes launched by mpirun/srun (OpenMPI), MPI_Allreduce over the
 //          process sums (each process first sums its own workers in rank order);
-//   NCCL:  GPU workers, one communicator per GPU, across processes bootstrapped over MPI.
+//   NCCL:  GPU workers, one communicator per GPU, across processes bootstrapped over MPI;
+//   one GPU: a single GPU in a single process exchanges nothing (no NCCL bootstrap).
 // Collectives are called by the one thread of each process that drives the loop (never by
 // several threads at once).
 #pragma once

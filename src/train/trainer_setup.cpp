@@ -131,7 +131,7 @@ void Trainer::check_inputs() {
     }
     if (d.index >= visible) {
       throw Error("training.devices " + d.str() + ": no such CUDA device (" + std::to_string(visible) + " visible" +
-                  (visible == 0 ? ": no driver or no GPU" : "") + ")");
+                  (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
     }
   }
   processes_ = ProcessGroup::from_environment();

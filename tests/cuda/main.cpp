@@ -9,7 +9,7 @@
 
 int main(int argc, char** argv) {
   if (dragoman::cuda::device_count() == 0) {
-    std::printf("no CUDA device: skipping the cuda tests\n");
+    std::printf("no CUDA device (%s): skipping the cuda tests\n", dragoman::cuda::no_device_reason().c_str());
     return 77;
   }
   return Catch::Session().run(argc, argv);

@@ -39,6 +39,9 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t n) : n_(n) {
     DRAGOMAN_CUDA_CHECK(cudaMalloc(&data_, (n_ + kSentinel) * sizeof(T)));
     DRAGOMAN_CUDA_CHECK(cudaMemset(data_, 0x5A, (n_ + kSentinel) * sizeof(T)));
+    // cudaMemset and a pageable cudaMemcpy run on the legacy default stream, which the context's
+    // non-blocking stream does not wait for: finish them before a kernel under test is launched.
+    DRAGOMAN_CUDA_CHECK(cudaDeviceSynchronize());
   }
   explicit DeviceBuffer(const std::vector<T>& values) : DeviceBuffer(values.size()) { upload(values); }
   ~DeviceBuffer() { cudaFree(data_); }
@@ -49,6 +52,7 @@ class DeviceBuffer {
   void upload(const std::vector<T>& values) {
     REQUIRE(values.size() == n_);
     DRAGOMAN_CUDA_CHECK(cudaMemcpy(data_, values.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    DRAGOMAN_CUDA_CHECK(cudaDeviceSynchronize());
   }
   // The data part, after the context stream's work.
   std::vector<T> download() const {

@@ -1,9 +1,12 @@
 // Translating on a GPU (issue #15) against the CPU, on a model trained here (the reversal task):
-// greedy translations identical in f32, beam 4 n-best lists identical with scores within 1e-4, and
+// greedy translations identical in f32 (but for rare near-ties), beam 4 n-best lists the same with
+// scores within 1e-4 (near-ties may swap), and
 // bf16/fp16 translations scored against the f32 ones (BLEU >= 95).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -46,25 +49,47 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
     return Translator(model, vocabulary, o).translate(sources);
   };
   const Device gpu = Device::cuda(0);
-  // Greedy: the same tokens.
+  // Greedy: the same tokens. The GPU's log-probabilities differ from the CPU's in the last bits
+  // (other summation orders), so a near-tie between two tokens may go the other way: at most one
+  // line in 50 may differ.
   const std::vector<Translation> cpu_greedy = run(Device::cpu(), DType::kF32, 1, 1);
   const std::vector<Translation> gpu_greedy = run(gpu, DType::kF32, 1, 1);
   REQUIRE(gpu_greedy.size() == cpu_greedy.size());
+  std::size_t greedy_differ = 0;
   for (std::size_t i = 0; i < cpu_greedy.size(); ++i) {
-    INFO("line " << i);
-    CHECK(gpu_greedy[i].nbest.front().tokens == cpu_greedy[i].nbest.front().tokens);
-  }
-  // Beam 4, 4-best: the same hypotheses in the same order, scores within 1e-4.
-  const std::vector<Translation> cpu_beam = run(Device::cpu(), DType::kF32, 4, 4);
-  const std::vector<Translation> gpu_beam = run(gpu, DType::kF32, 4, 4);
-  for (std::size_t i = 0; i < cpu_beam.size(); ++i) {
-    INFO("line " << i);
-    REQUIRE(gpu_beam[i].nbest.size() == cpu_beam[i].nbest.size());
-    for (std::size_t j = 0; j < cpu_beam[i].nbest.size(); ++j) {
-      CHECK(gpu_beam[i].nbest[j].tokens == cpu_beam[i].nbest[j].tokens);
-      CHECK(gpu_beam[i].nbest[j].score == Approx(cpu_beam[i].nbest[j].score).margin(1e-4));
+    if (gpu_greedy[i].nbest.front().tokens != cpu_greedy[i].nbest.front().tokens) {
+      std::printf("greedy line %zu differs: GPU '%s', CPU '%s'\n", i, gpu_greedy[i].nbest.front().text.c_str(),
+                  cpu_greedy[i].nbest.front().text.c_str());
+      ++greedy_differ;
     }
   }
+  CHECK(greedy_differ * 50 <= cpu_greedy.size());
+  // Beam 4, 4-best: the j-th scores within 1e-4, and each CPU hypothesis in the GPU's list with its
+  // score (in any order among near-ties), unless it sits at the cut: within 1e-4 of the GPU's last,
+  // where a near-tie with a fifth hypothesis may have taken its place.
+  constexpr double kScoreTolerance = 1e-4;
+  const std::vector<Translation> cpu_beam = run(Device::cpu(), DType::kF32, 4, 4);
+  const std::vector<Translation> gpu_beam = run(gpu, DType::kF32, 4, 4);
+  std::size_t reordered = 0;
+  for (std::size_t i = 0; i < cpu_beam.size(); ++i) {
+    INFO("line " << i);
+    const auto& cpu_list = cpu_beam[i].nbest;
+    const auto& gpu_list = gpu_beam[i].nbest;
+    REQUIRE(gpu_list.size() == cpu_list.size());
+    for (std::size_t j = 0; j < cpu_list.size(); ++j) {
+      INFO("hypothesis " << j << ": " << cpu_list[j].text);
+      CHECK(gpu_list[j].score == Approx(cpu_list[j].score).margin(kScoreTolerance));
+      reordered += gpu_list[j].tokens != cpu_list[j].tokens;
+      const auto same = std::find_if(gpu_list.begin(), gpu_list.end(),
+                                     [&](const auto& h) { return h.tokens == cpu_list[j].tokens; });
+      if (same != gpu_list.end()) {
+        CHECK(same->score == Approx(cpu_list[j].score).margin(kScoreTolerance));
+      } else {
+        CHECK(cpu_list[j].score == Approx(gpu_list.back().score).margin(kScoreTolerance));
+      }
+    }
+  }
+  std::printf("beam 4: %zu of the CPU's hypotheses at another rank on the GPU (near-ties)\n", reordered);
   // bf16 and fp16 on the GPU, scored against the f32 translations.
   eval::Corpus corpus;
   corpus.refs.emplace_back();

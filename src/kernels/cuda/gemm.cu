@@ -101,6 +101,18 @@ std::uint32_t alignment(const void* p) {
   return align;
 }
 
+// The alignment every matrix of a (strided-batched) operand has: the base pointer's, no more than
+// the leading dimension's and the batch stride's in bytes (stride 0: one matrix).
+std::uint32_t operand_alignment(const void* p, cudaDataType_t type, std::int64_t ld, std::int64_t stride) {
+  const std::uint64_t element = type == CUDA_R_32F ? 4 : 2;
+  std::uint32_t align = alignment(p);
+  for (const std::uint64_t bytes : {static_cast<std::uint64_t>(ld) * element, static_cast<std::uint64_t>(stride) * element}) {
+    if (bytes == 0) continue;
+    while (align > 1 && bytes % align != 0) align /= 2;
+  }
+  return align;
+}
+
 // What decides the heuristic's choice: device, transposes, epilogue, dtypes, shape, leading
 // dimensions, batch strides and count, and the alignments of A, B and C.
 using PlanKey = std::array<std::int64_t, 19>;
@@ -194,7 +206,12 @@ bool matmul(const Problem& p, int device, bool may_fail) {
   make_layout(second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
   make_layout(out, p.c_type, p.n, p.m, p.ldc, p.batch, p.stride_c);
 
-  const std::uint32_t align_a = alignment(p.a), align_b = alignment(p.b), align_c = alignment(p.c);
+  // Every batch's matrix (base + i * stride elements) must meet the alignment promised to cuBLASLt,
+  // and so must every row: take the base pointer's, capped by the stride's and the leading
+  // dimension's in bytes.
+  const std::uint32_t align_a = operand_alignment(p.a, p.ab_type, p.lda, p.batch > 1 ? p.stride_a : 0);
+  const std::uint32_t align_b = operand_alignment(p.b, p.ab_type, p.ldb, p.batch > 1 ? p.stride_b : 0);
+  const std::uint32_t align_c = operand_alignment(p.c, p.c_type, p.ldc, p.batch > 1 ? p.stride_c : 0);
   const PlanKey key = {
       device, p.trans_a, p.trans_b,  epilogue,          p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
       p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
@@ -233,9 +250,17 @@ bool matmul(const Problem& p, int device, bool may_fail) {
     if (may_fail) return false;
     throw Error("cuda::gemm: cuBLASLt found no algorithm for " + describe(p) + " on cuda:" + std::to_string(device));
   }
-  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmul(ctx.blaslt, desc.desc, p.alpha, p.b, first.layout, p.a, second.layout, p.beta,
-                                       p.c, out.layout, p.c, out.layout, &plan.algo, ctx.blaslt_workspace,
-                                       ctx.blaslt_workspace_bytes, ctx.stream));
+  const cublasStatus_t status =
+      cublasLtMatmul(ctx.blaslt, desc.desc, p.alpha, p.b, first.layout, p.a, second.layout, p.beta, p.c, out.layout,
+                     p.c, out.layout, &plan.algo, ctx.blaslt_workspace, ctx.blaslt_workspace_bytes, ctx.stream);
+  // An epilogue refused when the product runs is treated like one the heuristic refused: the plan
+  // remembers it, and the caller falls back (nothing was written).
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED && may_fail) {
+    const std::lock_guard<std::mutex> lock(g_plans_mutex);
+    g_plans[key].found = false;
+    return false;
+  }
+  DRAGOMAN_CUBLAS_CHECK(status);
   return true;
 }
 

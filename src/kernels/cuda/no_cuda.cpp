@@ -59,6 +59,7 @@ void top_k_rows(const float*, std::int64_t, std::int64_t, std::int64_t, std::int
 
 // runtime_info.h
 int device_count() { return 0; }
+std::string no_device_reason() { return "a build without CUDA"; }
 std::string runtime_info() { return "CUDA: no (CPU-only build)\n"; }
 std::string cublas_version() { no_cuda("cublas_version"); }
 

@@ -23,6 +23,16 @@ int device_count() {
   return count;
 }
 
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+  }
+  return count > 0 ? std::string() : std::string("no CUDA device");
+}
+
 std::string runtime_info() {
   int runtime = 0;
   int driver = 0;

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The first run on a GPU machine, in one command of about 9 minutes: the most important facts
+# first, each step time-capped, the whole under a global deadline, and each step's log written
+# flat into the results folder the moment the step ends (at most 8 files: seven logs and
+# summary.md, one line per step, rewritten after every step). Work files go under /tmp.
+#
+# Run it on the GPU machine from the repository root, with the bundle of scripts/gpu-bundle.sh in
+# .gpu/ (binaries, libraries, the translation benchmark's data and torch_reference.py):
+#   scripts/gpu-first-run.sh                     # REPORT_DIR=${OUT:-gpu-first-run}
+#   GPU_DEADLINE=540 scripts/gpu-first-run.sh    # seconds for the whole (default 540)
+#   MODE=sanitize scripts/gpu-first-run.sh       # compute-sanitizer on op-level test tags only
+#   GPU_BUNDLE=dir                               # another bundle folder (the dry run's)
+#
+# Steps (MODE=first, the default), in order:
+#   0-env          nvidia-smi, the libraries each binary resolves (ldd: "not found" lines), where
+#                  NCCL and cuBLASLt were found, dragoman --version (loads cuBLASLt)
+#   1-ops-tests    dragoman_cuda_tests without [train] and [translate]: every kernel and op
+#                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
+#   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
+#   3-model-bench  model_bench on the GPU: the base and big training step in bf16
+#   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
+#   5-train-tests  dragoman_cuda_tests [train],[translate]
+#   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4, beside MarianMT
+# MODE=sanitize: 0-env, then memcheck, racecheck and synccheck over the op-level tags.
+# A step that would start with less than 20 s of the deadline left is not run (the summary says
+# so); a running step is stopped at its cap or at the deadline, whichever comes first.
+# Exit status: 0 when every step ran and passed, 1 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+mode=${MODE:-first}
+bundle=${GPU_BUNDLE:-.gpu}
+report_dir=${REPORT_DIR:-${OUT:-gpu-first-run}}
+work=${GPU_WORK:-/tmp/gpu-first-run}
+deadline=${GPU_DEADLINE:-540}
+started=$(date +%s)
+mkdir -p "$report_dir" "$work"
+summary=$report_dir/summary.md
+case $mode in first | sanitize) ;; *) echo "gpu-first-run: MODE is first or sanitize, not '$mode'" >&2; exit 2 ;; esac
+[[ -x $bundle/dragoman && -x $bundle/dragoman_cuda_tests ]] ||
+  { echo "gpu-first-run: no bundle in $bundle/: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
+if [[ ! -d $bundle/lib && -f $bundle/lib.tar.xz ]]; then
+  tar -xJf "$bundle/lib.tar.xz" -C "$bundle" || { echo "gpu-first-run: cannot unpack $bundle/lib.tar.xz" >&2; exit 2; }
+fi
+
+# NCCL (linked) and cuBLASLt (opened at the first product) wherever the machine has them: the CUDA
+# toolkit, the system's libraries, a Python environment's nvidia/*/lib (site- or dist-packages).
+library_dirs() {
+  find /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /usr/local/lib /opt \
+    -name "$1" -printf '%h\n' 2>/dev/null | sort -u | paste -sd:
+}
+nccl_dirs=$(library_dirs 'libnccl.so.2*')
+cublas_dirs=$(library_dirs 'libcublasLt.so.*')
+export LD_LIBRARY_PATH=$PWD/$bundle/lib${cublas_dirs:+:$cublas_dirs}${nccl_dirs:+:$nccl_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# A single GPU needs no NCCL (train/communicator.cpp); for several, sockets stay inside the machine.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+
+failed=0
+{
+  echo "# GPU first run ($mode)"
+  echo
+  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ), deadline ${deadline} s"
+  echo
+  echo "| step | result | seconds | cap |"
+  echo "|---|---|---|---|"
+} >"$summary"
+
+# step NAME CAP COMMAND...: runs COMMAND for at most CAP seconds (less if the deadline is nearer),
+# its output in REPORT_DIR/NAME.log, and appends one line to the summary.
+step() {
+  local name=$1 cap=$2 left rc start seconds result
+  shift 2
+  left=$((deadline - ($(date +%s) - started)))
+  if ((left < 20)); then
+    echo "== $name: not run (${left} s of the deadline left)"
+    echo "| $name | not run: deadline | 0 | $cap |" >>"$summary"
+    failed=1
+    return
+  fi
+  ((cap > left)) && cap=$left
+  echo "== $name (at most $cap s): $*"
+  start=$(date +%s.%N)
+  { echo "\$ $*"; echo; } >"$report_dir/$name.log"
+  # (through bash -c: the functions below are exported, and timeout runs programs, not functions)
+  timeout -k 5 "$cap" bash -c '"$@"' "$name" "$@" >>"$report_dir/$name.log" 2>&1
+  rc=$?
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  echo "(exit $rc after $seconds s)" >>"$report_dir/$name.log"
+  tail -n 4 "$report_dir/$name.log"
+  case $rc in
+    0) result=passed ;;
+    124 | 137) result="STOPPED at $cap s" ;;
+    *) result="FAILED ($rc)" ;;
+  esac
+  ((rc != 0)) && failed=1
+  echo "| $name | $result | $seconds | $cap |" >>"$summary"
+}
+
+environment() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap,clocks.max.sm --format=csv || true
+  echo
+  echo "NCCL found in: ${nccl_dirs:-nowhere}"
+  echo "cuBLASLt found in: ${cublas_dirs:-nowhere}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo
+  for binary in "$bundle"/dragoman "$bundle"/dragoman_cuda_tests "$bundle"/model_bench; do
+    [[ -x $binary ]] || continue
+    echo "ldd $binary (CUDA libraries and anything not found):"
+    ldd "$binary" | grep -E 'not found|nccl|cudart|cublas' || true
+  done
+  echo
+  command -v compute-sanitizer >/dev/null && compute-sanitizer --version | tail -n 1
+  python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' ||
+    true
+  python3 -c 'import transformers; print("transformers", transformers.__version__)' || true
+  echo
+  "$bundle"/dragoman --version
+}
+
+torch_reference() {
+  local model
+  for model in base big; do
+    echo "## $model, bf16: 4,000 sentences of 32 tokens (model_bench's workload), 20 steps after 5"
+    python3 "$bundle/torch_reference.py" --model "$model" --dtype bf16 --steps 20 --warmup 5 --sentences 4000 \
+      --len-min 32 --len-max 32 || return
+  done
+}
+
+translate_bench() {
+  [[ -f $bundle/bench/vocab.model ]] || { echo "no $bundle/bench/ (gpu-bundle.sh found no bench corpus)"; return 2; }
+  DRAGOMAN=$bundle/dragoman BENCH_DATA=$bundle/bench MODELS=base PRECISIONS="fp32 bf16" BEAMS=4 SINGLE_LINES=10 \
+    KEEP=$work/translate bash scripts/bench-translate-gpu.sh
+}
+
+export -f environment torch_reference translate_bench
+export bundle work nccl_dirs cublas_dirs
+step 0-env 60 environment
+if [[ $mode == first ]]; then
+  export PYTHONUNBUFFERED=1
+  step 1-ops-tests 150 "$bundle"/dragoman_cuda_tests '~[train]~[translate]' --durations yes
+  step 2-train-cli 150 bash scripts/gpu-train-check.sh "$bundle"/dragoman "$work/train-cli"
+  step 3-model-bench 100 "$bundle"/model_bench --device cuda:0 --models base,big --precision bf16 --tokens 16384 \
+    --length 32 --threads 1 --steps 5
+  step 4-torch-ref 120 torch_reference
+  step 5-train-tests 180 "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes
+  step 6-translate 300 translate_bench
+else
+  ops='[cast],[random],[gemm],[gather],[top_k],[linear],[cross_entropy],[elementwise],[layer_norm],[attention],[embedding],[adam]'
+  shared_memory='[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'
+  step 1-memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$ops"
+  step 2-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
+    "$shared_memory"
+  step 3-synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
+    "$shared_memory"
+fi
+echo
+echo "total $(($(date +%s) - started)) s of the ${deadline}-s deadline" >>"$summary"
+cat "$summary"
+exit "$failed"
