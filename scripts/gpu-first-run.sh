@@ -10,6 +10,7 @@
 #   GPU_DEADLINE=540 scripts/gpu-first-run.sh    # seconds for the whole (default 540)
 #   MODE=sanitize scripts/gpu-first-run.sh       # compute-sanitizer on op-level test tags only
 #   GPU_BUNDLE=dir                               # another bundle folder (the dry run's)
+#   GPU_STEPS="1-ops-tests 5-train-tests"        # only these steps (0-env always runs)
 #
 # Steps (MODE=first, the default), in order:
 #   0-env          nvidia-smi, the libraries each binary resolves (ldd: "not found" lines), where
@@ -70,6 +71,11 @@ failed=0
 step() {
   local name=$1 cap=$2 left rc start seconds result
   shift 2
+  if [[ -n ${GPU_STEPS:-} && $name != 0-env && " $GPU_STEPS " != *" $name "* ]]; then
+    echo "== $name: not run (GPU_STEPS)"
+    echo "| $name | not run: GPU_STEPS | 0 | $cap |" >>"$summary"
+    return
+  fi
   left=$((deadline - ($(date +%s) - started)))
   if ((left < 20)); then
     echo "== $name: not run (${left} s of the deadline left)"
@@ -147,10 +153,10 @@ if [[ $mode == first ]]; then
 else
   ops='[cast],[random],[gemm],[gather],[top_k],[linear],[cross_entropy],[elementwise],[layer_norm],[attention],[embedding],[adam]'
   shared_memory='[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'
-  step 1-memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$ops"
-  step 2-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
+  step 1-memcheck 130 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$ops"
+  step 2-racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
-  step 3-synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
+  step 3-synccheck 50 compute-sanitizer --tool synccheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
 fi
 echo

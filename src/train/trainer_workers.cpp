@@ -134,7 +134,8 @@ std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64
         if (overlap) ready = [&, w](const GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
         accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens, ready);
       } catch (const OutOfMemory& e) {
-        fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) + " (worker " + std::to_string(rank) + ")");
+        fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) +
+                                  (comm_->world_size() > 1 ? " (worker " + std::to_string(rank) + ")" : ""));
       } catch (const Error& e) {
         if (comm_->world_size() == 1) throw;
         throw Error(fmt::format("train: worker {} of {} ({}) failed at update {}: {}", rank, comm_->world_size(),

@@ -131,6 +131,17 @@ double unit_roundoff() {
   return 0x1p-8;  // bf16
 }
 
+// The spacing of T's subnormals (f16: 2^-24, about 6e-8): below the smallest normal number a
+// rounding's error is absolute, up to half of it, so "within one rounding" needs this floor too
+// (an f16 attention gradient of 2.7e-5 rounded the other way on an H200 was one spacing off).
+template <typename T>
+double subnormal_spacing() {
+  if constexpr (std::is_same_v<T, double>) return 0x1p-1074;
+  if constexpr (std::is_same_v<T, float>) return 0x1p-149;
+  if constexpr (std::is_same_v<T, f16>) return 0x1p-24;
+  return 0x1p-133;  // bf16
+}
+
 // The relative error allowed for a sum of up to 32000 terms in acc_t<T> when the CPU adds them in
 // index order and the GPU in another fixed order: both errors are bounded by (terms) * u times the
 // sum of magnitudes, and random-sign terms stay far below that; 1e-5 (float) or 1e-13 (double)

@@ -140,7 +140,12 @@ TEST_CASE("20 training updates on a GPU follow the CPU's (f32, Adam)", "[cuda][m
     }
     CHECK(losses[1] == Approx(losses[0]).epsilon(1e-4));
   }
-  CHECK(relative_difference(gpu.parameters().values(), cpu.parameters().values()) < 1e-4);
+  // The losses follow each other within 1e-4 at every update; the weights drift further apart,
+  // because Adam's step m / sqrt(v) is about +-lr for any gradient well above adam_eps however
+  // small, so gradients that are rounding noise on both devices (CPU and GPU sum in other orders)
+  // move their weights by lr in random directions: 1.2e-3 relative after 20 updates on an H200.
+  // test_train_cuda.cpp allows 5e-3 for the same reason.
+  CHECK(relative_difference(gpu.parameters().values(), cpu.parameters().values()) < 5e-3);
 }
 
 }  // namespace dragoman

@@ -93,6 +93,12 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   (handle, desc, a_desc, b_desc, c_desc, d_desc, preference, requested, results, returned);
 }
 
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                  cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t bytes,
+                                                  size_t* written) {
+  DRAGOMAN_FORWARD(cublas_lt, cublasLtMatmulAlgoConfigGetAttribute)(algo, attr, buf, bytes, written);
+}
+
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale) {
   DRAGOMAN_FORWARD(cublas_lt, cublasLtMatmulDescCreate)(desc, compute, scale);
 }
