@@ -275,8 +275,13 @@ bool matmul(const Problem& p, int device, bool may_fail) {
       }
       // Split-K partial sums only in the compute type (f32): the in-place and output-type schemes
       // add the parts in C's type, a rounding to bf16/f16 per part (3 bf16 ulps off on an H200 for
-      // 513 x 255 x 31 products), where the CPU's twin rounds once.
-      const std::uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      // 513 x 255 x 31 products), where the CPU's twin rounds once. With an epilogue and a 16-bit C,
+      // no split-K at all: its reduction rounds A B to C's type before it adds the bias (on an
+      // H200, 33 x 31 x 32 bf16 products with a bias were off by half an ulp of A B, not of the
+      // sum); without a split-K algorithm the heuristic says NOT_SUPPORTED and linear falls back.
+      const bool sixteen_bit_epilogue = epilogue != CUBLASLT_EPILOGUE_DEFAULT && p.c_type != CUDA_R_32F;
+      const std::uint32_t reduction =
+          sixteen_bit_epilogue ? CUBLASLT_REDUCTION_SCHEME_NONE : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
       DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                                                  &reduction, sizeof reduction));
       cublasLtMatmulHeuristicResult_t result{};
