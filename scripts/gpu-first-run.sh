@@ -9,6 +9,7 @@
 #   scripts/gpu-first-run.sh                     # REPORT_DIR=${OUT:-gpu-first-run}
 #   GPU_DEADLINE=540 scripts/gpu-first-run.sh    # seconds for the whole (default 540)
 #   MODE=sanitize scripts/gpu-first-run.sh       # compute-sanitizer on op-level test tags only
+#   MODE=profile scripts/gpu-first-run.sh        # the GPU time of every kernel of a training step (ncu)
 #   GPU_BUNDLE=dir                               # another bundle folder (the dry run's)
 #   GPU_STEPS="1-ops-tests 5-train-tests"        # only these steps (0-env always runs)
 #
@@ -23,6 +24,8 @@
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
 #   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4, beside MarianMT
 # MODE=sanitize: 0-env, then memcheck, racecheck and synccheck over the op-level tags.
+# MODE=profile: 0-env, then Nsight Compute's per-kernel summary (GPU time of each launch, kernels
+# replayed one by one) of model_bench's base bf16 training step (a warm-up step and one measured).
 # A step that would start with less than 20 s of the deadline left is not run (the summary says
 # so); a running step is stopped at its cap or at the deadline, whichever comes first.
 # Exit status: 0 when every step ran and passed, 1 otherwise.
@@ -37,7 +40,7 @@ deadline=${GPU_DEADLINE:-540}
 started=$(date +%s)
 mkdir -p "$report_dir" "$work"
 summary=$report_dir/summary.md
-case $mode in first | sanitize) ;; *) echo "gpu-first-run: MODE is first or sanitize, not '$mode'" >&2; exit 2 ;; esac
+case $mode in first | sanitize | profile) ;; *) echo "gpu-first-run: MODE is first, sanitize or profile, not '$mode'" >&2; exit 2 ;; esac
 [[ -x $bundle/dragoman && -x $bundle/dragoman_cuda_tests ]] ||
   { echo "gpu-first-run: no bundle in $bundle/: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
 if [[ ! -d $bundle/lib && -f $bundle/lib.tar.xz ]]; then
@@ -140,8 +143,19 @@ translate_bench() {
 
 export -f environment torch_reference translate_bench
 export bundle work nccl_dirs cublas_dirs
+kernel_times() {
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  [[ -n $ncu ]] || { echo "no ncu (Nsight Compute) on this machine"; return 2; }
+  "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel "$bundle"/model_bench \
+    --device cuda:0 --models "$1" --precision bf16 --tokens 16384 --length 32 --threads 1 --steps 1
+}
+export -f kernel_times
+
 step 0-env 60 environment
-if [[ $mode == first ]]; then
+if [[ $mode == profile ]]; then
+  step 1-kernels-base 240 kernel_times base
+elif [[ $mode == first ]]; then
   export PYTHONUNBUFFERED=1
   step 1-ops-tests 150 "$bundle"/dragoman_cuda_tests '~[train]~[translate]' --durations yes
   step 2-train-cli 150 bash scripts/gpu-train-check.sh "$bundle"/dragoman "$work/train-cli"
