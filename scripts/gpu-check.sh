@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# (A first session on a GPU machine, or any session of about 15 minutes, runs
+# scripts/gpu-first-run.sh instead: the same facts in order of importance under a 9-minute deadline.
+# This script is for longer sessions: every step at its full size.)
 # Every GPU check in one command, for a machine with an NVIDIA GPU and driver but none of our Debian
 # libraries: build the bundle here first (scripts/gpu-bundle.sh -> .gpu/), carry the repository
 # with .gpu/ to the GPU machine, and run this there. It prints the GPU and library versions, runs
@@ -11,7 +14,8 @@
 # (scripts/bench-translate-gpu.sh), and writes one report: REPORT_DIR/gpu-check.md and
 # REPORT_DIR/gpu-check.json. GPU_CHECK_STEPS="cuda-tests train-cli ..." runs only the steps named
 # (the versions step always), so that a session limited to 10 minutes a command can split the check.
-#   REPORT_DIR=${OUT:-gpu-check}  TORCH_REFERENCE=(none)  SANITIZE=1  GPU_CHECK_TIMEOUT=300 (per step)
+#   REPORT_DIR=${OUT:-gpu-check}  TORCH_REFERENCE=(none)  SANITIZE=0  GPU_CHECK_TIMEOUT=300 (per step)
+# (SANITIZE=1: the sanitizers on the op-level tests, after everything else.)
 # Exit status: 0 when every step that ran passed; 1 otherwise (the report says which).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -29,9 +33,9 @@ fi
 
 # The bundle's libraries, the CUDA toolkit's, and NCCL wherever the machine has it (a pip wheel's
 # nvidia/nccl/lib included).
-nccl_dirs=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib \
-  /usr/lib/python3*/dist-packages/nvidia/nccl/lib -maxdepth 1 -name 'libnccl.so*' -printf '%h\n' 2>/dev/null | sort -u |
-  paste -sd:)
+# (a Python environment's site-packages included: /opt, /usr/local).
+nccl_dirs=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu /usr/local/lib /opt -name 'libnccl.so.2*' \
+  -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${nccl_dirs:+:$nccl_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 steps_json=()
@@ -62,16 +66,10 @@ step() {
 : >"$md.steps"
 step versions bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv; .gpu/dragoman --version'
 step cuda-tests .gpu/dragoman_cuda_tests --durations yes
-if [[ ${SANITIZE:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck synccheck; do
-    step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 .gpu/dragoman_cuda_tests
-  done
-else
-  echo "== compute-sanitizer: not run (not installed, or SANITIZE=0)"
-fi
 # `dragoman train --devices cuda:0` from the command line: vocabulary, bf16 training with validation
-# BLEU, a resume on the CPU from the GPU's checkpoint, translate and score-bleu.
-step train-cli bash scripts/gpu-train-check.sh .gpu/dragoman "$report_dir/train-cli"
+# BLEU, a resume on the CPU from the GPU's checkpoint, translate and score-bleu (work files in /tmp:
+# only flat files come back from a GPU machine).
+step train-cli bash scripts/gpu-train-check.sh .gpu/dragoman /tmp/gpu-check-train-cli
 # Dragoman's training step on the GPU (bench/model_bench): base and big, bf16 and fp16, batches of
 # about 16,384 tokens a side (torch_reference.py's budget; sentences of 32 tokens, its mean length).
 step model-bench .gpu/model_bench --device cuda:0 --models base,big --precision bf16,fp16 --tokens 16384 \
@@ -89,6 +87,17 @@ if [[ -f .gpu/bench/vocab.model ]]; then
   step_timeout=${BENCH_TIMEOUT:-540} step translate-bench bash scripts/bench-translate-gpu.sh
 else
   echo "== translate-bench: not run (no .gpu/bench/: scripts/gpu-bundle.sh found no bench corpus)"
+fi
+
+# The sanitizers last, and only on the op-level tests (the training tests under instrumentation
+# would take far longer than a session has).
+if [[ ${SANITIZE:-0} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+  ops='[cast],[random],[gemm],[gather],[top_k],[linear],[cross_entropy],[elementwise],[layer_norm],[attention],[embedding],[adam]'
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 .gpu/dragoman_cuda_tests "$ops"
+  done
+else
+  echo "== compute-sanitizer: not run (SANITIZE=0, or not installed)"
 fi
 
 {

@@ -29,6 +29,7 @@
 # A step that would start with less than 20 s of the deadline left is not run (the summary says
 # so); a running step is stopped at its cap or at the deadline, whichever comes first.
 # Exit status: 0 when every step ran and passed, 1 otherwise.
+# shellcheck disable=SC2317  # the step functions are called through `step` (bash -c)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -145,7 +146,7 @@ export -f environment torch_reference translate_bench
 export bundle work nccl_dirs cublas_dirs
 kernel_times() {
   local ncu
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  ncu=$(command -v ncu || find /opt/nvidia/nsight-compute -maxdepth 2 -name ncu -type f 2>/dev/null | head -n 1)
   [[ -n $ncu ]] || { echo "no ncu (Nsight Compute) on this machine"; return 2; }
   "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel "$bundle"/model_bench \
     --device cuda:0 --models "$1" --precision bf16 --tokens 16384 --length 32 --threads 1 --steps 1

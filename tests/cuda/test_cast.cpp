@@ -58,8 +58,9 @@ void check_cast(const std::vector<From>& in) {
   DRAGOMAN_CUDA_CHECK(cudaMalloc(&d_out, (n + 1) * sizeof(To)));
   DRAGOMAN_CUDA_CHECK(cudaMemcpy(d_in, in.data(), n * sizeof(From), cudaMemcpyHostToDevice));
   DRAGOMAN_CUDA_CHECK(cudaMemset(d_out, 0x5A, (n + 1) * sizeof(To)));  // the sentinel after the output
-  DRAGOMAN_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's copy and memset, before the context stream's cast
-  cuda::cast(d_in, d_out, n, cuda::stream_of(0));                      // the context stream, as the ops will use it
+  DRAGOMAN_CUDA_CHECK(
+      cudaDeviceSynchronize());  // the legacy stream's copy and memset, before the context stream's cast
+  cuda::cast(d_in, d_out, n, cuda::stream_of(0));  // the context stream, as the ops will use it
   cuda::synchronize(0);
   std::vector<unsigned char> got((n + 1) * sizeof(To));
   DRAGOMAN_CUDA_CHECK(cudaMemcpy(got.data(), d_out, got.size(), cudaMemcpyDeviceToHost));

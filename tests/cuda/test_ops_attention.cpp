@@ -150,9 +150,8 @@ void check_case(const Case& c) {
   }
   const double r = test::reorder_tolerance<T>(), u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
   const auto within = [&](const std::vector<T>& ref, const std::vector<double>& mag) {
-    return [&ref, &mag, r, u, floor](std::size_t i) {
-      return 2 * u * std::fabs(as_double(ref[i])) + floor + r * mag[i];
-    };
+    return
+        [&ref, &mag, r, u, floor](std::size_t i) { return 2 * u * std::fabs(as_double(ref[i])) + floor + r * mag[i]; };
   };
 
   // Forward.

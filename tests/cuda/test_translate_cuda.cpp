@@ -80,8 +80,8 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
       INFO("hypothesis " << j << ": " << cpu_list[j].text);
       CHECK(gpu_list[j].score == Approx(cpu_list[j].score).margin(kScoreTolerance));
       reordered += gpu_list[j].tokens != cpu_list[j].tokens;
-      const auto same = std::find_if(gpu_list.begin(), gpu_list.end(),
-                                     [&](const auto& h) { return h.tokens == cpu_list[j].tokens; });
+      const auto same =
+          std::find_if(gpu_list.begin(), gpu_list.end(), [&](const auto& h) { return h.tokens == cpu_list[j].tokens; });
       if (same != gpu_list.end()) {
         CHECK(same->score == Approx(cpu_list[j].score).margin(kScoreTolerance));
       } else {

@@ -94,8 +94,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
 }
 
 cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
-                                                  cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t bytes,
-                                                  size_t* written) {
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t bytes,
+                                                    size_t* written) {
   DRAGOMAN_FORWARD(cublas_lt, cublasLtMatmulAlgoConfigGetAttribute)(algo, attr, buf, bytes, written);
 }
 

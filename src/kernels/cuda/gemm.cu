@@ -109,7 +109,8 @@ std::uint32_t alignment(const void* p) {
 std::uint32_t operand_alignment(const void* p, cudaDataType_t type, std::int64_t ld, std::int64_t stride) {
   const std::uint64_t element = type == CUDA_R_32F ? 4 : 2;
   std::uint32_t align = alignment(p);
-  for (const std::uint64_t bytes : {static_cast<std::uint64_t>(ld) * element, static_cast<std::uint64_t>(stride) * element}) {
+  for (const std::uint64_t bytes :
+       {static_cast<std::uint64_t>(ld) * element, static_cast<std::uint64_t>(stride) * element}) {
     if (bytes == 0) continue;
     while (align > 1 && bytes % align != 0) align /= 2;
   }
@@ -191,9 +192,8 @@ bool log_plans() {
 
 void log_plan(const Problem& p, int device, const Plan& plan, std::uint32_t align_a, std::uint32_t align_b,
               std::uint32_t align_c) {
-  std::string text = "cuda::gemm plan on cuda:" + std::to_string(device) + ": " + describe(p) +
-                     " align A/B/C " + std::to_string(align_a) + "/" + std::to_string(align_b) + "/" +
-                     std::to_string(align_c);
+  std::string text = "cuda::gemm plan on cuda:" + std::to_string(device) + ": " + describe(p) + " align A/B/C " +
+                     std::to_string(align_a) + "/" + std::to_string(align_b) + "/" + std::to_string(align_c);
   if (plan.found) {
     const std::pair<cublasLtMatmulAlgoConfigAttributes_t, const char*> attributes[] = {
         {CUBLASLT_ALGO_CONFIG_ID, "algo"},
