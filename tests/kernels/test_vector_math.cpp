@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/common/adam.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -339,6 +340,36 @@ TEST_CASE("vector_math: the levels agree bit for bit on the element-wise kernels
       k->quantize_row_f32(finite.data(), n, 0.02f, 63.0f, qa.data());
       base.quantize_row_f32(finite.data(), n, 0.02f, 63.0f, qb.data());
       CHECK(qa == qb);
+    }
+  }
+}
+
+TEST_CASE("vector_math: adam_f32 at every level gives common::adam_update's bits", "[kernels]") {
+  // Steps 1 and 1000 (bias corrections far from and near 1), with and without weight decay;
+  // gradients spanning many magnitudes (tiny ones make m / sqrt(v) about +-1), moments from a
+  // previous step, and zeros.
+  for (const std::int64_t step : {std::int64_t{1}, std::int64_t{1000}}) {
+    for (const double decay : {0.0, 0.01}) {
+      const common::AdamScalars<float> s = common::adam_scalars<float>(1e-3, 0.9, 0.98, 1e-9, decay, step);
+      for (const std::int64_t n : kLengths) {
+        std::vector<float> param = random_row(n, 10, 1.0f), grad = random_row(n, 11, 1.0f),
+                           m = random_row(n, 12, 0.01f), v = random_row(n, 13, 1e-4f);
+        for (std::int64_t i = 0; i < n; ++i) {
+          grad[i] *= std::pow(10.0f, static_cast<float>(i % 13) - 9.0f);
+          v[i] = std::fabs(v[i]);
+          if (i % 17 == 3) grad[i] = m[i] = v[i] = 0.0f;
+        }
+        std::vector<float> want_p = param, want_m = m, want_v = v;
+        for (std::int64_t i = 0; i < n; ++i) want_p[i] = common::adam_update(want_p[i], grad[i], want_m[i], want_v[i], s);
+        for (const cpu::VectorKernels* k : levels()) {
+          INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << ", step " << step << ", decay " << decay);
+          std::vector<float> p = param, mm = m, vv = v;
+          k->adam_f32(p.data(), grad.data(), mm.data(), vv.data(), n, s);
+          CHECK(std::memcmp(p.data(), want_p.data(), p.size() * sizeof(float)) == 0);
+          CHECK(std::memcmp(mm.data(), want_m.data(), mm.size() * sizeof(float)) == 0);
+          CHECK(std::memcmp(vv.data(), want_v.data(), vv.size() * sizeof(float)) == 0);
+        }
+      }
     }
   }
 }

@@ -1,8 +1,14 @@
 // Adam (see adam.h).
 #include "kernels/cpu/adam.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <type_traits>
+
 #include "core/numeric.h"
 #include "kernels/common/adam.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 namespace {
@@ -18,16 +24,42 @@ void adam_update(T* param, const T* grad, T* m, T* v, std::int64_t n, const Adam
   }
 }
 
+// f32: each thread's contiguous share through the vector kernel (vector_math.h: the same bits),
+// then written(begin, end) over it.
+template <typename Written>
+void adam_update_f32(float* param, const float* grad, float* m, float* v, std::int64_t n, const AdamHyper& h,
+                     Written written) {
+  const common::AdamScalars<float> s =
+      common::adam_scalars<float>(h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step);
+#pragma omp parallel
+  {
+    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    // Shares of whole 64-element blocks (cache lines of each array), the last one ragged.
+    const std::int64_t blocks = (n + 63) / 64, begin = std::min(n, blocks * t / threads * 64),
+                       end = std::min(n, blocks * (t + 1) / threads * 64);
+    if (end > begin) {
+      adam_f32(param + begin, grad + begin, m + begin, v + begin, end - begin, s);
+      written(begin, end);
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
 void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, const AdamHyper& hyper) {
-  adam_update(param, grad, m, v, n, hyper, [](std::int64_t, T) {});
+  if constexpr (std::is_same_v<T, float>) {
+    adam_update_f32(param, grad, m, v, n, hyper, [](std::int64_t, std::int64_t) {});
+  } else {
+    adam_update(param, grad, m, v, n, hyper, [](std::int64_t, T) {});
+  }
 }
 
 template <typename M>
 void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, const AdamHyper& hyper, M* mirror) {
-  adam_update(param, grad, m, v, n, hyper, [mirror](std::int64_t i, float p) { mirror[i] = store<M>(p); });
+  adam_update_f32(param, grad, m, v, n, hyper, [param, mirror](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) mirror[i] = store<M>(param[i]);
+  });
 }
 
 template void adam_step<float>(float*, const float*, float*, float*, std::int64_t, const AdamHyper&);

@@ -76,4 +76,9 @@ void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride
   active().add_weighted_rows_f32(p, v, v_stride, n, Kv, out);
 }
 
+void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n,
+              const common::AdamScalars<float>& s) {
+  active().adam_f32(param, grad, m, v, n, s);
+}
+
 }  // namespace dragoman::cpu

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/common/adam.h"
 #include "kernels/cpu/cpu_isa.h"
 
 namespace dragoman::cpu {
@@ -90,6 +91,13 @@ float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std
 void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
                            float* out);
 
+// Adam on f32 parameters (kernels/cpu/adam.cpp): every element updated as common::adam_update<float>
+// does (the moments in float, the step in double, the parameter rounded once), W / 2 elements at a
+// time in double registers: IEEE division and square root in every lane, no FMA, so the bits are
+// the scalar formula's at every level.
+void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n,
+              const common::AdamScalars<float>& s);
+
 // The lanes of the sums above (see the top of this file).
 constexpr int kVectorLanes = 16;
 
@@ -107,6 +115,7 @@ struct VectorKernels {
   void (*dequantize_row_f32)(const std::int32_t*, float, const float*, std::int64_t, const float*, bool, float*);
   float (*scaled_dots_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float, float*);
   void (*add_weighted_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
+  void (*adam_f32)(float*, const float*, float*, float*, std::int64_t, const common::AdamScalars<float>&);
 };
 
 // `isa`'s kernels, for tests and benchmarks that compare the levels; throws Error where this CPU

@@ -334,11 +334,62 @@ void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride
 
 }  // namespace
 
+// Adam (vector_math.h): H = W / 2 elements a step, the moments in float, the rest in double.
+constexpr int H = W / 2;
+typedef float vh __attribute__((vector_size(4 * H)));
+typedef double vd __attribute__((vector_size(8 * H)));
+
+inline vd sqrt_v(vd x) {
+#if DRAGOMAN_VECTOR_WIDTH == 16
+  // (all lanes of the zero-masking form: GCC 12 warns of _mm512_sqrt_pd's undefined source)
+  return (vd)_mm512_maskz_sqrt_pd(static_cast<__mmask8>(0xFF), (__m512d)x);
+#elif DRAGOMAN_VECTOR_WIDTH == 8
+  return (vd)_mm256_sqrt_pd((__m256d)x);
+#elif defined(__SSE2__)
+  return (vd)_mm_sqrt_pd((__m128d)x);
+#else
+  for (int j = 0; j < H; ++j) x[j] = __builtin_sqrt(x[j]);
+  return x;
+#endif
+}
+
+void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n,
+              const common::AdamScalars<float>& s) {
+  std::int64_t i = 0;
+  for (; i + H <= n; i += H) {
+    vh g, mi, vi_, p;
+    __builtin_memcpy(&g, grad + i, sizeof g);
+    __builtin_memcpy(&mi, m + i, sizeof mi);
+    __builtin_memcpy(&vi_, v + i, sizeof vi_);
+    __builtin_memcpy(&p, param + i, sizeof p);
+    mi = s.beta1 * mi + s.one_minus_beta1 * g;
+    vi_ = s.beta2 * vi_ + s.one_minus_beta2 * g * g;
+    const vd pd = __builtin_convertvector(p, vd);
+    const vd step = (__builtin_convertvector(mi, vd) / s.correction1) /
+                        (sqrt_v(__builtin_convertvector(vi_, vd) / s.correction2) + s.eps) +
+                    s.weight_decay * pd;
+    p = __builtin_convertvector(pd - s.lr * step, vh);
+    __builtin_memcpy(m + i, &mi, sizeof mi);
+    __builtin_memcpy(v + i, &vi_, sizeof vi_);
+    __builtin_memcpy(param + i, &p, sizeof p);
+  }
+  for (; i < n; ++i) {  // the same operations, one element
+    const float g = grad[i];
+    m[i] = s.beta1 * m[i] + s.one_minus_beta1 * g;
+    v[i] = s.beta2 * v[i] + s.one_minus_beta2 * g * g;
+    const double pd = param[i];
+    const double step = (static_cast<double>(m[i]) / s.correction1) /
+                            (__builtin_sqrt(static_cast<double>(v[i]) / s.correction2) + s.eps) +
+                        s.weight_decay * pd;
+    param[i] = static_cast<float>(pd - s.lr * step);
+  }
+}
+
 extern const VectorKernels DRAGOMAN_VECTOR_TABLE;
 const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     DRAGOMAN_VECTOR_ISA,   max_f32,     sum_exp_f32,      exp_store_f32,      dot_f32,
     subtract_f32,          max_abs_f32, quantize_row_f32, dequantize_row_f32, scaled_dots_f32,
-    add_weighted_rows_f32,
+    add_weighted_rows_f32, adam_f32,
 };
 
 }  // namespace dragoman::cpu::DRAGOMAN_VECTOR_NAMESPACE
