@@ -5,7 +5,8 @@
 // half the AVX-512 one and twice the baseline's for the exp kernels. Rows are the sizes decoding
 // meets: a vocabulary row (sum_exp, exp_store, max, subtract: log-softmax and top-k), attention's
 // scores and head-sized rows (scaled_dots, add_weighted_rows over 64 keys of 64 floats) and int8's
-// rows (max_abs, quantize_row, dequantize_row over 512 and 2,048).
+// rows (max_abs, quantize_row, dequantize_row over 512 and 2,048); and Adam over 65,536 parameters, beside
+// the scalar loop it replaced.
 //
 //   vector_bench [--windows 7] [--vocabulary 37000]
 
@@ -20,6 +21,7 @@
 
 #include "best_rate.h"
 #include "core/build_info.h"
+#include "kernels/common/adam.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -80,6 +82,11 @@ int main(int argc, char** argv) {
   std::vector<std::int32_t> products(2048);
   for (std::size_t j = 0; j < products.size(); ++j) products[j] = static_cast<std::int32_t>(j * 7919 % 40001) - 20000;
 
+  // Adam over 65,536 f32 parameters (a training step's share of one thread); the step's scalars.
+  const std::int64_t parameters = 65536;
+  std::vector<float> adam_param = row(parameters), adam_grad = row(parameters), adam_m(parameters), adam_v(parameters);
+  const dragoman::common::AdamScalars<float> adam = dragoman::common::adam_scalars<float>(1e-3, 0.9, 0.98, 1e-9, 0, 10);
+
   struct Row {
     std::string name;
     double elements;
@@ -120,6 +127,11 @@ int main(int argc, char** argv) {
          k.dequantize_row_f32(products.data(), 1e-3f, scales.data(), 2048, bias.data(), true, out.data());
          sink = out[0];
        }},
+      {"adam_f32 (65536 parameters)", static_cast<double>(parameters),
+       [&](const VectorKernels& k) {
+         k.adam_f32(adam_param.data(), adam_grad.data(), adam_m.data(), adam_v.data(), parameters, adam);
+         sink = adam_param[0];
+       }},
   };
 
   std::printf("%s", dragoman::cpu_kernels_info().c_str());
@@ -140,5 +152,13 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", line.c_str());
   }
+  // What adam_f32 replaced: common::adam_update one element at a time (the baseline's code).
+  const double scalar_adam = measure(static_cast<double>(parameters), windows, [&] {
+    for (std::int64_t i = 0; i < parameters; ++i) {
+      adam_param[i] = dragoman::common::adam_update(adam_param[i], adam_grad[i], adam_m[i], adam_v[i], adam);
+    }
+    sink = adam_param[0];
+  });
+  std::printf("\nadam: the scalar loop of common::adam_update it replaced: %.0f million parameters/s\n", scalar_adam);
   return 0;
 }

@@ -360,7 +360,8 @@ TEST_CASE("vector_math: adam_f32 at every level gives common::adam_update's bits
           if (i % 17 == 3) grad[i] = m[i] = v[i] = 0.0f;
         }
         std::vector<float> want_p = param, want_m = m, want_v = v;
-        for (std::int64_t i = 0; i < n; ++i) want_p[i] = common::adam_update(want_p[i], grad[i], want_m[i], want_v[i], s);
+        for (std::int64_t i = 0; i < n; ++i)
+          want_p[i] = common::adam_update(want_p[i], grad[i], want_m[i], want_v[i], s);
         for (const cpu::VectorKernels* k : levels()) {
           INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << ", step " << step << ", decay " << decay);
           std::vector<float> p = param, mm = m, vv = v;

@@ -95,8 +95,7 @@ void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride
 // does (the moments in float, the step in double, the parameter rounded once), W / 2 elements at a
 // time in double registers: IEEE division and square root in every lane, no FMA, so the bits are
 // the scalar formula's at every level.
-void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n,
-              const common::AdamScalars<float>& s);
+void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n, const common::AdamScalars<float>& s);
 
 // The lanes of the sums above (see the top of this file).
 constexpr int kVectorLanes = 16;
