@@ -159,6 +159,31 @@ TEST_CASE("select_rows reorders and duplicates the decoder state like beam searc
   CHECK_THROWS_WITH(model.select_rows(state, {0, 1}, true), Catch::Contains("one row per state row"));
 }
 
+TEST_CASE("select_rows moves nothing when every row stays in place, and still drops trailing sentences", "[model]") {
+  Transformer model = random_model("post_shared_tied");
+  const ModelConfig& c = model.config();
+  const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6, 7}, {7, 8, 9, 10}}, c);
+  const Tensor full = model.evaluate(batch).log_probs;
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 5, 2);
+  check_decode_step(model, state, batch, full, 0, {0, 0, 1, 1});
+  const void* self_k = state.self_k.front().raw_data();
+  const void* cross_k = state.cross_k.front().raw_data();
+  // The identity, as greedy search (and beam search when each beam extends itself) asks for it:
+  // the caches stay the same tensors, not copies.
+  model.select_rows(state, {0, 1, 2, 3}, true);
+  model.select_rows(state, {0, 1, 2, 3});
+  CHECK(state.self_k.front().raw_data() == self_k);
+  CHECK(state.cross_k.front().raw_data() == cross_k);
+  check_decode_step(model, state, batch, full, 1, {0, 0, 1, 1});
+  // Rows 0 and 1 kept in place, sentence 1 dropped: the rows are an identity prefix, yet the state
+  // must shrink to one sentence.
+  model.select_rows(state, {0, 1});
+  CHECK(state.batch_size() == 2);
+  CHECK(state.cross_k.front().dim(0) == 1);
+  CHECK(state.self_k.front().dim(0) == 2);
+  check_decode_step(model, state, batch, full, 2, {0, 0});
+}
+
 TEST_CASE("Padding does not change the outputs of real positions", "[model]") {
   for (const std::string& name : test::kFixtureCases) {
     SECTION(name) {

@@ -1,0 +1,282 @@
+// The Transformer's incremental decoding (see transformer.h): encode, start_decoding, decode_step
+// with the key/value caches, and select_rows (beam search's reorders and dropped sentences).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/numeric.h"
+#include "kernels/cpu/gather.h"
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/gather.h"
+#include "model/transformer.h"
+#include "model/transformer_views.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/linear.h"
+
+namespace dragoman {
+
+using model::AttentionParams;
+using model::Dropout;
+
+namespace {
+
+// Positions of the self-attention cache that start_decoding allocates (decode_step doubles them).
+constexpr std::int64_t kInitialCacheLength = 16;
+
+}  // namespace
+
+Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  ops::AttentionOptions options;
+  options.heads = c.heads;
+  const Tensor positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
+  Tensor x = ops::embedding(src, v.src_embed.weight, positions, 0, std::sqrt(static_cast<double>(c.d_model)));
+  for (const auto& p : v.encoder) {
+    x = model::residual_forward(
+        c.norm, p.self_attn_norm, c.layer_norm_eps, x, Dropout{}, nullptr,
+        [&](const Tensor& in) { return model::attention_forward(p.self_attn, in, in, src_lengths, options, nullptr); });
+    x = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, x, Dropout{}, nullptr, [&](const Tensor& in) {
+      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
+    });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    x = ops::layer_norm(x, v.encoder_final.weight, v.encoder_final.bias, c.layer_norm_eps, nullptr);
+  }
+  return x;  // [B, S, D]
+}
+
+DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Tensor& src_lengths, std::int64_t capacity,
+                                         std::int64_t beams) const {
+  const ModelConfig& c = config_;
+  if (capacity < 1 || capacity > c.max_positions) {
+    throw Error("start_decoding: capacity " + std::to_string(capacity) + " must be in [1, max_positions " +
+                std::to_string(c.max_positions) + "]");
+  }
+  if (beams < 1) throw Error("start_decoding: beams must be >= 1");
+  DecoderState state;
+  state.src_lengths = src_lengths;
+  state.capacity = capacity;
+  state.beams = beams;
+  const std::int64_t b = encoder_output.dim(0) * beams;  // rows
+  state.allocated_rows = b;
+  for (const auto& p : views_->decoder) {
+    const AttentionParams& cross = p.cross_attn;
+    if (model::is_set(cross.kv)) {
+      // pack_weights's stacked k and v: one product.   [B, S, H*K + H*Kv]
+      const Tensor kv = model::apply(cross.kv, encoder_output);
+      const std::int64_t dk = cross.k.weight.dim(0);
+      state.cross_k.push_back(kv.narrow(2, 0, dk).contiguous());
+      state.cross_v.push_back(kv.narrow(2, dk, cross.v.weight.dim(0)).contiguous());
+    } else {
+      state.cross_k.push_back(model::apply(cross.k, encoder_output));  // [B, S, H*K]
+      state.cross_v.push_back(model::apply(cross.v, encoder_output));  // [B, S, H*Kv]
+    }
+    // Most outputs end long before the cap (source length + 50 in the paper): the cache starts
+    // small and doubles when full (decode_step).
+    const std::int64_t length = std::min<std::int64_t>(capacity, kInitialCacheLength);
+    state.self_k.push_back(Tensor::zeros({b, length, c.heads * c.key_size()}, dtype(), encoder_output.device()));
+    state.self_v.push_back(Tensor::zeros({b, length, c.heads * c.value_size()}, dtype(), encoder_output.device()));
+  }
+  return state;
+}
+
+namespace {
+
+// Gives the self-attention caches room for `length` positions, keeping the `state.steps` filled
+// ones (and the state's allocated row count: select_rows's views of the first rows).
+void grow_cache(DecoderState& state, std::int64_t length) {
+  for (auto* tensors : {&state.self_k, &state.self_v}) {
+    for (Tensor& t : *tensors) {
+      Shape shape = t.shape();
+      shape[0] = std::max(state.allocated_rows, t.dim(0));
+      shape[1] = length;
+      Tensor grown = Tensor::empty(shape, t.dtype(), t.device()).narrow(0, 0, t.dim(0));
+      if (state.steps > 0) grown.narrow(1, 0, state.steps).copy_from(t.narrow(1, 0, state.steps));
+      t = grown;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  const std::int64_t b = state.batch_size(), t = state.steps;
+  if (t >= state.capacity) throw Error("decode_step: the decoder state is full (" + std::to_string(t) + " tokens)");
+  if (t >= state.self_k.front().dim(1)) grow_cache(state, std::min(state.capacity, 2 * t));
+  if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
+  const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
+  Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,
+                            std::sqrt(static_cast<double>(c.d_model)));  // [B, 1, D]
+  const Tensor self_lengths =  // on the model's device, like every operand of an op
+      Tensor::from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(b), static_cast<std::int32_t>(t + 1)), {b})
+          .to(tokens.device());
+  ops::AttentionOptions options;
+  options.heads = c.heads;
+  for (std::size_t i = 0; i < v.decoder.size(); ++i) {
+    const auto& p = v.decoder[i];
+    y = model::residual_forward(
+        c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.self_attn;
+          const model::Projections qkv = model::self_attention_projections(a, in);  // [B, 1, ...]
+          state.self_k[i].narrow(1, t, 1).copy_from(qkv.k);
+          state.self_v[i].narrow(1, t, 1).copy_from(qkv.v);
+          const Tensor context = ops::attention(qkv.q, state.self_k[i].narrow(1, 0, t + 1),
+                                                state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
+                                                nullptr);  // [B, 1, H*Kv]
+          return model::apply(a.out, context);
+        });
+    y = model::residual_forward(
+        c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.cross_attn;
+          // The `beams` rows of a source attend to its keys as `beams`
+          // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
+          const std::int64_t n = b / state.beams;
+          const Tensor q = model::apply(a.q, in).view({n, state.beams, -1});
+          const Tensor context =
+              ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
+          return model::apply(a.out, context.view({b, 1, -1}));
+        });
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
+    });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
+  }
+  Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
+                                                        : ops::linear(y, v.output.weight, Tensor()))
+                         .view({b, c.tgt_vocab_size});  // [B, V]
+  // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
+  // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
+  if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);
+  ops::log_softmax_(log_probs);
+  state.steps = t + 1;
+  return log_probs;
+}
+
+namespace {
+
+// Rows `rows` of x along dimension 0, in order, keeping only the first `length` entries of
+// dimension 1 (the rest is left unset: unused cache positions). The result is a view of the first
+// rows of a tensor of `allocated_rows` rows, so that the decoder state's tensors keep one size
+// while beam search drops finished sentences: the caching allocator then reuses the same blocks
+// step after step instead of asking the system for fresh (page-faulting) memory.
+//   x: [B, L, ...] -> [rows.size(), L, ...]
+// The rows of one select_rows call as the gathers take them: checked once, and on a GPU uploaded
+// once for all the tensors that are gathered with them (not once per cache tensor).
+struct RowIndex {
+  explicit RowIndex(const std::vector<std::int64_t>& r) : rows(r), index(r.begin(), r.end()) {}
+  const Tensor& on(Device device) {
+    if (!uploaded.defined() || uploaded.device() != device) {
+      uploaded = Tensor::from_vector(index, {static_cast<std::int64_t>(index.size())}).to(device);
+    }
+    return uploaded;
+  }
+  const std::vector<std::int64_t>& rows;
+  std::vector<std::int32_t> index;
+  Tensor uploaded;
+};
+
+// Whether `rows` keeps each of the state's `count` rows in place (always so in greedy search, and
+// in beam search whenever every beam extends itself): select_rows then has nothing to move.
+bool keeps_every_row(const std::vector<std::int64_t>& rows, std::int64_t count) {
+  if (static_cast<std::int64_t>(rows.size()) != count) return false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] != static_cast<std::int64_t>(i)) return false;
+  }
+  return true;
+}
+
+Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t length, std::int64_t allocated_rows) {
+  const std::vector<std::int64_t>& rows = selection.rows;
+  Shape shape = x.shape();
+  shape[0] = allocated_rows;
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, static_cast<std::int64_t>(rows.size()));
+  for (const std::int64_t row : rows) {
+    if (row < 0 || row >= x.dim(0)) throw Error("select_rows: row " + std::to_string(row) + " out of range");
+  }
+  // Rows whose kept prefix is one dense block (the caches always are): one gather, on a GPU one
+  // kernel for all rows. Anything else: a copy per row.
+  bool dense = x.strides().back() == 1 || x.rank() == 1;
+  for (std::int64_t d = x.rank() - 2; d >= 1 && dense; --d) dense = x.strides()[d] == x.strides()[d + 1] * x.dim(d + 1);
+  if (dense && rows.size() <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    const auto element = static_cast<std::int64_t>(dtype_size(x.dtype()));
+    const std::int64_t row_bytes =
+        (x.rank() > 1 ? std::min(length, x.dim(1)) * x.strides()[1] : std::int64_t{1}) * element;
+    const std::vector<std::int32_t>& index = selection.index;
+    const auto count = static_cast<std::int64_t>(rows.size());
+    if (x.device().is_cpu()) {
+      cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
+                               index.data(), count, row_bytes);
+    } else {
+      const Tensor& on_device = selection.on(x.device());
+      const cuda::DeviceGuard guard(x.device().index);
+      cuda::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
+                                on_device.data<std::int32_t>(), count, row_bytes, cuda::stream_of(x.device().index));
+    }
+    return out;
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Tensor to = out.narrow(0, static_cast<std::int64_t>(i), 1), from = x.narrow(0, rows[i], 1);
+    if (x.rank() > 1 && length < x.dim(1)) {
+      if (length == 0) continue;
+      to = to.narrow(1, 0, length);
+      from = from.narrow(1, 0, length);
+    }
+    to.copy_from(from);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources) const {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  const std::int64_t beams = state.beams, rows_before = state.batch_size();
+  state.allocated_rows = std::max(state.allocated_rows, n);
+  if (same_sources) {
+    if (n != state.batch_size()) throw Error("select_rows: same_sources needs one row per state row");
+  } else {
+    // The source of each run of `beams` new rows.
+    if (n % beams != 0) {
+      throw Error("select_rows: " + std::to_string(n) + " rows are not runs of " + std::to_string(beams) + " beams");
+    }
+    std::vector<std::int64_t> sources;
+    for (std::int64_t j = 0; j < n; j += beams) {
+      for (std::int64_t k = 0; k < beams; ++k) {
+        if (rows[j + k] < 0 || rows[j + k] >= state.batch_size()) {
+          throw Error("select_rows: row " + std::to_string(rows[j + k]) + " out of range");
+        }
+        if (rows[j + k] / beams != rows[j] / beams) {
+          throw Error("select_rows: rows " + std::to_string(rows[j]) + " and " + std::to_string(rows[j + k]) +
+                      " of one run of beams decode different sources");
+        }
+      }
+      sources.push_back(rows[j] / beams);
+    }
+    if (!keeps_every_row(sources, rows_before / beams)) {
+      const std::int64_t allocated_sources = state.allocated_rows / beams;
+      RowIndex selection(sources);
+      state.src_lengths = select_batch_rows(state.src_lengths, selection, 1, allocated_sources);
+      for (auto* tensors : {&state.cross_k, &state.cross_v}) {
+        for (Tensor& t : *tensors) t = select_batch_rows(t, selection, t.dim(1), allocated_sources);
+      }
+    }
+  }
+  if (keeps_every_row(rows, rows_before)) return;
+  // Only the positions fed so far hold keys and values.
+  RowIndex selection(rows);
+  for (auto* tensors : {&state.self_k, &state.self_v}) {
+    for (Tensor& t : *tensors) t = select_batch_rows(t, selection, state.steps, state.allocated_rows);
+  }
+}
+
+}  // namespace dragoman
