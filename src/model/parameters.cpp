@@ -1,6 +1,7 @@
 // ParameterSet (see parameters.h).
 #include "model/parameters.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -80,9 +81,11 @@ void ParameterSet::initialize(std::uint64_t seed) {
   for (std::size_t p = 0; p < entries_.size(); ++p) {
     const ParameterEntry& e = entries_[p];
     double* out = host.data() + e.offset;
-    const auto u = [&](std::int64_t i) {  // uniform in (0, 1]
-      const std::uint64_t rng_stream = philox::purpose_stream(philox::Purpose::kInit, p);
-      return 1.0 - static_cast<double>(philox::bits(seed, rng_stream, static_cast<std::uint64_t>(i))) / 4294967296.0;
+    const std::uint64_t rng_stream = philox::purpose_stream(philox::Purpose::kInit, p);
+    // The uniforms in (0, 1] of elements 4 b .. 4 b + 3 of the entry's stream: one Philox block.
+    const auto uniforms = [&](std::int64_t block, double u[4]) {
+      const philox::Block bits = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(block));
+      for (int j = 0; j < 4; ++j) u[j] = 1.0 - static_cast<double>(bits.v[j]) / 4294967296.0;
     };
     switch (e.spec.init) {
       case ParameterInit::kZeros: std::fill(out, out + e.numel, 0.0); break;
@@ -91,12 +94,24 @@ void ParameterSet::initialize(std::uint64_t seed) {
         const double fan_out = static_cast<double>(e.spec.shape.at(0)),
                      fan_in = static_cast<double>(e.spec.shape.at(1));
         const double a = std::sqrt(6.0 / (fan_in + fan_out));
-        for (std::int64_t i = 0; i < e.numel; ++i) out[i] = a * (2.0 * u(i) - 1.0);
+        // Element i takes uniform i (the word i % 4 of block i / 4), in parallel over blocks.
+#pragma omp parallel for schedule(static)
+        for (std::int64_t b = 0; b < (e.numel + 3) / 4; ++b) {
+          double u[4];
+          uniforms(b, u);
+          for (std::int64_t i = 4 * b; i < std::min(e.numel, 4 * b + 4); ++i) out[i] = a * (2.0 * u[i - 4 * b] - 1.0);
+        }
         break;
       }
-      case ParameterInit::kNormal:  // Box-Muller on two uniforms per value
-        for (std::int64_t i = 0; i < e.numel; ++i) {
-          out[i] = e.spec.std * std::sqrt(-2.0 * std::log(u(2 * i))) * std::cos(kTwoPi * u(2 * i + 1));
+      case ParameterInit::kNormal:  // Box-Muller on uniforms 2 i and 2 i + 1: two values a block
+#pragma omp parallel for schedule(static)
+        for (std::int64_t b = 0; b < (e.numel + 1) / 2; ++b) {
+          double u[4];
+          uniforms(b, u);
+          for (std::int64_t i = 2 * b; i < std::min(e.numel, 2 * b + 2); ++i) {
+            const double* pair = u + 2 * (i - 2 * b);
+            out[i] = e.spec.std * std::sqrt(-2.0 * std::log(pair[0])) * std::cos(kTwoPi * pair[1]);
+          }
         }
         break;
     }
