@@ -2,7 +2,8 @@
 // the CPU (at each thread count) or a GPU (--device cuda:N), for a batch of about --tokens source
 // and --tokens target tokens. Prints a Markdown table: milliseconds per phase (a GPU phase ends with
 // a device synchronisation), target tokens per second, the device allocator's peak and the
-// process's peak resident memory.
+// process's peak resident memory; on a GPU also the model's TFLOP/s (bench/model_flops.h: the
+// matrix products' work) and its share of the GPU's dense peak (MFU), where the GPU is known.
 //
 //   model_bench [--models base,big] [--tokens 4000] [--length 25] [--vocab 37000]
 //               [--threads 1,2] [--steps 2] [--precision fp32,bf16,fp16] [--device cpu|cuda:N]
@@ -24,7 +25,9 @@
 #include "core/philox.h"
 #include "core/threads.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/runtime_info.h"
 #include "model/transformer.h"
+#include "model_flops.h"
 #include "ops/adam.h"
 
 namespace {
@@ -133,8 +136,9 @@ int run(int argc, char** argv) {
       static_cast<long long>(o.vocab), o.steps);
   std::printf(
       "| model | precision | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
-      "allocator peak MiB | peak RSS MiB |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "model TFLOP/s | MFU | allocator peak MiB | peak RSS MiB |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const std::string gpu = o.device.is_cpu() ? std::string() : dragoman::cuda::device_name(o.device.index);
   for (const std::string& name : o.models) {
     for (const std::string& precision : o.precisions) {
       ModelConfig config;
@@ -192,9 +196,16 @@ int run(int argc, char** argv) {
         };
         const double f = median(fwd), b = median(bwd), a = median(adam), total = f + b + a;
         const double peak = static_cast<double>(dragoman::allocator_for(o.device).stats().peak_in_use);
-        std::printf("| %s | %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(),
-                    precision.c_str(), static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a, 1e3 * total,
-                    static_cast<double>(batch.target_tokens()) / total, peak / (1 << 20), peak_rss_mib());
+        const double flops =
+            dragoman::bench::training_step_flops(config, batch.src.dim(0), batch.src.dim(1), batch.tgt_in.dim(1)) /
+            total;
+        const double gpu_peak = dragoman::bench::gpu_peak_flops(gpu, compute != dragoman::DType::kF32);
+        char mfu[16] = "-";
+        if (gpu_peak > 0) std::snprintf(mfu, sizeof mfu, "%.1f %%", 100 * flops / gpu_peak);
+        std::printf("| %s | %s | %.1fM | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.3g | %s | %.0f | %.0f |\n",
+                    name.c_str(), precision.c_str(), static_cast<double>(n) / 1e6, threads, 1e3 * f, 1e3 * b, 1e3 * a,
+                    1e3 * total, static_cast<double>(batch.target_tokens()) / total, flops / 1e12, mfu,
+                    peak / (1 << 20), peak_rss_mib());
         std::fflush(stdout);
       }
     }

@@ -61,6 +61,7 @@ void top_k_rows(const float*, std::int64_t, std::int64_t, std::int64_t, std::int
 int device_count() { return 0; }
 std::string no_device_reason() { return "a build without CUDA"; }
 std::string runtime_info() { return "CUDA: no (CPU-only build)\n"; }
+std::string device_name(int) { no_cuda("device_name"); }
 std::string cublas_version() { no_cuda("cublas_version"); }
 
 // context.h

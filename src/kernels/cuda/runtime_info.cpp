@@ -61,6 +61,12 @@ std::string runtime_info() {
   return text;
 }
 
+std::string device_name(int device) {
+  cudaDeviceProp prop{};
+  DRAGOMAN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
 std::string cublas_version() {
   int major = 0, minor = 0, patch = 0;
   DRAGOMAN_CUBLAS_CHECK(cublasLtGetProperty(MAJOR_VERSION, &major));

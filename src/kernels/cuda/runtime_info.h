@@ -18,6 +18,9 @@ std::string no_device_reason();
 // headers' (cuBLAS is not loaded then: kernels/cuda/cublas_loader.cpp).
 std::string runtime_info();
 
+// The name of CUDA device `device` ("NVIDIA H200"); an Error without it.
+std::string device_name(int device);
+
 // Loads cuBLASLt if it is not loaded yet (kernels/cuda/cublas_loader.cpp) and returns its version,
 // "13.1.0"; an Error naming the library if it cannot be loaded. Needs no device.
 std::string cublas_version();
