@@ -14,6 +14,12 @@ bool built_with_cuda();
 // print them above their tables: a number measured on one CPU path is a number for that path.
 std::string cpu_kernels_info();
 
+// What to tell a user whose OpenBLAS runs its SSE-era kernels (`core`: openblas_get_corename())
+// on a CPU with AVX2 (a CPU newer than Debian's OpenBLAS, which it does not recognise), unless
+// OPENBLAS_CORETYPE is already set: ": it does not know this CPU; OPENBLAS_CORETYPE=Haswell gives
+// it faster ones" (SkylakeX with AVX-512). Empty otherwise.
+std::string openblas_core_hint(const std::string& core, bool coretype_set, bool avx2, bool avx512);
+
 // The multi-line text of `dragoman --version`.
 std::string build_info();
 
