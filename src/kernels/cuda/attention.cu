@@ -81,8 +81,19 @@ __device__ A block_reduce(A v, A* scratch, Op op) {
 // The dynamic shared memory of every kernel, carved into acc_t<T> arrays.
 extern __shared__ __align__(16) unsigned char shared_bytes[];
 
+// Each shared array gets room for a whole number of 16-byte chunks. The compiler reads the last
+// elements of a row (the remainder of an unrolled dot product) with one aligned 16-byte load that
+// reaches up to 3 floats past the row's end: within the padding, those bytes are the array's own, not
+// the next array's, which other threads are writing. (Without it compute-sanitizer's racecheck
+// reported those reads, values never used, as hazards: LDS.128 against the scores' stores on an H200.)
+template <typename A>
+__host__ __device__ constexpr std::int64_t padded(std::int64_t n) {
+  constexpr std::int64_t per_chunk = 16 / static_cast<std::int64_t>(sizeof(A));
+  return (n + per_chunk - 1) / per_chunk * per_chunk;
+}
+
 // Block (b, h, t): lse[b, h, t] and out[b, t, h*Kv : h*Kv+Kv].
-//   shared: q row [K], probabilities [S], scratch [kWarps]
+//   shared: q row [K], probabilities [S], scratch [kWarps] (each padded<A>)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
@@ -90,8 +101,8 @@ __global__ void __launch_bounds__(kThreads)
   using A = acc_t<T>;
   const std::int64_t K = a.key_size, Kv = a.value_size, tid = threadIdx.x;
   A* q_row = reinterpret_cast<A*>(shared_bytes);
-  A* prob = q_row + K;
-  A* scratch = prob + a.keys;
+  A* prob = q_row + padded<A>(K);
+  A* scratch = prob + padded<A>(a.keys);
   const std::int64_t row = blockIdx.x;  // (b * H + h) * T + t
   const std::int64_t t = row % a.queries, bh = row / a.queries, b = bh / a.heads, h = bh % a.heads;
   const std::int64_t n = visible_keys(a, key_lengths[b], t);
@@ -133,6 +144,7 @@ __global__ void __launch_bounds__(kThreads)
 // Block (b, h, t): dq[b, t, h*K : h*K+K] and delta[b, h, t] = sum_s p * dprob (into the workspace,
 // for the dk/dv kernel).
 //   shared: q row [K], dout row [Kv], probabilities [S], dprob then dscore [S], scratch [kWarps]
+//   (each padded<A>)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
@@ -141,10 +153,10 @@ __global__ void __launch_bounds__(kThreads)
   using A = acc_t<T>;
   const std::int64_t K = a.key_size, Kv = a.value_size, tid = threadIdx.x;
   A* q_row = reinterpret_cast<A*>(shared_bytes);
-  A* do_row = q_row + K;
-  A* prob = do_row + Kv;
-  A* dprob = prob + a.keys;
-  A* scratch = dprob + a.keys;
+  A* do_row = q_row + padded<A>(K);
+  A* prob = do_row + padded<A>(Kv);
+  A* dprob = prob + padded<A>(a.keys);
+  A* scratch = dprob + padded<A>(a.keys);
   const std::int64_t row = blockIdx.x;
   const std::int64_t t = row % a.queries, bh = row / a.queries, b = bh / a.heads, h = bh % a.heads;
   const std::int64_t n = visible_keys(a, key_lengths[b], t);
@@ -184,7 +196,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // Block (b, h, s): dk[b, s, h*K : h*K+K] and dv[b, s, h*Kv : h*Kv+Kv], summed over the queries that
 // see key s in query order (the CPU's order).
-//   shared: k row [K], v row [Kv], dropped probabilities [T], dscores [T]
+//   shared: k row [K], v row [Kv], dropped probabilities [T], dscores [T] (each padded<A>)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     attention_dkv_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
@@ -193,9 +205,9 @@ __global__ void __launch_bounds__(kThreads)
   using A = acc_t<T>;
   const std::int64_t K = a.key_size, Kv = a.value_size, Tq = a.queries, tid = threadIdx.x;
   A* k_row = reinterpret_cast<A*>(shared_bytes);
-  A* v_row = k_row + K;
-  A* pd = v_row + Kv;
-  A* ds = pd + Tq;
+  A* v_row = k_row + padded<A>(K);
+  A* pd = v_row + padded<A>(Kv);
+  A* ds = pd + padded<A>(Tq);
   const std::int64_t key = blockIdx.x;  // (b * H + h) * S + s
   const std::int64_t s = key % a.keys, bh = key / a.keys, b = bh / a.heads, h = bh % a.heads;
   // Query t sees key s when s < the key length and (causal) s <= query_offset + t.
@@ -268,7 +280,9 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
                        T* out, Stream stream) {
   const std::int64_t rows = a.batch * a.heads * a.queries;
   if (rows <= 0) return;
-  const std::size_t bytes = shared_bytes_for<T>("attention_forward", a.key_size + a.keys + kWarps);
+  using A = acc_t<T>;
+  const std::size_t bytes =
+      shared_bytes_for<T>("attention_forward", padded<A>(a.key_size) + padded<A>(a.keys) + padded<A>(kWarps));
   attention_forward_kernel<T><<<blocks("attention_forward", rows), kThreads, bytes, stream>>>(
       a, q, k, v, key_lengths, static_cast<acc_t<T>>(scale), dropout_of<T>(dropout_p, seed, rng_stream), lse, out);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
@@ -281,9 +295,12 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
   const std::int64_t queries = a.batch * a.heads * a.queries, keys = a.batch * a.heads * a.keys;
   const acc_t<T> scale_acc = static_cast<acc_t<T>>(scale);
   const Dropout<acc_t<T>> drop = dropout_of<T>(dropout_p, seed, rng_stream);
+  using A = acc_t<T>;
   const std::size_t dq_bytes =
-      shared_bytes_for<T>("attention_backward", a.key_size + a.value_size + 2 * a.keys + kWarps);
-  const std::size_t dkv_bytes = shared_bytes_for<T>("attention_backward", a.key_size + a.value_size + 2 * a.queries);
+      shared_bytes_for<T>("attention_backward",
+                          padded<A>(a.key_size) + padded<A>(a.value_size) + 2 * padded<A>(a.keys) + padded<A>(kWarps));
+  const std::size_t dkv_bytes = shared_bytes_for<T>(
+      "attention_backward", padded<A>(a.key_size) + padded<A>(a.value_size) + 2 * padded<A>(a.queries));
   if (queries > 0) {
     attention_dq_kernel<T><<<blocks("attention_backward", queries), kThreads, dq_bytes, stream>>>(
         a, q, k, v, key_lengths, scale_acc, drop, lse, dout, dq, workspace);
