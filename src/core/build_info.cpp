@@ -53,12 +53,13 @@ std::string cpu_kernels_info() {
   std::string text = "CPU row kernels: " + cpu::cpu_isa_summary() + "\n";
   // Which kernels OpenBLAS runs on this CPU: Debian's 0.3.21 knows no CPU newer than its release
   // (an AVX-512 CPU may get its Haswell kernels), and OPENBLAS_CORETYPE can force older ones.
-  std::string openblas =
-      std::string("OpenBLAS with its ") + openblas_get_corename() + " kernels" + setting("OPENBLAS_CORETYPE");
   // A CPU newer than Debian's OpenBLAS gets its SSE-era kernels (seen: "Prescott" on an H200
-  // machine's host CPU): say how to give it the ones it can run.
-  openblas += openblas_core_hint(openblas_get_corename(), std::getenv("OPENBLAS_CORETYPE") != nullptr,
-                                 cpu::cpu_supports(cpu::CpuIsa::avx2), cpu::cpu_supports(cpu::CpuIsa::avx512));
+  // machine's host CPU): the hint says how to give it the ones it can run.
+  const std::string core = openblas_get_corename();
+  const std::string openblas =
+      "OpenBLAS with its " + core + " kernels" + setting("OPENBLAS_CORETYPE") +
+      openblas_core_hint(core, std::getenv("OPENBLAS_CORETYPE") != nullptr, cpu::cpu_supports(cpu::CpuIsa::avx2),
+                         cpu::cpu_supports(cpu::CpuIsa::avx512));
 #ifdef DRAGOMAN_WITH_ONEDNN
   const dnnl_version_t* dnnl = dnnl_version();
   text += "CPU GEMM: oneDNN " + std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +

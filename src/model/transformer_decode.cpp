@@ -164,14 +164,8 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
 
 namespace {
 
-// Rows `rows` of x along dimension 0, in order, keeping only the first `length` entries of
-// dimension 1 (the rest is left unset: unused cache positions). The result is a view of the first
-// rows of a tensor of `allocated_rows` rows, so that the decoder state's tensors keep one size
-// while beam search drops finished sentences: the caching allocator then reuses the same blocks
-// step after step instead of asking the system for fresh (page-faulting) memory.
-//   x: [B, L, ...] -> [rows.size(), L, ...]
-// The rows of one select_rows call as the gathers take them: checked once, and on a GPU uploaded
-// once for all the tensors that are gathered with them (not once per cache tensor).
+// The rows of one select_rows call as the gathers take them: as 32-bit indices, and on a GPU
+// uploaded once for all the tensors that are gathered with them (not once per cache tensor).
 struct RowIndex {
   explicit RowIndex(const std::vector<std::int64_t>& r) : rows(r), index(r.begin(), r.end()) {}
   const Tensor& on(Device device) {
@@ -195,6 +189,12 @@ bool keeps_every_row(const std::vector<std::int64_t>& rows, std::int64_t count) 
   return true;
 }
 
+// Rows `selection.rows` of x along dimension 0, in order, keeping only the first `length` entries of
+// dimension 1 (the rest is left unset: unused cache positions). The result is a view of the first
+// rows of a tensor of `allocated_rows` rows, so that the decoder state's tensors keep one size
+// while beam search drops finished sentences: the caching allocator then reuses the same blocks
+// step after step instead of asking the system for fresh (page-faulting) memory.
+//   x: [B, L, ...] -> [rows.size(), L, ...]
 Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t length, std::int64_t allocated_rows) {
   const std::vector<std::int64_t>& rows = selection.rows;
   Shape shape = x.shape();

@@ -2,8 +2,6 @@
 // gradients summed over all workers, the agreement on stopping.
 #include "train/trainer_impl.h"
 
-
-
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"

@@ -353,35 +353,45 @@ inline vd sqrt_v(vd x) {
 #endif
 }
 
+// One Adam step of H elements in registers.
+inline void adam_h(vh& p, vh g, vh& m, vh& v, const common::AdamScalars<float>& s) {
+  m = s.beta1 * m + s.one_minus_beta1 * g;
+  v = s.beta2 * v + s.one_minus_beta2 * g * g;
+  const vd pd = __builtin_convertvector(p, vd);
+  const vd step = (__builtin_convertvector(m, vd) / s.correction1) /
+                      (sqrt_v(__builtin_convertvector(v, vd) / s.correction2) + s.eps) +
+                  s.weight_decay * pd;
+  p = __builtin_convertvector(pd - s.lr * step, vh);
+}
+
 void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t n,
               const common::AdamScalars<float>& s) {
+  vh g, mi, vi_, p;
   std::int64_t i = 0;
   for (; i + H <= n; i += H) {
-    vh g, mi, vi_, p;
     __builtin_memcpy(&g, grad + i, sizeof g);
     __builtin_memcpy(&mi, m + i, sizeof mi);
     __builtin_memcpy(&vi_, v + i, sizeof vi_);
     __builtin_memcpy(&p, param + i, sizeof p);
-    mi = s.beta1 * mi + s.one_minus_beta1 * g;
-    vi_ = s.beta2 * vi_ + s.one_minus_beta2 * g * g;
-    const vd pd = __builtin_convertvector(p, vd);
-    const vd step = (__builtin_convertvector(mi, vd) / s.correction1) /
-                        (sqrt_v(__builtin_convertvector(vi_, vd) / s.correction2) + s.eps) +
-                    s.weight_decay * pd;
-    p = __builtin_convertvector(pd - s.lr * step, vh);
+    adam_h(p, g, mi, vi_, s);
     __builtin_memcpy(m + i, &mi, sizeof mi);
     __builtin_memcpy(v + i, &vi_, sizeof vi_);
     __builtin_memcpy(param + i, &p, sizeof p);
   }
-  for (; i < n; ++i) {  // the same operations, one element
-    const float g = grad[i];
-    m[i] = s.beta1 * m[i] + s.one_minus_beta1 * g;
-    v[i] = s.beta2 * v[i] + s.one_minus_beta2 * g * g;
-    const double pd = param[i];
-    const double step = (static_cast<double>(m[i]) / s.correction1) /
-                            (__builtin_sqrt(static_cast<double>(v[i]) / s.correction2) + s.eps) +
-                        s.weight_decay * pd;
-    param[i] = static_cast<float>(pd - s.lr * step);
+  if (i == n) return;
+  // The last, partial step in zero-padded registers (zeros stay finite: 0 / (sqrt(0) + eps)).
+  g = mi = vi_ = p = vh{};
+  for (std::int64_t j = 0; j < n - i; ++j) {
+    g[j] = grad[i + j];
+    mi[j] = m[i + j];
+    vi_[j] = v[i + j];
+    p[j] = param[i + j];
+  }
+  adam_h(p, g, mi, vi_, s);
+  for (std::int64_t j = 0; j < n - i; ++j) {
+    m[i + j] = mi[j];
+    v[i + j] = vi_[j];
+    param[i + j] = p[j];
   }
 }
 

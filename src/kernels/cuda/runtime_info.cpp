@@ -12,24 +12,29 @@ std::string dotted(int version) {  // CUDA's 1000 * major + 10 * minor
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+// cudaGetDeviceCount's status, `count` 0 on an error (which is cleared: the sticky "no driver").
+cudaError_t query_device_count(int& count) {
+  count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  return status;
+}
+
 }  // namespace
 
 int device_count() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
+  query_device_count(count);
   return count;
 }
 
 std::string no_device_reason() {
   int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    cudaGetLastError();
-    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
-  }
+  const cudaError_t status = query_device_count(count);
+  if (status != cudaSuccess) return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
   return count > 0 ? std::string() : std::string("no CUDA device");
 }
 
