@@ -26,17 +26,11 @@ mkdir -p "$report_dir"
 md=$report_dir/gpu-check.md
 json=$report_dir/gpu-check.json
 [[ -x .gpu/dragoman_cuda_tests ]] || { echo "gpu-check: no .gpu/ bundle: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
-# The bundle's libraries travel compressed (scripts/gpu-bundle.sh).
-if [[ ! -d .gpu/lib && -f .gpu/lib.tar.xz ]]; then
-  tar -xJf .gpu/lib.tar.xz -C .gpu || { echo "gpu-check: cannot unpack .gpu/lib.tar.xz" >&2; exit 2; }
-fi
-
-# The bundle's libraries, the CUDA toolkit's, and NCCL wherever the machine has it (a pip wheel's
-# nvidia/nccl/lib included).
-# (a Python environment's site-packages included: /opt, /usr/local).
-nccl_dirs=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu /usr/local/lib /opt -name 'libnccl.so.2*' \
-  -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
-export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64${nccl_dirs:+:$nccl_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The bundle's libraries (they travel compressed), NCCL and cuBLASLt wherever the machine has them
+# (a Python environment's too) on LD_LIBRARY_PATH; gpu_op_tags (scripts/gpu-env.sh).
+gpu_bundle=.gpu
+# shellcheck source=scripts/gpu-env.sh
+source scripts/gpu-env.sh
 
 steps_json=()
 failed=0
@@ -92,9 +86,8 @@ fi
 # The sanitizers last, and only on the op-level tests (the training tests under instrumentation
 # would take far longer than a session has).
 if [[ ${SANITIZE:-0} == 1 ]] && command -v compute-sanitizer >/dev/null; then
-  ops='[cast],[random],[gemm],[gather],[top_k],[linear],[cross_entropy],[elementwise],[layer_norm],[attention],[embedding],[adam]'
   for tool in memcheck racecheck synccheck; do
-    step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 .gpu/dragoman_cuda_tests "$ops"
+    step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 .gpu/dragoman_cuda_tests "$gpu_op_tags"
   done
 else
   echo "== compute-sanitizer: not run (SANITIZE=0, or not installed)"

@@ -44,19 +44,10 @@ summary=$report_dir/summary.md
 case $mode in first | sanitize | profile) ;; *) echo "gpu-first-run: MODE is first, sanitize or profile, not '$mode'" >&2; exit 2 ;; esac
 [[ -x $bundle/dragoman && -x $bundle/dragoman_cuda_tests ]] ||
   { echo "gpu-first-run: no bundle in $bundle/: run scripts/gpu-bundle.sh on the build machine" >&2; exit 2; }
-if [[ ! -d $bundle/lib && -f $bundle/lib.tar.xz ]]; then
-  tar -xJf "$bundle/lib.tar.xz" -C "$bundle" || { echo "gpu-first-run: cannot unpack $bundle/lib.tar.xz" >&2; exit 2; }
-fi
-
-# NCCL (linked) and cuBLASLt (opened at the first product) wherever the machine has them: the CUDA
-# toolkit, the system's libraries, a Python environment's nvidia/*/lib (site- or dist-packages).
-library_dirs() {
-  find /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /usr/local/lib /opt \
-    -name "$1" -printf '%h\n' 2>/dev/null | sort -u | paste -sd:
-}
-nccl_dirs=$(library_dirs 'libnccl.so.2*')
-cublas_dirs=$(library_dirs 'libcublasLt.so.*')
-export LD_LIBRARY_PATH=$PWD/$bundle/lib${cublas_dirs:+:$cublas_dirs}${nccl_dirs:+:$nccl_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The bundle's libraries, NCCL and cuBLASLt on LD_LIBRARY_PATH; gpu_op_tags (scripts/gpu-env.sh).
+gpu_bundle=$bundle
+# shellcheck source=scripts/gpu-env.sh
+source scripts/gpu-env.sh
 # A single GPU needs no NCCL (train/communicator.cpp); for several, sockets stay inside the machine.
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 
@@ -166,9 +157,8 @@ elif [[ $mode == first ]]; then
   step 5-train-tests 180 "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes
   step 6-translate 300 translate_bench
 else
-  ops='[cast],[random],[gemm],[gather],[top_k],[linear],[cross_entropy],[elementwise],[layer_norm],[attention],[embedding],[adam]'
   shared_memory='[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'
-  step 1-memcheck 130 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$ops"
+  step 1-memcheck 130 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$gpu_op_tags"
   step 2-racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
   step 3-synccheck 50 compute-sanitizer --tool synccheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
