@@ -437,4 +437,76 @@ TEST_CASE("cpu_isa: the level picked is the best the CPU's features allow, DRAGO
   }
 }
 
+TEST_CASE("vector_math: the training step's attention loops (keys transposed, rank-1 updates)", "[kernels]") {
+  // Key sizes around the 16 lanes, key counts around every register width: scaled_dots_transposed_f32
+  // is scaled_dots_f32 bit for bit (so attention.cpp may take either), at every level.
+  for (const cpu::VectorKernels* k : levels()) {
+    for (const std::int64_t K : {1, 5, 16, 17, 32, 48, 64}) {
+      for (const std::int64_t n : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 100}) {
+        INFO(cpu::cpu_isa_name(k->isa) << ", K = " << K << ", n = " << n);
+        const std::int64_t stride = K + 2;
+        std::vector<float> keys =
+            random_row(std::max<std::int64_t>(n, 1) * stride, 21 + static_cast<std::uint32_t>(K), 1.5f);
+        if (n > 2) keys[2 * stride] = -0.0f;  // a signed zero, and a key of zeros only
+        if (n > 3) std::fill(keys.begin() + 3 * stride, keys.begin() + 4 * stride, 0.0f);
+        const std::vector<float> q = random_row(K, 22 + static_cast<std::uint32_t>(n), 1.0f);
+        const std::int64_t ld = (n + 15) / 16 * 16;
+        std::vector<float> kt(static_cast<std::size_t>(K * std::max<std::int64_t>(ld, 1)),
+                              7.0f);  // padding: any values
+        for (std::int64_t s = 0; s < n; ++s) {
+          for (std::int64_t i = 0; i < K; ++i) kt[i * ld + s] = keys[s * stride + i];
+        }
+        std::vector<float> expected(static_cast<std::size_t>(n) + 1, 5.0f), got = expected;
+        const float largest = k->scaled_dots_f32(q.data(), keys.data(), stride, n, K, 0.176f, expected.data());
+        const float largest_t = k->scaled_dots_transposed_f32(q.data(), kt.data(), ld, n, K, 0.176f, got.data());
+        CHECK(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)) == 0);  // got[n] untouched
+        CHECK(same_bits(largest, largest_t));
+
+        // rows[s] += a[s] * x and out += sum over s of a[s] * rows[s] with a zero weight kept:
+        // the plain loops' bits.
+        std::vector<float> a = random_row(n, 23, 1.0f);
+        if (n > 1) a[1] = 0.0f;
+        std::vector<float> rows = keys, rows_expected = keys;
+        k->add_outer_f32(a.data(), q.data(), n, K, rows.data(), stride);
+        for (std::int64_t s = 0; s < n; ++s) {
+          for (std::int64_t i = 0; i < K; ++i) rows_expected[s * stride + i] += a[s] * q[i];
+        }
+        CHECK(rows == rows_expected);
+        if (n > 1) keys[1 * stride] = std::numeric_limits<float>::infinity();  // 0 * inf: NaN, not skipped
+        std::vector<float> out = q, out_expected = q;
+        k->add_rows_f32(a.data(), keys.data(), stride, n, K, out.data());
+        for (std::int64_t s = 0; s < n; ++s) {
+          for (std::int64_t i = 0; i < K; ++i) out_expected[i] += a[s] * keys[s * stride + i];
+        }
+        CHECK(std::memcmp(out.data(), out_expected.data(), out.size() * sizeof(float)) == 0);
+        if (n > 1) CHECK(std::isnan(out[0]));
+      }
+    }
+  }
+}
+
+TEST_CASE("vector_math: sum_shifted_f32 adds the rounded differences in 16 double lanes at every level", "[kernels]") {
+  for (const cpu::VectorKernels* k : levels()) {
+    for (const std::int64_t n : kLengths) {
+      for (const bool special : {false, true}) {
+        INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << (special ? ", with inf and NaN" : ""));
+        const std::vector<float> x = awkward_row(n, 91 + static_cast<std::uint32_t>(n), special);
+        const float shift = 2.75f;
+        double lanes[cpu::kVectorLanes] = {};
+        double reference = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          lanes[i % cpu::kVectorLanes] += static_cast<double>(x[i] - shift);
+          reference += static_cast<double>(x[i]) - shift;
+        }
+        for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
+          for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+        }
+        const double got = k->sum_shifted_f32(x.data(), n, shift);
+        CHECK((std::memcmp(&got, &lanes[0], sizeof got) == 0 || (got != got && lanes[0] != lanes[0])));
+        if (!special) CHECK(got == Approx(reference).epsilon(1e-6).margin(1e-6 * (1 + std::sqrt(n))));
+      }
+    }
+  }
+}
+
 }  // namespace dragoman

@@ -29,6 +29,13 @@ acc_t<T> log_sum_exp(const T* row, std::int64_t v) {
   return max_value + std::log(sum);
 }
 
+// The sum of (double) (row[k] - shift) over k != pad, in the lanes of sum_shifted_f32: the entries
+// before the pad, then those after it.
+double sum_except(const float* row, std::int64_t v, std::int32_t pad, float shift) {
+  if (pad < 0 || pad >= v) return sum_shifted_f32(row, v, shift);
+  return sum_shifted_f32(row, pad, shift) + sum_shifted_f32(row + pad + 1, v - pad - 1, shift);
+}
+
 // A row's loss and nll, summed in double from its log-probabilities in acc_t<T>.
 struct RowLoss {
   double loss = 0, nll = 0;
@@ -70,11 +77,17 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
     const std::int32_t y = targets[r];
     const Acc log_z = log_sum_exp(row, v);
     double sum_lp = 0, lp_y = 0;  // sum_lp over k != pad
-    for (std::int64_t k = 0; k < v; ++k) {
-      const Acc lp = load(row[k]) - log_z;
-      row[k] = store<T>(lp);
-      if (k != pad) sum_lp += lp;
-      if (k == y) lp_y = lp;
+    if constexpr (std::is_same_v<T, float>) {
+      subtract_f32(row, v, log_z);  // the log-probabilities, then their sum in lanes (vector_math.h)
+      sum_lp = sum_except(row, v, pad, 0.0f);
+      lp_y = y >= 0 && y < v ? row[y] : 0.0f;
+    } else {
+      for (std::int64_t k = 0; k < v; ++k) {
+        const Acc lp = load(row[k]) - log_z;
+        row[k] = store<T>(lp);
+        if (k != pad) sum_lp += lp;
+        if (k == y) lp_y = lp;
+      }
     }
     if (y == pad) continue;
     row_loss[static_cast<std::size_t>(r)] = {-(1.0 - smoothing) * lp_y - off * sum_lp, -lp_y};
@@ -101,17 +114,14 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
     if constexpr (std::is_same_v<T, float>) {
       // The same sums, then the probabilities by the vectorised exp of kernels/cpu/vector_math.h
       // (within 1 ulp of std::exp, the same bits at every level), less the target distribution q.
-      for (std::int64_t k = 0; k < v; ++k) {
-        const float lp = row[k] - log_z;
-        if (k != pad) sum_lp += lp;
-      }
+      sum_lp = sum_except(row, v, pad, log_z);
       lp_y = row[y] - log_z;
       exp_store_f32(row, v, log_z, row);
       const float p_y = row[y];
       const auto q_off = static_cast<float>(off);
       const std::int64_t skip = pad >= 0 && pad < v ? pad : v;  // the pad's q is 0
-      for (std::int64_t k = 0; k < skip; ++k) row[k] -= q_off;
-      for (std::int64_t k = skip + 1; k < v; ++k) row[k] -= q_off;
+      subtract_f32(row, skip, q_off);
+      if (skip < v) subtract_f32(row + skip + 1, v - skip - 1, q_off);
       row[y] = p_y - static_cast<float>((1.0 - smoothing) + off);
     } else {
       for (std::int64_t k = 0; k < v; ++k) {

@@ -36,7 +36,10 @@ void relu_forward(const T* x, T* y, std::int64_t n) {
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = load(y[i]) > 0 ? dy[i] : T();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T g = dy[i];  // read whatever y says: a conditional read kept GCC from vectorising the select
+    dx[i] = load(y[i]) > 0 ? g : T();
+  }
 }
 
 template <typename T>

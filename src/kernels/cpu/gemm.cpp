@@ -22,8 +22,8 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, bla
                blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
 #ifdef DRAGOMAN_WITH_ONEDNN
   // oneDNN's row-major sgemm, on the calling thread's OpenMP threads.
-  const dnnl_status_t status = dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', m, n, k, alpha,
-                                          a, lda, b, ldb, beta, c, ldc);
+  const dnnl_status_t status = dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', m, n, k, alpha, a,
+                                          lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success) {
     throw Error("cpu::gemm: oneDNN's dnnl_sgemm failed (status " + std::to_string(static_cast<int>(status)) + ") for " +
                 std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));

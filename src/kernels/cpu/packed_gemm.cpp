@@ -62,7 +62,7 @@ struct PackedWeights::Impl {
   // dnnl_gemm_u8s8s32, whose pairs stay inside 16 bits with 7-bit weights (255 x 63 x 2 < 32768),
   // plus -128 x each row's sum of W, summed once here: the same int32 as x W^T.
   bool u8_gemm = false;
-  std::vector<std::int8_t> plain;           // W [out, in]
+  std::vector<std::int8_t> plain;          // W [out, in]
   std::vector<std::int32_t> compensation;  // [out]: -128 x sum_k W[j, k]
 
   // The primitive of one product shape, made on first use and kept for the process: the layers of

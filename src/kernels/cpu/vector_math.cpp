@@ -81,4 +81,19 @@ void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t 
   active().adam_f32(param, grad, m, v, n, s);
 }
 
+float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K,
+                                 float scale, float* out) {
+  return active().scaled_dots_transposed_f32(q, kt, ld, n, K, scale, out);
+}
+
+void add_outer_f32(const float* a, const float* x, std::int64_t n, std::int64_t K, float* rows, std::int64_t ld) {
+  active().add_outer_f32(a, x, n, K, rows, ld);
+}
+
+void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv, float* out) {
+  active().add_rows_f32(p, v, v_stride, n, Kv, out);
+}
+
+double sum_shifted_f32(const float* x, std::int64_t n, float shift) { return active().sum_shifted_f32(x, n, shift); }
+
 }  // namespace dragoman::cpu

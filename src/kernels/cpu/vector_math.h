@@ -91,6 +91,23 @@ float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std
 void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
                            float* out);
 
+// scaled_dots_f32 for keys stored transposed: element i of key s at kt[i * ld + s]. The same bits as
+// scaled_dots_f32 (each key's 16 lane sums and their tree), computed for several keys at once in
+// registers instead of one key's lanes in a register: the training step's form, where all the
+// queries of a (b, h) read the same keys (kernels/cpu/attention.cpp). ld >= n rounded up to 16, and
+// the columns n .. ld of each row readable (their results are computed and dropped).
+float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K,
+                                 float scale, float* out);
+// rows[s * ld + i] += a[s] * x[i] for s < n, i < K (each product rounded, then added; a rank-1 update).
+void add_outer_f32(const float* a, const float* x, std::int64_t n, std::int64_t K, float* rows, std::int64_t ld);
+// add_weighted_rows_f32 without skipping the rows of weight 0 (a gradient's sum: 0 * inf stays NaN).
+void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv, float* out);
+
+// The sum of (double) (x[i] - shift), each difference rounded to float first, in 16 lanes of double
+// (lane l: the i with i % 16 == l, in order; then the lanes' tree): a cross-entropy's sum of
+// log-probabilities (kernels/cpu/cross_entropy.cpp).
+double sum_shifted_f32(const float* x, std::int64_t n, float shift);
+
 // Adam on f32 parameters (kernels/cpu/adam.cpp): every element updated as common::adam_update<float>
 // does (the moments in float, the step in double, the parameter rounded once), W / 2 elements at a
 // time in double registers: IEEE division and square root in every lane, no FMA, so the bits are
@@ -115,6 +132,11 @@ struct VectorKernels {
   float (*scaled_dots_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float, float*);
   void (*add_weighted_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
   void (*adam_f32)(float*, const float*, float*, float*, std::int64_t, const common::AdamScalars<float>&);
+  float (*scaled_dots_transposed_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float,
+                                      float*);
+  void (*add_outer_f32)(const float*, const float*, std::int64_t, std::int64_t, float*, std::int64_t);
+  void (*add_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
+  double (*sum_shifted_f32)(const float*, std::int64_t, float);
 };
 
 // `isa`'s kernels, for tests and benchmarks that compare the levels; throws Error where this CPU

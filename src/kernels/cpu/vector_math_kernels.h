@@ -306,13 +306,51 @@ float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std
   return largest;
 }
 
-void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
-                           float* out) {
+// scaled_dots_f32 with the keys transposed (vector_math.h): W keys a register, each key's 16 lane
+// sums (lane l: the elements l, l + 16, ... in order, from +0) and then dot_f32's tree, in registers
+// that hold the same lane of W keys. Lanes past K keep their +0, as dot_f32's zero-padded group does.
+float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K,
+                                 float scale, float* out) {
+  for (std::int64_t s = 0; s < n; s += W) {
+    vf part[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      vf acc = vf{};
+      for (std::int64_t i = l; i < K; i += kLanes) acc += splat(q[i]) * load(kt + i * ld + s);
+      part[l] = acc;
+    }
+    for (int half = kLanes / 2; half >= 1; half /= 2) {
+      for (int j = 0; j < half; ++j) part[j] = part[j] + part[j + half];
+    }
+    const vf dots = part[0] * scale;
+    if (s + W <= n) {
+      store(out + s, dots);
+    } else {
+      for (std::int64_t j = 0; j < n - s; ++j) out[s + j] = dots[j];
+    }
+  }
+  float largest = -__builtin_inff();
+  for (std::int64_t s = 0; s < n; ++s) largest = out[s] > largest ? out[s] : largest;
+  return largest;
+}
+
+void add_outer_f32(const float* a, const float* x, std::int64_t n, std::int64_t K, float* rows, std::int64_t ld) {
+  for (std::int64_t s = 0; s < n; ++s) {
+    const float as = a[s];
+    float* row = rows + s * ld;
+    std::int64_t i = 0;
+    for (; i + W <= K; i += W) store(row + i, load(row + i) + as * load(x + i));
+    for (; i < K; ++i) row[i] += as * x[i];
+  }
+}
+
+// out[i] += p[s] * v_s[i] in order of s; kSkipZero: rows of weight 0 are left out.
+template <bool kSkipZero>
+void weighted_rows(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv, float* out) {
   std::int64_t s = 0;
   // Four rows a pass, each element's sum still in order of s: out is read and written once for them.
   for (; s + 4 <= n; s += 4) {
     const float p0 = p[s], p1 = p[s + 1], p2 = p[s + 2], p3 = p[s + 3];
-    if (p0 == 0.0f || p1 == 0.0f || p2 == 0.0f || p3 == 0.0f) break;  // the row-by-row loop skips them
+    if (kSkipZero && (p0 == 0.0f || p1 == 0.0f || p2 == 0.0f || p3 == 0.0f)) break;  // the loop below skips them
     const float* v0 = v + s * v_stride;
     const float *v1 = v0 + v_stride, *v2 = v1 + v_stride, *v3 = v2 + v_stride;
     std::int64_t i = 0;
@@ -323,13 +361,22 @@ void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride
     for (; i < Kv; ++i) out[i] = (((out[i] + p0 * v0[i]) + p1 * v1[i]) + p2 * v2[i]) + p3 * v3[i];
   }
   for (; s < n; ++s) {
-    if (p[s] == 0.0f) continue;
+    if (kSkipZero && p[s] == 0.0f) continue;
     const float ps = p[s];
     const float* vs = v + s * v_stride;
     std::int64_t i = 0;
     for (; i + W <= Kv; i += W) store(out + i, load(out + i) + ps * load(vs + i));
     for (; i < Kv; ++i) out[i] += ps * vs[i];
   }
+}
+
+void add_weighted_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv,
+                           float* out) {
+  weighted_rows<true>(p, v, v_stride, n, Kv, out);
+}
+
+void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv, float* out) {
+  weighted_rows<false>(p, v, v_stride, n, Kv, out);
 }
 
 }  // namespace
@@ -395,11 +442,47 @@ void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t 
   }
 }
 
+// The sum of (double) (x[i] - shift) in 16 double lanes (vector_math.h): H lanes a register.
+double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
+  constexpr int D = kLanes / H;  // registers of H doubles
+  vd acc[D];
+  for (int d = 0; d < D; ++d) acc[d] = vd{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int d = 0; d < D; ++d) {
+      vh part;
+      __builtin_memcpy(&part, x + i + d * H, sizeof part);
+      acc[d] += __builtin_convertvector(part - shift, vd);
+    }
+  }
+  double lanes[kLanes];
+  __builtin_memcpy(lanes, acc, sizeof lanes);
+  for (std::int64_t l = 0; i + l < n; ++l)
+    lanes[l] += static_cast<double>(x[i + l] - shift);  // the missing lanes add nothing
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+  }
+  return lanes[0];
+}
+
 extern const VectorKernels DRAGOMAN_VECTOR_TABLE;
 const VectorKernels DRAGOMAN_VECTOR_TABLE = {
-    DRAGOMAN_VECTOR_ISA,   max_f32,     sum_exp_f32,      exp_store_f32,      dot_f32,
-    subtract_f32,          max_abs_f32, quantize_row_f32, dequantize_row_f32, scaled_dots_f32,
-    add_weighted_rows_f32, adam_f32,
+    DRAGOMAN_VECTOR_ISA,
+    max_f32,
+    sum_exp_f32,
+    exp_store_f32,
+    dot_f32,
+    subtract_f32,
+    max_abs_f32,
+    quantize_row_f32,
+    dequantize_row_f32,
+    scaled_dots_f32,
+    add_weighted_rows_f32,
+    adam_f32,
+    scaled_dots_transposed_f32,
+    add_outer_f32,
+    add_rows_f32,
+    sum_shifted_f32,
 };
 
 }  // namespace dragoman::cpu::DRAGOMAN_VECTOR_NAMESPACE
