@@ -485,7 +485,7 @@ TEST_CASE("vector_math: the training step's attention loops (keys transposed, ra
   }
 }
 
-TEST_CASE("vector_math: sum_shifted_f32 adds the rounded differences in 16 double lanes at every level", "[kernels]") {
+TEST_CASE("vector_math: sum_shifted_f32 and sum_squares_f32 add in 16 double lanes at every level", "[kernels]") {
   for (const cpu::VectorKernels* k : levels()) {
     for (const std::int64_t n : kLengths) {
       for (const bool special : {false, true}) {
@@ -501,9 +501,44 @@ TEST_CASE("vector_math: sum_shifted_f32 adds the rounded differences in 16 doubl
         for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
           for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
         }
+        double square_lanes[cpu::kVectorLanes] = {};
+        for (std::int64_t i = 0; i < n; ++i) {
+          square_lanes[i % cpu::kVectorLanes] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        }
+        for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
+          for (int j = 0; j < half; ++j) square_lanes[j] = square_lanes[j] + square_lanes[j + half];
+        }
+        const double squares = k->sum_squares_f32(x.data(), n);
+        CHECK((std::memcmp(&squares, &square_lanes[0], sizeof squares) == 0 ||
+               (squares != squares && square_lanes[0] != square_lanes[0])));
         const double got = k->sum_shifted_f32(x.data(), n, shift);
         CHECK((std::memcmp(&got, &lanes[0], sizeof got) == 0 || (got != got && lanes[0] != lanes[0])));
         if (!special) CHECK(got == Approx(reference).epsilon(1e-6).margin(1e-6 * (1 + std::sqrt(n))));
+      }
+    }
+  }
+}
+
+TEST_CASE("vector_math: layer norm's row sums in 16 lanes, the same bits at every level", "[kernels]") {
+  for (const cpu::VectorKernels* k : levels()) {
+    for (const std::int64_t n : kLengths) {
+      for (const bool special : {false, true}) {
+        INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << (special ? ", with inf and NaN" : ""));
+        const std::vector<float> x = awkward_row(n, 61 + static_cast<std::uint32_t>(n), special);
+        const std::vector<float> dy = random_row(n, 62, 1.0f), w = random_row(n, 63, 1.0f);
+        const float mean = 0.375f, rstd = 1.25f;
+        CHECK(same_bits(k->sum_f32(x.data(), n), lanes_spec(
+                                                     n, 0.0f, [&](std::int64_t i) { return x[i]; }, add)));
+        CHECK(same_bits(k->sum_squared_deviations_f32(x.data(), n, mean),
+                        lanes_spec(
+                            n, 0.0f, [&](std::int64_t i) { return (x[i] - mean) * (x[i] - mean); }, add)));
+        float sums[2];
+        k->layer_norm_sums_f32(dy.data(), w.data(), x.data(), n, mean, rstd, sums);
+        CHECK(same_bits(sums[0], lanes_spec(
+                                     n, 0.0f, [&](std::int64_t i) { return dy[i] * w[i]; }, add)));
+        CHECK(same_bits(sums[1],
+                        lanes_spec(
+                            n, 0.0f, [&](std::int64_t i) { return dy[i] * w[i] * ((x[i] - mean) * rstd); }, add)));
       }
     }
   }

@@ -78,8 +78,10 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
     const Acc log_z = log_sum_exp(row, v);
     double sum_lp = 0, lp_y = 0;  // sum_lp over k != pad
     if constexpr (std::is_same_v<T, float>) {
-      subtract_f32(row, v, log_z);  // the log-probabilities, then their sum in lanes (vector_math.h)
-      sum_lp = sum_except(row, v, pad, 0.0f);
+      // cross_entropy_fused's sums: the logits' sum in lanes (vector_math.h) less log_z for each.
+      sum_lp = sum_except(row, v, pad, 0.0f) -
+               static_cast<double>(log_z) * static_cast<double>(pad >= 0 && pad < v ? v - 1 : v);
+      subtract_f32(row, v, log_z);  // the log-probabilities
       lp_y = y >= 0 && y < v ? row[y] : 0.0f;
     } else {
       for (std::int64_t k = 0; k < v; ++k) {
@@ -109,21 +111,25 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
       std::fill(row, row + v, store<T>(0));
       continue;
     }
-    const Acc log_z = log_sum_exp(row, v);
     double sum_lp = 0, lp_y = 0;
     if constexpr (std::is_same_v<T, float>) {
-      // The same sums, then the probabilities by the vectorised exp of kernels/cpu/vector_math.h
-      // (within 1 ulp of std::exp, the same bits at every level), less the target distribution q.
-      sum_lp = sum_except(row, v, pad, log_z);
-      lp_y = row[y] - log_z;
-      exp_store_f32(row, v, log_z, row);
-      const float p_y = row[y];
+      // One exp a logit (kernels/cpu/vector_math.h): e = exp(x - max) stored with its sum, so that
+      // log_z = max + log(sum) is log_sum_exp's; the probability is e / sum, less q.
+      const float max_value = std::max(row[0], max_f32(row, v));
+      const double sum_x = sum_except(row, v, pad, 0.0f);
+      const float x_y = row[y];
+      const float sum = exp_store_f32(row, v, max_value, row);
+      const float log_z = max_value + std::log(sum);
+      sum_lp = sum_x - static_cast<double>(log_z) * static_cast<double>(pad >= 0 && pad < v ? v - 1 : v);
+      lp_y = x_y - log_z;
+      const float p_y = row[y] / sum;
       const auto q_off = static_cast<float>(off);
-      const std::int64_t skip = pad >= 0 && pad < v ? pad : v;  // the pad's q is 0
-      subtract_f32(row, skip, q_off);
-      if (skip < v) subtract_f32(row + skip + 1, v - skip - 1, q_off);
+      const float pad_p = pad >= 0 && pad < v ? row[pad] / sum : 0.0f;  // the pad's q is 0
+      for (std::int64_t k = 0; k < v; ++k) row[k] = row[k] / sum - q_off;
+      if (pad >= 0 && pad < v) row[pad] = pad_p;
       row[y] = p_y - static_cast<float>((1.0 - smoothing) + off);
     } else {
+      const Acc log_z = log_sum_exp(row, v);
       for (std::int64_t k = 0; k < v; ++k) {
         const Acc lp = load(row[k]) - log_z;
         if (k != pad) sum_lp += lp;

@@ -7,6 +7,9 @@
 // log-probability are computed in acc_t<T> (float for float, bf16, f16); each element written back
 // (log-probability or gradient) is rounded once with store<T>(); the loss sums add the acc_t<T>
 // log-probabilities (not their rounded copies) in double. (Until #12, float rows computed in double.)
+// f32 rows (issue #24, one exp a logit): e(k) = exp(x(k) - max) by vector_math.h's exp, stored with
+// its sum Z, log_z = max + log(Z), p(k) = e(k) / Z; the loss's sum of log-probabilities is the sum
+// of the logits (16 double lanes, sum_shifted_f32) less log_z for each, in double.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +28,8 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
 
 // The training loss, fused with its gradient: adds the sums as cross_entropy_forward does and
 // replaces logits by d(loss_sum)/d(logits) = p - q (in place; 0 for pad rows), so the backward pass
-// has nothing left to compute but its scale. p = exp(log-probability in acc_t<T>), never of a rounded
-// copy. Both kernels sum the same acc_t<T> log-probabilities, so they give the same sums bit for bit.
+// has nothing left to compute but its scale. p = exp(log-probability in acc_t<T>) (f32: e / Z, above),
+// never of a rounded copy. Both kernels compute the sums the same way, so they give the same bits.
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
                          double smoothing, double* loss_sum, double* nll_sum);

@@ -2,10 +2,12 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "core/philox.h"
 #include "kernels/common/dropout.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 
@@ -92,9 +94,13 @@ double sum_squares(const T* x, std::int64_t n) {
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     double s = 0;
     const std::int64_t end = std::min(n, (blk + 1) * kBlock);
-    for (std::int64_t i = blk * kBlock; i < end; ++i) {
-      const double v = load(x[i]);
-      s += v * v;
+    if constexpr (std::is_same_v<T, float>) {
+      s = sum_squares_f32(x + blk * kBlock, end - blk * kBlock);  // in 16 lanes (vector_math.h)
+    } else {
+      for (std::int64_t i = blk * kBlock; i < end; ++i) {
+        const double v = load(x[i]);
+        s += v * v;
+      }
     }
     partial[static_cast<std::size_t>(blk)] = s;
   }

@@ -48,7 +48,8 @@ template <typename T>
 void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream);
 
 // Sum of squares accumulated in double for every T, in fixed blocks summed in order
-// (thread-count independent).
+// (thread-count independent); within a block in index order, or for f32 in the 16 double lanes of
+// sum_squares_f32 (kernels/cpu/vector_math.h).
 template <typename T>
 double sum_squares(const T* x, std::int64_t n);
 

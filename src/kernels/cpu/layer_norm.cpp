@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/common/layer_norm.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
 
@@ -16,11 +18,18 @@ void normalize_row(const T* xr, const T* weight, const T* bias, T* yr, acc_t<T>*
                    double eps) {
   using A = acc_t<T>;
   const A n = static_cast<A>(d), e = static_cast<A>(eps);
-  A sum = 0;
-  for (std::int64_t i = 0; i < d; ++i) sum += load(xr[i]);
+  A sum = 0, sq = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    sum = sum_f32(xr, d);  // in 16 lanes (vector_math.h)
+  } else {
+    for (std::int64_t i = 0; i < d; ++i) sum += load(xr[i]);
+  }
   const A mu = sum / n;
-  A sq = 0;
-  for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
+  if constexpr (std::is_same_v<T, float>) {
+    sq = sum_squared_deviations_f32(xr, d, mu);
+  } else {
+    for (std::int64_t i = 0; i < d; ++i) sq += (load(xr[i]) - mu) * (load(xr[i]) - mu);
+  }
   const A rs = A(1) / std::sqrt(sq / n + e);
   for (std::int64_t i = 0; i < d; ++i)
     yr[i] = store<T>(common::layer_norm_output(load(xr[i]), mu, rs, load(weight[i]), load(bias[i])));
@@ -61,11 +70,18 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
     const T* dyr = dy + r * d;
     const T* xr = x + r * d;
     A g_sum = 0, gx_sum = 0;
-    for (std::int64_t i = 0; i < d; ++i) {
-      const A xhat = common::layer_norm_xhat(load(xr[i]), mean[r], rstd[r]);
-      const A g = load(dyr[i]) * load(weight[i]);
-      g_sum += g;
-      gx_sum += g * xhat;
+    if constexpr (std::is_same_v<T, float>) {
+      float sums[2];
+      layer_norm_sums_f32(dyr, weight, xr, d, mean[r], rstd[r], sums);  // in 16 lanes (vector_math.h)
+      g_sum = sums[0];
+      gx_sum = sums[1];
+    } else {
+      for (std::int64_t i = 0; i < d; ++i) {
+        const A xhat = common::layer_norm_xhat(load(xr[i]), mean[r], rstd[r]);
+        const A g = load(dyr[i]) * load(weight[i]);
+        g_sum += g;
+        gx_sum += g * xhat;
+      }
     }
     const A g_mean = g_sum / n, gx_mean = gx_sum / n;
     T* dxr = dx + r * d;

@@ -3,10 +3,11 @@
 // is the type of everything else (core/numeric.h):
 //   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased), rstd = 1 / sqrt(var + eps)
 //   y = (x - mean) * rstd * weight + bias
-// Forward: the row sums, mean and rstd are computed in A (sums in index order); mean and rstd are
+// Forward: the row sums, mean and rstd are computed in A (sums in index order; f32's in the 16 lanes
+// of kernels/cpu/vector_math.h, the same bits at every instruction-set level); mean and rstd are
 // stored in A (statistics, no rounding to T); each y element is computed in A and rounded once.
 // Backward: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, the row sums
-// in A, each dx element rounded once; dweight and dbias (parameter gradients, A) accumulate (+=)
+// in A (f32's in lanes, as the forward's), each dx element rounded once; dweight and dbias (parameter gradients, A) accumulate (+=)
 // column sums in row order, so the result does not depend on the thread count.
 #pragma once
 

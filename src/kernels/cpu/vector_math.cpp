@@ -96,4 +96,17 @@ void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::in
 
 double sum_shifted_f32(const float* x, std::int64_t n, float shift) { return active().sum_shifted_f32(x, n, shift); }
 
+float sum_f32(const float* x, std::int64_t n) { return active().sum_f32(x, n); }
+
+float sum_squared_deviations_f32(const float* x, std::int64_t n, float mean) {
+  return active().sum_squared_deviations_f32(x, n, mean);
+}
+
+void layer_norm_sums_f32(const float* dy, const float* weight, const float* x, std::int64_t n, float mean, float rstd,
+                         float* sums) {
+  active().layer_norm_sums_f32(dy, weight, x, n, mean, rstd, sums);
+}
+
+double sum_squares_f32(const float* x, std::int64_t n) { return active().sum_squares_f32(x, n); }
+
 }  // namespace dragoman::cpu

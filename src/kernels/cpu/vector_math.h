@@ -108,6 +108,17 @@ void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::in
 // log-probabilities (kernels/cpu/cross_entropy.cpp).
 double sum_shifted_f32(const float* x, std::int64_t n, float shift);
 
+// Layer norm's row sums (kernels/cpu/layer_norm.cpp), in the 16 lanes above: the sum of x[i]; the
+// sum of (x[i] - mean)^2; and sums[0] = the sum of g = dy[i] * weight[i], sums[1] = the sum of
+// g * ((x[i] - mean) * rstd) (each operation rounded, in that order).
+float sum_f32(const float* x, std::int64_t n);
+float sum_squared_deviations_f32(const float* x, std::int64_t n, float mean);
+void layer_norm_sums_f32(const float* dy, const float* weight, const float* x, std::int64_t n, float mean, float rstd,
+                         float* sums);
+
+// The sum of x[i]^2 in 16 lanes of double (each square of the double value; a gradient's norm).
+double sum_squares_f32(const float* x, std::int64_t n);
+
 // Adam on f32 parameters (kernels/cpu/adam.cpp): every element updated as common::adam_update<float>
 // does (the moments in float, the step in double, the parameter rounded once), W / 2 elements at a
 // time in double registers: IEEE division and square root in every lane, no FMA, so the bits are
@@ -137,6 +148,10 @@ struct VectorKernels {
   void (*add_outer_f32)(const float*, const float*, std::int64_t, std::int64_t, float*, std::int64_t);
   void (*add_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
   double (*sum_shifted_f32)(const float*, std::int64_t, float);
+  float (*sum_f32)(const float*, std::int64_t);
+  float (*sum_squared_deviations_f32)(const float*, std::int64_t, float);
+  void (*layer_norm_sums_f32)(const float*, const float*, const float*, std::int64_t, float, float, float*);
+  double (*sum_squares_f32)(const float*, std::int64_t);
 };
 
 // `isa`'s kernels, for tests and benchmarks that compare the levels; throws Error where this CPU

@@ -170,6 +170,76 @@ float dot_f32(const float* a, const float* b, std::int64_t n) {
   return tree_sum(sum);
 }
 
+// The sums of layer norm (vector_math.h): whole groups of 16 in registers, the last partial group
+// added lane by lane (the missing lanes add nothing), then the fixed tree.
+inline float lanes_tree(float* lanes) {
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+  }
+  return lanes[0];
+}
+
+float sum_f32(const float* x, std::int64_t n) {
+  Lanes acc;
+  for (int r = 0; r < R; ++r) acc.v[r] = vf{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes v = load16(x + i);
+    for (int r = 0; r < R; ++r) acc.v[r] += v.v[r];
+  }
+  float lanes[kLanes];
+  for (int r = 0; r < R; ++r) store(lanes + r * W, acc.v[r]);
+  for (std::int64_t l = 0; i + l < n; ++l) lanes[l] += x[i + l];
+  return lanes_tree(lanes);
+}
+
+float sum_squared_deviations_f32(const float* x, std::int64_t n, float mean) {
+  Lanes acc;
+  for (int r = 0; r < R; ++r) acc.v[r] = vf{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes v = load16(x + i);
+    for (int r = 0; r < R; ++r) {
+      const vf d = v.v[r] - mean;
+      acc.v[r] += d * d;
+    }
+  }
+  float lanes[kLanes];
+  for (int r = 0; r < R; ++r) store(lanes + r * W, acc.v[r]);
+  for (std::int64_t l = 0; i + l < n; ++l) {
+    const float d = x[i + l] - mean;
+    lanes[l] += d * d;
+  }
+  return lanes_tree(lanes);
+}
+
+void layer_norm_sums_f32(const float* dy, const float* weight, const float* x, std::int64_t n, float mean, float rstd,
+                         float* sums) {
+  Lanes g_acc, gx_acc;
+  for (int r = 0; r < R; ++r) g_acc.v[r] = gx_acc.v[r] = vf{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes vdy = load16(dy + i), vw = load16(weight + i), vx = load16(x + i);
+    for (int r = 0; r < R; ++r) {
+      const vf g = vdy.v[r] * vw.v[r];
+      g_acc.v[r] += g;
+      gx_acc.v[r] += g * ((vx.v[r] - mean) * rstd);
+    }
+  }
+  float g_lanes[kLanes], gx_lanes[kLanes];
+  for (int r = 0; r < R; ++r) {
+    store(g_lanes + r * W, g_acc.v[r]);
+    store(gx_lanes + r * W, gx_acc.v[r]);
+  }
+  for (std::int64_t l = 0; i + l < n; ++l) {
+    const float g = dy[i + l] * weight[i + l];
+    g_lanes[l] += g;
+    gx_lanes[l] += g * ((x[i + l] - mean) * rstd);
+  }
+  sums[0] = lanes_tree(g_lanes);
+  sums[1] = lanes_tree(gx_lanes);
+}
+
 void subtract_f32(float* x, std::int64_t n, float value) {
   std::int64_t i = 0;
   for (; i + W <= n; i += W) store(x + i, load(x + i) - value);
@@ -307,21 +377,36 @@ float scaled_dots_f32(const float* q, const float* k, std::int64_t k_stride, std
 }
 
 // scaled_dots_f32 with the keys transposed (vector_math.h): W keys a register, each key's 16 lane
-// sums (lane l: the elements l, l + 16, ... in order, from +0) and then dot_f32's tree, in registers
-// that hold the same lane of W keys. Lanes past K keep their +0, as dot_f32's zero-padded group does.
-float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K,
-                                 float scale, float* out) {
+// sums (lane l: the elements l, l + 16, ... in order, from +0) and dot_f32's tree over them, in
+// registers that hold the same lane of W keys. Lanes past K keep their +0, as dot_f32's zero-padded
+// group does. The tree is walked depth first (tree_node), so that a few registers hold it.
+
+// Lane J's sum for the W keys at column s (kK: K when known at compile time, else 0).
+template <int J, int kK>
+inline vf lane_partial(const float* q, const float* kt, std::int64_t ld, std::int64_t K, std::int64_t s) {
+  const std::int64_t size = kK > 0 ? kK : K;
+  vf acc = vf{};
+  for (std::int64_t i = J; i < size; i += kLanes) acc += splat(q[i]) * load(kt + i * ld + s);
+  return acc;
+}
+
+// The value at lane J after the tree's level Half (16: the lane sums; then 8, 4, 2, 1):
+// node(J, Half) = node(J, 2 Half) + node(J + Half, 2 Half), as tree_sum adds them.
+template <int J, int Half, int kK>
+inline vf tree_node(const float* q, const float* kt, std::int64_t ld, std::int64_t K, std::int64_t s) {
+  if constexpr (Half == kLanes) {
+    return lane_partial<J, kK>(q, kt, ld, K, s);
+  } else {
+    const vf left = tree_node<J, 2 * Half, kK>(q, kt, ld, K, s);
+    return left + tree_node<J + Half, 2 * Half, kK>(q, kt, ld, K, s);
+  }
+}
+
+template <int kK>
+float dots_transposed(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K, float scale,
+                      float* out) {
   for (std::int64_t s = 0; s < n; s += W) {
-    vf part[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      vf acc = vf{};
-      for (std::int64_t i = l; i < K; i += kLanes) acc += splat(q[i]) * load(kt + i * ld + s);
-      part[l] = acc;
-    }
-    for (int half = kLanes / 2; half >= 1; half /= 2) {
-      for (int j = 0; j < half; ++j) part[j] = part[j] + part[j + half];
-    }
-    const vf dots = part[0] * scale;
+    const vf dots = tree_node<0, 1, kK>(q, kt, ld, K, s) * scale;
     if (s + W <= n) {
       store(out + s, dots);
     } else {
@@ -331,6 +416,14 @@ float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t l
   float largest = -__builtin_inff();
   for (std::int64_t s = 0; s < n; ++s) largest = out[s] > largest ? out[s] : largest;
   return largest;
+}
+
+float scaled_dots_transposed_f32(const float* q, const float* kt, std::int64_t ld, std::int64_t n, std::int64_t K,
+                                 float scale, float* out) {
+  // The usual head sizes unrolled: the same operations, the loop over K known.
+  if (K == 32) return dots_transposed<32>(q, kt, ld, n, K, scale, out);
+  if (K == 64) return dots_transposed<64>(q, kt, ld, n, K, scale, out);
+  return dots_transposed<0>(q, kt, ld, n, K, scale, out);
 }
 
 void add_outer_f32(const float* a, const float* x, std::int64_t n, std::int64_t K, float* rows, std::int64_t ld) {
@@ -465,6 +558,29 @@ double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
   return lanes[0];
 }
 
+// The sum of (double) x[i] * (double) x[i] in 16 double lanes (vector_math.h).
+double sum_squares_f32(const float* x, std::int64_t n) {
+  constexpr int D = kLanes / H;
+  vd acc[D];
+  for (int d = 0; d < D; ++d) acc[d] = vd{};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int d = 0; d < D; ++d) {
+      vh part;
+      __builtin_memcpy(&part, x + i + d * H, sizeof part);
+      const vd wide = __builtin_convertvector(part, vd);
+      acc[d] += wide * wide;
+    }
+  }
+  double lanes[kLanes];
+  __builtin_memcpy(lanes, acc, sizeof lanes);
+  for (std::int64_t l = 0; i + l < n; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+  }
+  return lanes[0];
+}
+
 extern const VectorKernels DRAGOMAN_VECTOR_TABLE;
 const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     DRAGOMAN_VECTOR_ISA,
@@ -483,6 +599,10 @@ const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     add_outer_f32,
     add_rows_f32,
     sum_shifted_f32,
+    sum_f32,
+    sum_squared_deviations_f32,
+    layer_norm_sums_f32,
+    sum_squares_f32,
 };
 
 }  // namespace dragoman::cpu::DRAGOMAN_VECTOR_NAMESPACE
