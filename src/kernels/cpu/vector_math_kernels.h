@@ -535,8 +535,10 @@ void adam_f32(float* param, const float* grad, float* m, float* v, std::int64_t 
   }
 }
 
-// The sum of (double) (x[i] - shift) in 16 double lanes (vector_math.h): H lanes a register.
-double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
+// The sum of term(x[i]) in 16 double lanes (vector_math.h), H lanes a register: `wide` maps H
+// floats to their H doubles' terms, `one` a float to its term, by the same operations.
+template <typename Wide, typename One>
+double double_lanes_sum(const float* x, std::int64_t n, Wide wide, One one) {
   constexpr int D = kLanes / H;  // registers of H doubles
   vd acc[D];
   for (int d = 0; d < D; ++d) acc[d] = vd{};
@@ -545,40 +547,32 @@ double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
     for (int d = 0; d < D; ++d) {
       vh part;
       __builtin_memcpy(&part, x + i + d * H, sizeof part);
-      acc[d] += __builtin_convertvector(part - shift, vd);
+      acc[d] += wide(part);
     }
   }
   double lanes[kLanes];
   __builtin_memcpy(lanes, acc, sizeof lanes);
-  for (std::int64_t l = 0; i + l < n; ++l)
-    lanes[l] += static_cast<double>(x[i + l] - shift);  // the missing lanes add nothing
+  for (std::int64_t l = 0; i + l < n; ++l) lanes[l] += one(x[i + l]);  // the missing lanes add nothing
   for (int half = kLanes / 2; half >= 1; half /= 2) {
     for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
   }
   return lanes[0];
 }
 
-// The sum of (double) x[i] * (double) x[i] in 16 double lanes (vector_math.h).
+double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
+  return double_lanes_sum(
+      x, n, [shift](vh part) { return __builtin_convertvector(part - shift, vd); },
+      [shift](float value) { return static_cast<double>(value - shift); });
+}
+
 double sum_squares_f32(const float* x, std::int64_t n) {
-  constexpr int D = kLanes / H;
-  vd acc[D];
-  for (int d = 0; d < D; ++d) acc[d] = vd{};
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int d = 0; d < D; ++d) {
-      vh part;
-      __builtin_memcpy(&part, x + i + d * H, sizeof part);
-      const vd wide = __builtin_convertvector(part, vd);
-      acc[d] += wide * wide;
-    }
-  }
-  double lanes[kLanes];
-  __builtin_memcpy(lanes, acc, sizeof lanes);
-  for (std::int64_t l = 0; i + l < n; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
-  for (int half = kLanes / 2; half >= 1; half /= 2) {
-    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
-  }
-  return lanes[0];
+  return double_lanes_sum(
+      x, n,
+      [](vh part) {
+        const vd wide = __builtin_convertvector(part, vd);
+        return wide * wide;
+      },
+      [](float value) { return static_cast<double>(value) * static_cast<double>(value); });
 }
 
 extern const VectorKernels DRAGOMAN_VECTOR_TABLE;
