@@ -18,13 +18,15 @@ struct Candidate {
   double log_prob;
   std::int64_t beam;  // row within the sentence's beams
   std::int32_t token;
+  double token_log_prob;  // the step's log-probability of `token`
 };
 
 // What one sentence's search holds between steps.
 struct SentenceSearch {
-  std::int64_t max_length = 0;  // tokens before EOS
-  std::vector<std::vector<std::int32_t>> tokens;  // per live beam
-  std::vector<double> log_probs;                  // per live beam
+  std::int64_t max_length = 0;                       // tokens before EOS
+  std::vector<std::vector<std::int32_t>> tokens;     // per live beam
+  std::vector<double> log_probs;                     // per live beam
+  std::vector<std::vector<double>> token_log_probs;  // per live beam: each token's
   std::vector<Hypothesis> finished;
 };
 
@@ -38,11 +40,12 @@ bool better(const Hypothesis& a, const Hypothesis& b) {
 // still reach (log-probabilities only fall; its final length is in [generated + 1, max + 1]).
 double score_bound(const SearchOptions& o, double log_prob, std::int64_t generated, std::int64_t max_length) {
   const std::int64_t shortest = generated + 1, longest = max_length + 1;
-  const double by_length = std::max(log_prob / length_normaliser(o, shortest), log_prob / length_normaliser(o, longest));
-  const double reward = std::max(o.word_reward * static_cast<double>(shortest), o.word_reward * static_cast<double>(longest));
+  const double by_length =
+      std::max(log_prob / length_normaliser(o, shortest), log_prob / length_normaliser(o, longest));
+  const double reward =
+      std::max(o.word_reward * static_cast<double>(shortest), o.word_reward * static_cast<double>(longest));
   return by_length + reward;
 }
-
 
 // The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
 // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
@@ -126,11 +129,12 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   std::vector<SentenceSearch> search(static_cast<std::size_t>(n));
   std::int64_t capacity = 1;
   for (std::int64_t b = 0; b < n; ++b) {
-    const double limit = std::floor(o.max_length_a * static_cast<double>(sources[b].size()) +
-                                    static_cast<double>(o.max_length_b));
+    const double limit =
+        std::floor(o.max_length_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_length_b));
     search[b].max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
     search[b].tokens = {{}};
     search[b].log_probs = {0.0};
+    search[b].token_log_probs = {{}};
     capacity = std::max(capacity, search[b].max_length + 1);
   }
   // K rows per sentence: active[j] is the sentence whose hypotheses are rows j*K .. j*K+K-1.
@@ -170,7 +174,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
           row_best_candidates(top_values, top_ids, top_eos, first_row + k, static_cast<std::size_t>(2 * k_max),
                               t >= s.max_length, c, best);
         }
-        for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token});
+        for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
       }
       const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
       std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
@@ -181,11 +185,14 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                         });
       std::vector<std::vector<std::int32_t>> tokens;
       std::vector<double> log_probs;
+      std::vector<std::vector<double>> token_log_probs;
       for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
         const Candidate& cand = candidates[i];
         if (cand.token == c.eos_id) {
           if (static_cast<std::int64_t>(i) < k_max) {
-            s.finished.push_back({s.tokens[cand.beam], cand.log_prob, hypothesis_score(o, cand.log_prob, t + 1)});
+            s.finished.push_back({s.tokens[cand.beam], cand.log_prob, hypothesis_score(o, cand.log_prob, t + 1),
+                                  s.token_log_probs[cand.beam]});
+            s.finished.back().token_log_probs.push_back(cand.token_log_prob);
           }
           continue;
         }
@@ -194,9 +201,12 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         tokens.push_back(s.tokens[cand.beam]);
         tokens.back().push_back(cand.token);
         log_probs.push_back(cand.log_prob);
+        token_log_probs.push_back(s.token_log_probs[cand.beam]);
+        token_log_probs.back().push_back(cand.token_log_prob);
       }
       s.tokens = std::move(tokens);
       s.log_probs = std::move(log_probs);
+      s.token_log_probs = std::move(token_log_probs);
       std::sort(s.finished.begin(), s.finished.end(), better);
       // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
       bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();

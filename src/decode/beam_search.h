@@ -35,6 +35,9 @@ struct Hypothesis {
   std::vector<std::int32_t> tokens;  // without BOS and EOS
   double log_prob = 0;               // log p(tokens, EOS | source)
   double score = 0;                  // as above
+  // log p(token | source, the tokens before it) for each token, then EOS's: added in order from 0
+  // they give log_prob bit for bit (the search adds them so).
+  std::vector<double> token_log_probs;
 };
 
 // The length normaliser lp(length) of a hypothesis of `length` tokens (EOS included).

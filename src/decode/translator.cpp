@@ -117,7 +117,7 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
     for (std::size_t j = 0; j < batch.size(); ++j) {
       Translation& result = results[static_cast<std::size_t>(batch[j])];
       for (const Hypothesis& h : found[j]) {
-        result.nbest.push_back({vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score});
+        result.nbest.push_back({vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs});
       }
     }
     done += static_cast<std::int64_t>(batch.size());

@@ -42,9 +42,10 @@ struct TranslatorOptions {
 
 struct TranslatedHypothesis {
   std::string text;
-  std::vector<std::int32_t> tokens;  // target ids, without BOS/EOS
-  double log_prob = 0;               // log p(tokens, EOS | source): the model's score, unnormalised
-  double score = 0;                  // length-normalised, word reward included (beam_search.h)
+  std::vector<std::int32_t> tokens;     // target ids, without BOS/EOS
+  double log_prob = 0;                  // log p(tokens, EOS | source): the model's score, unnormalised
+  double score = 0;                     // length-normalised, word reward included (beam_search.h)
+  std::vector<double> token_log_probs;  // each token's log-probability, then EOS's (beam_search.h)
 };
 
 struct Translation {

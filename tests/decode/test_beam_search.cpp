@@ -20,6 +20,26 @@ Transformer random_model(const ModelConfig& config, std::uint64_t seed) {
   return model;
 }
 
+// log p(token | source, the tokens before it) of each token, then of EOS, by feeding the tokens one at
+// a time.
+std::vector<double> token_log_probs(const Transformer& model, const std::vector<std::int32_t>& source,
+                                    const std::vector<std::int32_t>& tokens) {
+  const ModelConfig& c = model.config();
+  const Batch batch = Batch::from_sentences({source}, {{}}, c);
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
+                                            static_cast<std::int64_t>(tokens.size()) + 1);
+  std::vector<double> out;
+  std::int32_t previous = c.bos_id;
+  for (std::size_t i = 0; i <= tokens.size(); ++i) {
+    const std::vector<double> logp =
+        model.decode_step(state, Tensor::from_vector(std::vector<std::int32_t>{previous}, {1})).to_vector<double>();
+    const std::int32_t next = i < tokens.size() ? tokens[i] : c.eos_id;
+    out.push_back(logp[static_cast<std::size_t>(next)]);
+    previous = next;
+  }
+  return out;
+}
+
 // log p(tokens, EOS | source) by feeding the tokens one at a time.
 double sequence_log_prob(const Transformer& model, const std::vector<std::int32_t>& source,
                          const std::vector<std::int32_t>& tokens) {
@@ -128,7 +148,7 @@ TEST_CASE("beam search with a beam as large as the search space is exhaustive se
     std::vector<Hypothesis> all;
     for (std::size_t i = 0; i < space.size(); ++i) {
       const std::int64_t length = static_cast<std::int64_t>(space[i].size()) + 1;
-      all.push_back({space[i], log_probs[i], hypothesis_score(o, log_probs[i], length)});
+      all.push_back({space[i], log_probs[i], hypothesis_score(o, log_probs[i], length), {}});
     }
     std::sort(all.begin(), all.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
 
@@ -150,6 +170,33 @@ TEST_CASE("beam search with a beam as large as the search space is exhaustive se
     REQUIRE(best.size() == 1);
     CHECK(best[0].tokens == all[0].tokens);
     CHECK(best[0].score == Approx(all[0].score).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("beam search: each hypothesis's token log-probabilities are the model's and add up to its own", "[decode]") {
+  const Transformer model = random_model(test::fixture_config("post_shared_tied"), 5);
+  const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}};
+  SearchOptions o;
+  o.beam = 4;
+  o.nbest = 4;
+  o.max_length_a = 1.0;
+  o.max_length_b = 3;
+  const auto results = beam_search(model, sources, o);
+  REQUIRE(results.size() == sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    REQUIRE(!results[i].empty());
+    for (const Hypothesis& h : results[i]) {
+      INFO("sentence " << i << ", " << h.tokens.size() << " tokens");
+      REQUIRE(h.token_log_probs.size() == h.tokens.size() + 1);  // the tokens, then EOS
+      double sum = 0;
+      for (const double lp : h.token_log_probs) sum += lp;
+      CHECK(sum == h.log_prob);  // added in the search's order: the same bits
+      const std::vector<double> expected = token_log_probs(model, sources[i], h.tokens);
+      for (std::size_t t = 0; t < expected.size(); ++t) {
+        CHECK(h.token_log_probs[t] <= 0.0);
+        CHECK(h.token_log_probs[t] == Approx(expected[t]).epsilon(1e-12).margin(1e-12));
+      }
+    }
   }
 }
 
