@@ -40,22 +40,11 @@ std::vector<double> token_log_probs(const Transformer& model, const std::vector<
   return out;
 }
 
-// log p(tokens, EOS | source) by feeding the tokens one at a time.
+// log p(tokens, EOS | source): the sum of the above.
 double sequence_log_prob(const Transformer& model, const std::vector<std::int32_t>& source,
                          const std::vector<std::int32_t>& tokens) {
-  const ModelConfig& c = model.config();
-  const Batch batch = Batch::from_sentences({source}, {{}}, c);
-  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
-                                            static_cast<std::int64_t>(tokens.size()) + 1);
   double total = 0;
-  std::int32_t previous = c.bos_id;
-  for (std::size_t i = 0; i <= tokens.size(); ++i) {
-    const std::vector<double> logp =
-        model.decode_step(state, Tensor::from_vector(std::vector<std::int32_t>{previous}, {1})).to_vector<double>();
-    const std::int32_t next = i < tokens.size() ? tokens[i] : c.eos_id;
-    total += logp[static_cast<std::size_t>(next)];
-    previous = next;
-  }
+  for (const double lp : token_log_probs(model, source, tokens)) total += lp;
   return total;
 }
 
