@@ -485,34 +485,32 @@ TEST_CASE("vector_math: the training step's attention loops (keys transposed, ra
   }
 }
 
-TEST_CASE("vector_math: sum_shifted_f32 and sum_squares_f32 add in 16 double lanes at every level", "[kernels]") {
+// The spec of the double-lane sums: term(i) added to lane i % 16 in order, then the lanes' tree.
+template <typename Term>
+double double_lanes_spec(std::int64_t n, Term term) {
+  double lanes[cpu::kVectorLanes] = {};
+  for (std::int64_t i = 0; i < n; ++i) lanes[i % cpu::kVectorLanes] += term(i);
+  for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+  }
+  return lanes[0];
+}
+
+bool same_double(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
+
+TEST_CASE("vector_math: sum_wide_f32 and sum_squares_f32 add in 16 double lanes at every level", "[kernels]") {
   for (const cpu::VectorKernels* k : levels()) {
     for (const std::int64_t n : kLengths) {
       for (const bool special : {false, true}) {
         INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << (special ? ", with inf and NaN" : ""));
         const std::vector<float> x = awkward_row(n, 91 + static_cast<std::uint32_t>(n), special);
-        const float shift = 2.75f;
-        double lanes[cpu::kVectorLanes] = {};
+        const auto wide = [&](std::int64_t i) { return static_cast<double>(x[i]); };
         double reference = 0;
-        for (std::int64_t i = 0; i < n; ++i) {
-          lanes[i % cpu::kVectorLanes] += static_cast<double>(x[i] - shift);
-          reference += static_cast<double>(x[i]) - shift;
-        }
-        for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
-          for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
-        }
-        double square_lanes[cpu::kVectorLanes] = {};
-        for (std::int64_t i = 0; i < n; ++i) {
-          square_lanes[i % cpu::kVectorLanes] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-        }
-        for (int half = cpu::kVectorLanes / 2; half >= 1; half /= 2) {
-          for (int j = 0; j < half; ++j) square_lanes[j] = square_lanes[j] + square_lanes[j + half];
-        }
-        const double squares = k->sum_squares_f32(x.data(), n);
-        CHECK((std::memcmp(&squares, &square_lanes[0], sizeof squares) == 0 ||
-               (squares != squares && square_lanes[0] != square_lanes[0])));
-        const double got = k->sum_shifted_f32(x.data(), n, shift);
-        CHECK((std::memcmp(&got, &lanes[0], sizeof got) == 0 || (got != got && lanes[0] != lanes[0])));
+        for (std::int64_t i = 0; i < n; ++i) reference += wide(i);
+        CHECK(same_double(k->sum_squares_f32(x.data(), n),
+                          double_lanes_spec(n, [&](std::int64_t i) { return wide(i) * wide(i); })));
+        const double got = k->sum_wide_f32(x.data(), n);
+        CHECK(same_double(got, double_lanes_spec(n, wide)));
         if (!special) CHECK(got == Approx(reference).epsilon(1e-6).margin(1e-6 * (1 + std::sqrt(n))));
       }
     }

@@ -29,11 +29,19 @@ acc_t<T> log_sum_exp(const T* row, std::int64_t v) {
   return max_value + std::log(sum);
 }
 
-// The sum of (double) (row[k] - shift) over k != pad, in the lanes of sum_shifted_f32: the entries
-// before the pad, then those after it.
-double sum_except(const float* row, std::int64_t v, std::int32_t pad, float shift) {
-  if (pad < 0 || pad >= v) return sum_shifted_f32(row, v, shift);
-  return sum_shifted_f32(row, pad, shift) + sum_shifted_f32(row + pad + 1, v - pad - 1, shift);
+// Whether `pad` is one of the v classes (its q is then 0, and the loss's sum leaves it out).
+bool pad_is_class(std::int64_t v, std::int32_t pad) { return pad >= 0 && pad < v; }
+
+// The sum of an f32 row's logits over k != pad, in the lanes of sum_wide_f32: the entries before the
+// pad, then those after it.
+double logit_sum(const float* row, std::int64_t v, std::int32_t pad) {
+  if (!pad_is_class(v, pad)) return sum_wide_f32(row, v);
+  return sum_wide_f32(row, pad) + sum_wide_f32(row + pad + 1, v - pad - 1);
+}
+
+// The sum of the log-probabilities over k != pad, from that sum of logits: less log_z for each class.
+double log_prob_sum(double logits, std::int64_t v, std::int32_t pad, float log_z) {
+  return logits - static_cast<double>(log_z) * static_cast<double>(pad_is_class(v, pad) ? v - 1 : v);
 }
 
 // A row's loss and nll, summed in double from its log-probabilities in acc_t<T>.
@@ -79,8 +87,7 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
     double sum_lp = 0, lp_y = 0;  // sum_lp over k != pad
     if constexpr (std::is_same_v<T, float>) {
       // cross_entropy_fused's sums: the logits' sum in lanes (vector_math.h) less log_z for each.
-      sum_lp = sum_except(row, v, pad, 0.0f) -
-               static_cast<double>(log_z) * static_cast<double>(pad >= 0 && pad < v ? v - 1 : v);
+      sum_lp = log_prob_sum(logit_sum(row, v, pad), v, pad, log_z);
       subtract_f32(row, v, log_z);  // the log-probabilities
       lp_y = y >= 0 && y < v ? row[y] : 0.0f;
     } else {
@@ -116,17 +123,17 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
       // One exp a logit (kernels/cpu/vector_math.h): e = exp(x - max) stored with its sum, so that
       // log_z = max + log(sum) is log_sum_exp's; the probability is e / sum, less q.
       const float max_value = std::max(row[0], max_f32(row, v));
-      const double sum_x = sum_except(row, v, pad, 0.0f);
+      const double sum_x = logit_sum(row, v, pad);
       const float x_y = row[y];
       const float sum = exp_store_f32(row, v, max_value, row);
       const float log_z = max_value + std::log(sum);
-      sum_lp = sum_x - static_cast<double>(log_z) * static_cast<double>(pad >= 0 && pad < v ? v - 1 : v);
+      sum_lp = log_prob_sum(sum_x, v, pad, log_z);
       lp_y = x_y - log_z;
       const float p_y = row[y] / sum;
       const auto q_off = static_cast<float>(off);
-      const float pad_p = pad >= 0 && pad < v ? row[pad] / sum : 0.0f;  // the pad's q is 0
+      const float pad_p = pad_is_class(v, pad) ? row[pad] / sum : 0.0f;  // the pad's q is 0
       for (std::int64_t k = 0; k < v; ++k) row[k] = row[k] / sum - q_off;
-      if (pad >= 0 && pad < v) row[pad] = pad_p;
+      if (pad_is_class(v, pad)) row[pad] = pad_p;
       row[y] = p_y - static_cast<float>((1.0 - smoothing) + off);
     } else {
       const Acc log_z = log_sum_exp(row, v);

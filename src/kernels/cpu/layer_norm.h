@@ -7,8 +7,8 @@
 // of kernels/cpu/vector_math.h, the same bits at every instruction-set level); mean and rstd are
 // stored in A (statistics, no rounding to T); each y element is computed in A and rounded once.
 // Backward: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, the row sums
-// in A (f32's in lanes, as the forward's), each dx element rounded once; dweight and dbias (parameter gradients, A) accumulate (+=)
-// column sums in row order, so the result does not depend on the thread count.
+// in A (f32's in lanes, as the forward's), each dx element rounded once; dweight and dbias (parameter gradients, A)
+// accumulate (+=) column sums in row order, so the result does not depend on the thread count.
 #pragma once
 
 #include <cstdint>

@@ -94,7 +94,7 @@ void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::in
   active().add_rows_f32(p, v, v_stride, n, Kv, out);
 }
 
-double sum_shifted_f32(const float* x, std::int64_t n, float shift) { return active().sum_shifted_f32(x, n, shift); }
+double sum_wide_f32(const float* x, std::int64_t n) { return active().sum_wide_f32(x, n); }
 
 float sum_f32(const float* x, std::int64_t n) { return active().sum_f32(x, n); }
 

@@ -103,10 +103,9 @@ void add_outer_f32(const float* a, const float* x, std::int64_t n, std::int64_t 
 // add_weighted_rows_f32 without skipping the rows of weight 0 (a gradient's sum: 0 * inf stays NaN).
 void add_rows_f32(const float* p, const float* v, std::int64_t v_stride, std::int64_t n, std::int64_t Kv, float* out);
 
-// The sum of (double) (x[i] - shift), each difference rounded to float first, in 16 lanes of double
-// (lane l: the i with i % 16 == l, in order; then the lanes' tree): a cross-entropy's sum of
-// log-probabilities (kernels/cpu/cross_entropy.cpp).
-double sum_shifted_f32(const float* x, std::int64_t n, float shift);
+// The sum of (double) x[i] in 16 lanes of double (lane l: the i with i % 16 == l, in order; then the
+// lanes' tree): a cross-entropy's sum of logits (kernels/cpu/cross_entropy.cpp).
+double sum_wide_f32(const float* x, std::int64_t n);
 
 // Layer norm's row sums (kernels/cpu/layer_norm.cpp), in the 16 lanes above: the sum of x[i]; the
 // sum of (x[i] - mean)^2; and sums[0] = the sum of g = dy[i] * weight[i], sums[1] = the sum of
@@ -147,7 +146,7 @@ struct VectorKernels {
                                       float*);
   void (*add_outer_f32)(const float*, const float*, std::int64_t, std::int64_t, float*, std::int64_t);
   void (*add_rows_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
-  double (*sum_shifted_f32)(const float*, std::int64_t, float);
+  double (*sum_wide_f32)(const float*, std::int64_t);
   float (*sum_f32)(const float*, std::int64_t);
   float (*sum_squared_deviations_f32)(const float*, std::int64_t, float);
   void (*layer_norm_sums_f32)(const float*, const float*, const float*, std::int64_t, float, float, float*);

@@ -78,14 +78,20 @@ inline vf exp_v(vf x) {
   return x != x ? x : y;
 }
 
-// The fixed tree over the 16 lanes: lane l += lane l + 8, then + 4, + 2, + 1.
+// The fixed tree over 16 lanes in memory (float or double): lane l += lane l + 8, then + 4, + 2, + 1.
+template <typename F>
+inline F lanes_tree(F* lanes) {
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
+  }
+  return lanes[0];
+}
+
+// The same tree over the 16 lanes of registers.
 inline float tree_sum(const Lanes& l) {
   float s[kLanes];
   for (int r = 0; r < R; ++r) store(s + r * W, l.v[r]);
-  for (int half = kLanes / 2; half >= 1; half /= 2) {
-    for (int j = 0; j < half; ++j) s[j] = s[j] + s[j + half];
-  }
-  return s[0];
+  return lanes_tree(s);
 }
 
 inline float tree_max(const Lanes& l) {
@@ -172,13 +178,6 @@ float dot_f32(const float* a, const float* b, std::int64_t n) {
 
 // The sums of layer norm (vector_math.h): whole groups of 16 in registers, the last partial group
 // added lane by lane (the missing lanes add nothing), then the fixed tree.
-inline float lanes_tree(float* lanes) {
-  for (int half = kLanes / 2; half >= 1; half /= 2) {
-    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
-  }
-  return lanes[0];
-}
-
 float sum_f32(const float* x, std::int64_t n) {
   Lanes acc;
   for (int r = 0; r < R; ++r) acc.v[r] = vf{};
@@ -553,16 +552,13 @@ double double_lanes_sum(const float* x, std::int64_t n, Wide wide, One one) {
   double lanes[kLanes];
   __builtin_memcpy(lanes, acc, sizeof lanes);
   for (std::int64_t l = 0; i + l < n; ++l) lanes[l] += one(x[i + l]);  // the missing lanes add nothing
-  for (int half = kLanes / 2; half >= 1; half /= 2) {
-    for (int j = 0; j < half; ++j) lanes[j] = lanes[j] + lanes[j + half];
-  }
-  return lanes[0];
+  return lanes_tree(lanes);
 }
 
-double sum_shifted_f32(const float* x, std::int64_t n, float shift) {
+double sum_wide_f32(const float* x, std::int64_t n) {
   return double_lanes_sum(
-      x, n, [shift](vh part) { return __builtin_convertvector(part - shift, vd); },
-      [shift](float value) { return static_cast<double>(value - shift); });
+      x, n, [](vh part) { return __builtin_convertvector(part, vd); },
+      [](float value) { return static_cast<double>(value); });
 }
 
 double sum_squares_f32(const float* x, std::int64_t n) {
@@ -592,7 +588,7 @@ const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     scaled_dots_transposed_f32,
     add_outer_f32,
     add_rows_f32,
-    sum_shifted_f32,
+    sum_wide_f32,
     sum_f32,
     sum_squared_deviations_f32,
     layer_norm_sums_f32,
