@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libicu-dev
   python3
+  librsvg2-bin
   trans-de-en
 )
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <optional>
@@ -25,6 +26,9 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "core/timing.h"
+#include "decode/attention_svg.h"
+#include "decode/decoding_models.h"
+#include "decode/translation_output.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
@@ -36,7 +40,7 @@ namespace dragoman::cli {
 namespace {
 
 struct TranslateCliOptions {
-  std::string model;
+  std::vector<std::string> models;  // one, or an ensemble
   std::string input = "-";
   std::string output = "-";
   int beam = 4;
@@ -47,6 +51,12 @@ struct TranslateCliOptions {
   std::int64_t max_length_b = 50;
   int nbest = 0;
   bool scores = false;
+  std::string output_format = "text";
+  bool word_scores = false;
+  std::string alignment;    // "", "hard" or "soft"
+  int attention_layer = 0;  // 1-based; 0: the last
+  int attention_head = 0;   // 1-based; 0: the average of the heads
+  std::string attention_dir;
   std::int64_t batch_tokens = 0;     // 0: 2048 on the CPU, 16384 on a GPU
   std::int64_t batch_sentences = 0;  // 0: 64 on the CPU, 1024 on a GPU
   std::int64_t chunk_lines = 10000;
@@ -120,28 +130,6 @@ class Progress {
   bool drawn_ = false;
 };
 
-std::string format_score(double score) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6f", score);
-  return text;
-}
-
-// The output lines of one input line (0-based `index`). n-best lines are Moses's and Marian's
-// format: "I ||| TEXT ||| F0= LOG_PROB ||| SCORE", the feature being the model's unnormalised
-// log-probability (Marian's F0, one model) and SCORE the normalised one the search ranks by.
-void format_translation(const Translation& t, std::int64_t index, const TranslateCliOptions& o, std::string& out) {
-  if (o.nbest > 0) {
-    for (const TranslatedHypothesis& h : t.nbest) {
-      out += std::to_string(index) + " ||| " + h.text + " ||| F0= " + format_score(h.log_prob) + " ||| " +
-             format_score(h.score) + "\n";
-    }
-  } else if (o.scores) {
-    out += format_score(t.nbest.front().score) + "\t" + t.nbest.front().text + "\n";
-  } else {
-    out += t.nbest.front().text + "\n";
-  }
-}
-
 SearchOptions search_options(const TranslateCliOptions& o) {
   SearchOptions s;
   s.beam = o.beam;
@@ -153,8 +141,26 @@ SearchOptions search_options(const TranslateCliOptions& o) {
   s.max_length_a = o.max_length_a;
   s.max_length_b = o.max_length_b;
   s.nbest = std::max(o.nbest, 1);
+  s.record_attention = !o.alignment.empty() || !o.attention_dir.empty();
+  s.attention.layer = o.attention_layer - 1;
+  s.attention.head = o.attention_head - 1;
   return s;
 }
+
+OutputOptions output_options(const TranslateCliOptions& o) {
+  OutputOptions out;
+  out.format = o.output_format == "json" ? OutputFormat::kJson : OutputFormat::kText;
+  out.nbest = o.nbest;
+  out.scores = o.scores;
+  out.word_scores = o.word_scores;
+  out.alignment = o.alignment == "hard"   ? AlignmentKind::kHard
+                  : o.alignment == "soft" ? AlignmentKind::kSoft
+                                          : AlignmentKind::kNone;
+  return out;
+}
+
+// Whether the output needs each input line's words (alignments, pictures).
+bool needs_source_words(const TranslateCliOptions& o) { return !o.alignment.empty() || !o.attention_dir.empty(); }
 
 // What the summary and the warnings count.
 struct Totals {
@@ -164,6 +170,7 @@ struct Totals {
 // A chunk of input lines, encoded.
 struct Chunk {
   std::vector<std::vector<std::int32_t>> sources;
+  std::vector<SourceWords> words;   // each line's, when the output needs them
   std::int64_t replaced_lines = 0;  // lines whose invalid UTF-8 --replace-invalid repaired
 };
 
@@ -192,6 +199,9 @@ std::optional<Chunk> read_chunk(LineReader& reader, std::int64_t limit, const Tr
   }
   if (lines.empty()) return std::nullopt;
   chunk.sources = translator.encode(lines);
+  if (needs_source_words(o)) {
+    for (const std::string& l : lines) chunk.words.push_back(source_words(l, translator.vocabulary()));
+  }
   return chunk;
 }
 
@@ -250,9 +260,17 @@ class ChunkPrefetcher {
 // from the first unwritten one up to the first one not translated yet.
 class ChunkWriter {
  public:
-  ChunkWriter(Output& output, const TranslateCliOptions& o, const std::string& input_name, std::int64_t max_positions,
-              Totals& totals)
-      : output_(output), o_(o), input_name_(input_name), max_positions_(max_positions), totals_(totals) {}
+  // `picture_caption`: what the attention pictures show (layer and head), after "line N: ".
+  ChunkWriter(Output& output, const TranslateCliOptions& o, const Vocabulary& vocabulary, const std::string& input_name,
+              std::int64_t max_positions, std::string picture_caption, Totals& totals)
+      : output_(output),
+        o_(o),
+        out_(output_options(o)),
+        vocabulary_(vocabulary),
+        input_name_(input_name),
+        max_positions_(max_positions),
+        picture_caption_(std::move(picture_caption)),
+        totals_(totals) {}
 
   void write_ready(const std::vector<Translation>& results) {
     std::string text;
@@ -265,20 +283,47 @@ class ChunkWriter {
       }
       totals_.source_tokens += t.source_tokens;
       totals_.target_tokens += static_cast<std::int64_t>(t.nbest.front().tokens.size());
-      format_translation(t, index, o_, text);
+      const SourceWords* source = words_ != nullptr ? &(*words_)[next_] : nullptr;
+      if (out_.format == OutputFormat::kJson) {
+        text += translation_json(t, out_, vocabulary_, source)
+                    .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                "\n";
+      } else {
+        text += format_text(t, index, out_, vocabulary_, source);
+      }
+      if (!o_.attention_dir.empty()) write_picture(t.nbest.front(), index, *source);
       ++totals_.lines;
     }
     if (!text.empty()) output_.write(text);
   }
-  void start_chunk() { next_ = 0; }
+  // A new chunk, with its lines' words when the output needs them.
+  void start_chunk(const std::vector<SourceWords>* words) {
+    next_ = 0;
+    words_ = words;
+  }
 
  private:
+  // DIR/N.svg for input line N (1-based, 6 digits at least), when it had something to translate.
+  void write_picture(const TranslatedHypothesis& h, std::int64_t index, const SourceWords& source) const {
+    if (h.attention.empty()) return;
+    const WordLevel w = word_level(h, vocabulary_, &source);
+    char name[32];
+    std::snprintf(name, sizeof name, "%06lld.svg", static_cast<long long>(index + 1));
+    write_file_atomically(o_.attention_dir + "/" + name,
+                          attention_svg(source.words, w.words, w.attention,
+                                        "line " + std::to_string(index + 1) + ": " + picture_caption_));
+  }
+
   Output& output_;
   const TranslateCliOptions& o_;
+  const OutputOptions out_;
+  const Vocabulary& vocabulary_;
   const std::string& input_name_;
   std::int64_t max_positions_;
+  std::string picture_caption_;
   Totals& totals_;
   std::size_t next_ = 0;  // the first line of the chunk not written yet
+  const std::vector<SourceWords>* words_ = nullptr;
 };
 
 void log_summary(const Totals& totals, double seconds, std::int64_t max_positions, Device device) {
@@ -321,6 +366,31 @@ void check_options(const TranslateCliOptions& o) {
                                std::to_string(o.beam));
   }
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
+  if (o.output_format == "json" && o.scores) {
+    throw CLI::ValidationError("--scores is for text output; each JSON object has its scores");
+  }
+  if ((o.attention_layer > 0 || o.attention_head > 0) && !needs_source_words(o)) {
+    throw CLI::ValidationError(
+        "--attention-layer and --attention-head choose the attention of --alignment and "
+        "--attention-dir: give one of those");
+  }
+}
+
+// "decoder layer 6 of 6, the average of 8 heads" (and of an ensemble's models), checked against
+// every model.
+std::string attention_caption(const DecodingModels& models, const AttentionChoice& choice) {
+  std::string caption;
+  for (const auto& model : models.models) {
+    const ModelConfig& c = model->config();
+    const std::int64_t layer = attention_layer(choice, c.decoder_layers, c.heads);
+    if (caption.empty()) {
+      caption = "decoder layer " + std::to_string(layer + 1) + " of " + std::to_string(c.decoder_layers) + ", " +
+                (choice.head >= 0 ? "head " + std::to_string(choice.head + 1)
+                                  : "the average of " + std::to_string(c.heads) + " heads");
+    }
+  }
+  if (models.models.size() > 1) caption += ", the average of " + std::to_string(models.models.size()) + " models";
+  return caption;
 }
 
 int run_translate(const TranslateCliOptions& o) {
@@ -335,51 +405,39 @@ int run_translate(const TranslateCliOptions& o) {
   Output output(o.output);
   signals.remove_on_abort(output.temporary_path());
 
-  ModelFileInfo info;
-  DType precision = DType::kF32;
-  const bool int8 = o.precision == "int8";
-  if (!int8) parse_precision(o.precision, precision);  // one of the names --precision accepts
   const Device device = Device::parse(o.device);
-  Transformer model = load_model(o.model, ParameterPrecision::decoding(precision), &info, device);
-  if (int8) model.quantize_int8();  // the encoder's and decoder's linear layers; embeddings stay f32
-  if (device.is_cpu() && precision == DType::kF32) {
-    // Weights packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h): none where it gains nothing.
-    const std::size_t packed = model.pack_weights();
-    const std::size_t discarded = model.discard_unread_weights();
-    spdlog::debug("translate: {} MiB of weights packed for oneDNN's matmul, {} MiB of f32 weights given back",
-                  packed >> 20, discarded >> 20);
-  }
-  if (info.vocabulary.empty()) {
-    throw Error(o.model +
-                ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
-                "written by dragoman train or average-checkpoints");
-  }
-  const Vocabulary vocabulary = Vocabulary::from_bytes(info.vocabulary, o.model + " (vocabulary)");
+  const DecodingModels models = load_decoding_models(o.models, o.precision, device);
+  const Vocabulary& vocabulary = *models.vocabulary;
   TranslatorOptions options = TranslatorOptions::for_device(device);
   options.search = search_options(o);
   if (o.batch_tokens > 0) options.batch_tokens = o.batch_tokens;
   if (o.batch_sentences > 0) options.batch_sentences = o.batch_sentences;
-  const Translator translator(model, vocabulary, options);
-  const std::int64_t max_positions = model.config().max_positions;
-  spdlog::info(
-      "translate: {} (step {}), beam {}, {} length normalisation alpha {}, output at most {} x source + {} "
-      "tokens, {}",
-      o.model, info.step, o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
-      device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
-                      : fmt::format("on {} in {}", device.str(), o.precision));
+  const Translator translator(models.decoding(), vocabulary, options);
+  const std::int64_t max_positions = models.decoding().config().max_positions;
+  std::string caption;  // what the attention pictures show
+  if (options.search.record_attention) caption = attention_caption(models, options.search.attention);
+  if (!o.attention_dir.empty()) std::filesystem::create_directories(o.attention_dir);
+  for (std::size_t i = 0; i < o.models.size(); ++i) {
+    spdlog::info("translate: {} (step {}){}", o.models[i], models.infos[i].step,
+                 o.models.size() > 1 ? fmt::format(", ensemble member {} of {}", i + 1, o.models.size()) : "");
+  }
+  spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {}",
+               o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
+               device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
+                               : fmt::format("on {} in {}", device.str(), o.precision));
 
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
   Totals totals;
-  ChunkWriter writer(output, o, reader.name(), max_positions, totals);
+  ChunkWriter writer(output, o, vocabulary, reader.name(), max_positions, caption, totals);
   try {
     ChunkPrefetcher chunks(reader, o, translator);
     while (std::optional<Chunk> chunk = chunks.next()) {
       if (signals.received() != 0) throw StopRequested{};  // e.g. while the model was loading
       totals.replaced_lines += chunk->replaced_lines;
       const std::int64_t chunk_start = totals.lines;
-      writer.start_chunk();
+      writer.start_chunk(needs_source_words(o) ? &chunk->words : nullptr);
       translator.translate_ids_in_batches(std::move(chunk->sources),
                                           [&](const std::vector<Translation>& results, std::int64_t done) {
                                             writer.write_ready(results);
@@ -408,7 +466,9 @@ Subcommand add_translate(CLI::App& app) {
       "translate",
       "Translate text, one sentence per line, with beam search (the paper: beam 4, GNMT length penalty 0.6, at most "
       "source length + 50 tokens); output in input order, one line per input line");
-  sub->add_option("--model,-m", o->model, "Model file (from train or average-checkpoints; holds the vocabulary)")
+  sub->add_option("--model,-m", o->models,
+                  "Model file (from train or average-checkpoints; holds the vocabulary); give it more than once "
+                  "(-m a -m b) for an ensemble, which averages the models' log-probabilities")
       ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("--input,-i", o->input, "Input text, one sentence per line ('-': standard input)")
@@ -438,6 +498,31 @@ Subcommand add_translate(CLI::App& app) {
                   "Write the K best hypotheses of each line as 'I ||| TEXT ||| F0= LOG_PROB ||| SCORE' (K <= beam)")
       ->check(integer_in(1, 1024));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
+  sub->add_option("--output-format", o->output_format,
+                  "text, or json: one JSON object per input line (translation, log_prob, score, and the n-best "
+                  "list, word scores and alignment when asked; docs/DECODING.md)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  sub->add_flag("--word-scores", o->word_scores,
+                "Each output word's log-probability (the sum of its pieces'); in text appended as "
+                "' ||| WordScores= ...'");
+  CLI::Option* alignment =
+      sub->add_option(
+             "--alignment", o->alignment,
+             "Word alignment from the decoder's cross-attention: hard (the default when given without a value: "
+             "each target word's most attended source word, Pharaoh 'S-T' pairs) or soft (each target word's "
+             "weights over the source words)")
+          ->expected(0, 1)
+          ->check(CLI::IsMember({"", "hard", "soft"}));
+  sub->add_option("--attention-layer", o->attention_layer,
+                  "The decoder layer whose cross-attention alignments and pictures read (1-based; default: the last)")
+      ->check(integer_in(1, 1024));
+  sub->add_option("--attention-head", o->attention_head,
+                  "The head whose attention alignments and pictures read (1-based; default: the average of all)")
+      ->check(integer_in(1, 1024));
+  sub->add_option("--attention-dir", o->attention_dir,
+                  "Write one SVG picture of each sentence's attention (source words across, target words down) "
+                  "into this directory, as NNNNNN.svg for input line NNNNNN");
   sub->add_option("--batch-tokens,--max-batch-tokens", o->batch_tokens,
                   "Source tokens per batch, padding counted (default: 2048 on the CPU, 16384 on a GPU)")
       ->check(integer_in(1, std::int64_t{1} << 30));
@@ -459,7 +544,10 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_flag("--replace-invalid", o->replace_invalid,
                 "Replace invalid UTF-8 with U+FFFD (counted) instead of stopping with an error");
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
-  return {sub, [o] { return run_translate(*o); }};
+  return {sub, [o, alignment] {
+            if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
+            return run_translate(*o);
+          }};
 }
 
 }  // namespace dragoman::cli

@@ -23,10 +23,11 @@ struct Candidate {
 
 // What one sentence's search holds between steps.
 struct SentenceSearch {
-  std::int64_t max_length = 0;                       // tokens before EOS
-  std::vector<std::vector<std::int32_t>> tokens;     // per live beam
-  std::vector<double> log_probs;                     // per live beam
-  std::vector<std::vector<double>> token_log_probs;  // per live beam: each token's
+  std::int64_t max_length = 0;                             // tokens before EOS
+  std::vector<std::vector<std::int32_t>> tokens;           // per live beam
+  std::vector<double> log_probs;                           // per live beam
+  std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
+  std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
   std::vector<Hypothesis> finished;
 };
 
@@ -92,6 +93,13 @@ void row_best_candidates(const std::vector<float>& values, const std::vector<std
   }
 }
 
+// Row `row` of the step's recorded attention, over the source's tokens.
+std::vector<float> attention_row(const DecodingState& state, std::int64_t row,
+                                 const std::vector<std::int32_t>& source) {
+  const float* values = state.attention.data<float>() + row * state.attention.dim(1);
+  return std::vector<float>(values, values + source.size());
+}
+
 }  // namespace
 
 double length_normaliser(const SearchOptions& options, std::int64_t length) {
@@ -110,6 +118,12 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
 
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
+                                                 const SearchOptions& options) {
+  return beam_search(TransformerDecoding(model), sources, options);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
+                                                 const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& o) {
   const ModelConfig& c = model.config();
   if (o.beam < 1) throw Error("beam search: the beam must be >= 1");
@@ -122,10 +136,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   std::vector<std::vector<std::int32_t>> empty_targets(static_cast<std::size_t>(n));
   // On a GPU model the sources go to the device once; each step's log-probabilities come back to
   // the host for the bookkeeping below (issue #15 moves the top-2K selection onto the device).
-  const Device device = model.parameters().values().device();
+  const Device device = model.device();
   Batch batch = Batch::from_sentences(sources, empty_targets, c);
   if (!device.is_cpu()) batch = batch.to(device, c);
-  const Tensor memory = model.encode(batch.src, batch.src_lengths);
   std::vector<SentenceSearch> search(static_cast<std::size_t>(n));
   std::int64_t capacity = 1;
   for (std::int64_t b = 0; b < n; ++b) {
@@ -135,10 +148,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
     search[b].tokens = {{}};
     search[b].log_probs = {0.0};
     search[b].token_log_probs = {{}};
+    search[b].attention = {{}};
     capacity = std::max(capacity, search[b].max_length + 1);
   }
   // K rows per sentence: active[j] is the sentence whose hypotheses are rows j*K .. j*K+K-1.
-  DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity, k_max);
+  DecodingState state = model.start(batch, capacity, k_max, o.record_attention ? &o.attention : nullptr);
   std::vector<std::int64_t> active(static_cast<std::size_t>(n));
   std::iota(active.begin(), active.end(), 0);
   std::vector<std::int32_t> feed(static_cast<std::size_t>(n * k_max), c.bos_id);
@@ -147,7 +161,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
 
   for (std::int64_t t = 0; !active.empty(); ++t) {
     const auto live_rows = static_cast<std::int64_t>(active.size()) * k_max;
-    const Tensor logits = model.decode_step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
+    const Tensor logits = model.step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
     // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
     std::vector<float> top_values, top_eos;
     std::vector<std::int32_t> top_ids;
@@ -186,13 +200,21 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
       std::vector<std::vector<std::int32_t>> tokens;
       std::vector<double> log_probs;
       std::vector<std::vector<double>> token_log_probs;
+      std::vector<std::vector<std::vector<float>>> attention;
       for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
         const Candidate& cand = candidates[i];
         if (cand.token == c.eos_id) {
           if (static_cast<std::int64_t>(i) < k_max) {
-            s.finished.push_back({s.tokens[cand.beam], cand.log_prob, hypothesis_score(o, cand.log_prob, t + 1),
-                                  s.token_log_probs[cand.beam]});
+            s.finished.push_back({s.tokens[cand.beam],
+                                  cand.log_prob,
+                                  hypothesis_score(o, cand.log_prob, t + 1),
+                                  s.token_log_probs[cand.beam],
+                                  {}});
             s.finished.back().token_log_probs.push_back(cand.token_log_prob);
+            if (o.record_attention) {
+              s.finished.back().attention = s.attention[cand.beam];
+              s.finished.back().attention.push_back(attention_row(state, first_row + cand.beam, sources[active[j]]));
+            }
           }
           continue;
         }
@@ -203,10 +225,15 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
         log_probs.push_back(cand.log_prob);
         token_log_probs.push_back(s.token_log_probs[cand.beam]);
         token_log_probs.back().push_back(cand.token_log_prob);
+        if (o.record_attention) {
+          attention.push_back(s.attention[cand.beam]);
+          attention.back().push_back(attention_row(state, first_row + cand.beam, sources[active[j]]));
+        }
       }
       s.tokens = std::move(tokens);
       s.log_probs = std::move(log_probs);
       s.token_log_probs = std::move(token_log_probs);
+      s.attention = std::move(attention);
       std::sort(s.finished.begin(), s.finished.end(), better);
       // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
       bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();

@@ -1,6 +1,6 @@
-// Beam search over the incremental decoder (Transformer::decode_step), per-sentence beams over a
-// batch: the paper's decoding (beam 4, GNMT length penalty alpha 0.6, at most source length + 50
-// output tokens). Greedy decoding is beam 1.
+// Beam search over an incremental decoder (decoding_model.h: one model or an ensemble),
+// per-sentence beams over a batch: the paper's decoding (beam 4, GNMT length penalty alpha 0.6, at most source length +
+// 50 output tokens). Greedy decoding is beam 1.
 //
 // A hypothesis's length |Y| counts its tokens including the final EOS. Its score is
 //   log p(Y | X) / lp(|Y|) + word_reward * |Y|,
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "decode/decoding_model.h"
 #include "model/transformer.h"
 
 namespace dragoman {
@@ -29,6 +30,10 @@ struct SearchOptions {
   double max_length_a = 1.0;  // at most floor(a * source_length + b) tokens before EOS
   std::int64_t max_length_b = 50;
   int nbest = 1;  // hypotheses returned per sentence (<= beam)
+  // Record each output token's cross-attention over the source (Hypothesis::attention): of this
+  // layer and head (decoding_model.h), for alignments and attention pictures.
+  bool record_attention = false;
+  AttentionChoice attention;
 };
 
 struct Hypothesis {
@@ -38,6 +43,9 @@ struct Hypothesis {
   // log p(token | source, the tokens before it) for each token, then EOS's: added in order from 0
   // they give log_prob bit for bit (the search adds them so).
   std::vector<double> token_log_probs;
+  // With record_attention: for each token, then EOS, its attention over the source tokens (one
+  // value per source token, summing to 1), as token_log_probs.
+  std::vector<std::vector<float>> attention;
 };
 
 // The length normaliser lp(length) of a hypothesis of `length` tokens (EOS included).
@@ -47,6 +55,10 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
 
 // The n-best hypotheses of each source sentence (token ids without BOS/EOS, each non-empty and
 // within the model's positions), best first.
+std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
+                                                 const std::vector<std::vector<std::int32_t>>& sources,
+                                                 const SearchOptions& options);
+// The same with one model.
 std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options);

@@ -30,7 +30,19 @@ std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<s
 }
 
 Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options)
+    : one_model_(std::make_unique<TransformerDecoding>(model)),
+      model_(*one_model_),
+      vocabulary_(vocabulary),
+      options_(std::move(options)) {
+  check();
+}
+
+Translator::Translator(const DecodingModel& model, const Vocabulary& vocabulary, TranslatorOptions options)
     : model_(model), vocabulary_(vocabulary), options_(std::move(options)) {
+  check();
+}
+
+void Translator::check() const {
   const ModelConfig& c = model_.config();
   if (vocabulary_.size() != c.src_vocab_size || vocabulary_.size() != c.tgt_vocab_size) {
     throw Error("translate: the vocabulary has " + std::to_string(vocabulary_.size()) +
@@ -117,7 +129,8 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
     for (std::size_t j = 0; j < batch.size(); ++j) {
       Translation& result = results[static_cast<std::size_t>(batch[j])];
       for (const Hypothesis& h : found[j]) {
-        result.nbest.push_back({vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs});
+        result.nbest.push_back(
+            {vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs, h.attention});
       }
     }
     done += static_cast<std::int64_t>(batch.size());

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,11 @@ struct TranslatorOptions {
 
 struct TranslatedHypothesis {
   std::string text;
-  std::vector<std::int32_t> tokens;     // target ids, without BOS/EOS
-  double log_prob = 0;                  // log p(tokens, EOS | source): the model's score, unnormalised
-  double score = 0;                     // length-normalised, word reward included (beam_search.h)
-  std::vector<double> token_log_probs;  // each token's log-probability, then EOS's (beam_search.h)
+  std::vector<std::int32_t> tokens;           // target ids, without BOS/EOS
+  double log_prob = 0;                        // log p(tokens, EOS | source): the model's score, unnormalised
+  double score = 0;                           // length-normalised, word reward included (beam_search.h)
+  std::vector<double> token_log_probs;        // each token's log-probability, then EOS's (beam_search.h)
+  std::vector<std::vector<float>> attention;  // with search.record_attention: each token's, then EOS's
 };
 
 struct Translation {
@@ -56,7 +58,8 @@ struct Translation {
 
 class Translator {
  public:
-  // The model and vocabulary must outlive the translator.
+  // The model (one, or an ensemble) and the vocabulary must outlive the translator.
+  Translator(const DecodingModel& model, const Vocabulary& vocabulary, TranslatorOptions options);
   Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options);
 
   // Translates `lines` (valid UTF-8, without line ends), results in input order. `progress`, if
@@ -84,13 +87,16 @@ class Translator {
   std::vector<std::vector<std::int32_t>> encode(const std::vector<std::string>& lines) const;
 
   const TranslatorOptions& options() const { return options_; }
+  const Vocabulary& vocabulary() const { return vocabulary_; }
 
  private:
-  const Transformer& model_;
+  std::unique_ptr<TransformerDecoding> one_model_;  // when constructed with one Transformer
+  const DecodingModel& model_;
   const Vocabulary& vocabulary_;
   TranslatorOptions options_;
 
   std::vector<Translation> search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done) const;
+  void check() const;  // the vocabulary against the model, the options
 };
 
 // The batches of sentences of these lengths (indices into `lengths`, zero lengths left out): sorted

@@ -79,6 +79,11 @@ struct DecoderState {
   std::int64_t steps = 0;                // tokens fed so far
   std::int64_t capacity = 0;             // the most tokens that can be fed
   std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large
+  // Cross-attention that decode_step records (alignments, attention pictures): of decoder layer
+  // `attention_layer` (0-based; -1: none), head `attention_head` (-1: the average of the heads),
+  // as f32 [R, S] on the CPU in `attention`: each row's attention over the source positions.
+  std::int64_t attention_layer = -1, attention_head = -1;
+  Tensor attention;
 
   std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) * beams : 0; }  // R
 };

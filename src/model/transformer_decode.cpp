@@ -13,6 +13,7 @@
 #include "kernels/cuda/gather.h"
 #include "model/transformer.h"
 #include "model/transformer_views.h"
+#include "ops/attention.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -103,6 +104,35 @@ void grow_cache(DecoderState& state, std::int64_t length) {
   }
 }
 
+// state.attention = the cross-attention of layer i's queries q [N, beams, H*K], as f32 [R, S] on
+// the CPU: one head's, or the average of all heads (summed in head order, then divided).
+void record_attention(DecoderState& state, const Tensor& q, std::size_t i, const ops::AttentionOptions& options) {
+  const Tensor probs =
+      ops::attention_probabilities(q, state.cross_k[i], state.src_lengths, options);  // [N, H, beams, S]
+  const std::int64_t n = probs.dim(0), heads = probs.dim(1), beams = probs.dim(2), s = probs.dim(3);
+  if (state.attention_head >= heads) {
+    throw Error("decode_step: attention head " + std::to_string(state.attention_head) + " of " + std::to_string(heads));
+  }
+  state.attention = Tensor::empty({n * beams, s}, DType::kF32, Device::cpu());
+  const float* p = probs.data<float>();
+  float* out = state.attention.data<float>();
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t k = 0; k < beams; ++k) {
+      float* row = out + (b * beams + k) * s;
+      const auto head_row = [&](std::int64_t h) { return p + ((b * heads + h) * beams + k) * s; };
+      if (state.attention_head >= 0) {
+        std::copy(head_row(state.attention_head), head_row(state.attention_head) + s, row);
+        continue;
+      }
+      std::fill(row, row + s, 0.0f);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        for (std::int64_t j = 0; j < s; ++j) row[j] += head_row(h)[j];
+      }
+      for (std::int64_t j = 0; j < s; ++j) row[j] /= static_cast<float>(heads);
+    }
+  }
+}
+
 }  // namespace
 
 Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
@@ -142,6 +172,7 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
           const Tensor q = model::apply(a.q, in).view({n, state.beams, -1});
           const Tensor context =
               ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
+          if (static_cast<std::int64_t>(i) == state.attention_layer) record_attention(state, q, i, options);
           return model::apply(a.out, context.view({b, 1, -1}));
         });
     y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {

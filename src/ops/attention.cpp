@@ -92,6 +92,21 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   return out;
 }
 
+Tensor attention_probabilities(const Tensor& q, const Tensor& k, const Tensor& key_lengths, const AttentionOptions& o) {
+  constexpr const char* kOp = "attention_probabilities";
+  const Device cpu_device = Device::cpu();
+  const Tensor qc = q.to(cpu_device).contiguous(), kc = k.to(cpu_device), lengths = key_lengths.to(cpu_device);
+  const cpu::AttentionShape a = describe(kOp, qc, kc, kc, lengths, o);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
+  Tensor probs = Tensor::empty({a.batch, a.heads, a.queries, a.keys}, DType::kF32, cpu_device);  // [B, H, T, S]
+  detail::dispatch_storage(kOp, qc, [&](auto zero) {
+    using T = decltype(zero);
+    cpu::attention_probabilities<T>(a, qc.data<T>(), kc.data<T>(), lengths.data<std::int32_t>(), scale,
+                                    probs.data<float>());
+  });
+  return probs;
+}
+
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
                                   const AttentionOptions& o, const AttentionSaved& saved, const Tensor& dout) {
   constexpr const char* kOp = "attention_backward";

@@ -31,6 +31,12 @@ struct AttentionSaved {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
                  const AttentionOptions& options, AttentionSaved* saved);
 
+// The attention probabilities of q over k (no dropout; 0 where masked) -> f32 [B, H, T, S] on the
+// CPU, whatever q's dtype and device: alignments and attention pictures read them on the host. A
+// CUDA operand is copied to the host for this (only done when such output is asked for).
+Tensor attention_probabilities(const Tensor& q, const Tensor& k, const Tensor& key_lengths,
+                               const AttentionOptions& options);
+
 struct AttentionGrads {
   Tensor dq, dk, dv;  // shapes of q, k, v (contiguous)
 };

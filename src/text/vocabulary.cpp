@@ -158,6 +158,29 @@ std::string Vocabulary::decode(const std::vector<std::int32_t>& ids) const {
   return text;
 }
 
+Vocabulary::Spans Vocabulary::encode_with_spans(std::string_view text) const {
+  const sentencepiece::ImmutableSentencePieceText proto = processor_->EncodeAsImmutableProto(text);
+  Spans out;
+  for (const auto& piece : proto.pieces()) {
+    out.ids.push_back(static_cast<std::int32_t>(piece.id()));
+    out.spans.emplace_back(piece.begin(), piece.end());
+  }
+  return out;
+}
+
+std::string Vocabulary::decode_with_spans(const std::vector<std::int32_t>& ids,
+                                          std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
+  const sentencepiece::ImmutableSentencePieceText proto =
+      processor_->DecodeIdsAsImmutableProto(std::vector<int>(ids.begin(), ids.end()));
+  if (proto.pieces_size() != ids.size()) {
+    throw Error(name_ + ": decoding gave " + std::to_string(proto.pieces_size()) + " pieces for " +
+                std::to_string(ids.size()) + " ids");
+  }
+  spans.clear();
+  for (const auto& piece : proto.pieces()) spans.emplace_back(piece.begin(), piece.end());
+  return proto.text();
+}
+
 void Vocabulary::save(const std::string& prefix) const {
   std::string listing;
   for (std::int32_t id = 0; id < size(); ++id) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sentencepiece {
@@ -25,10 +26,10 @@ struct VocabularyOptions {
   std::vector<std::string> inputs;  // text files, one sentence per line (UTF-8); empty lines skipped
   std::string model_type = "bpe";   // "bpe" or "unigram"
   std::int64_t vocab_size = 8000;
-  double character_coverage = 1.0;      // share of characters covered; the rest map to <unk>
-  std::int64_t input_sentence_size = 0;  // sample this many sentences (0: all)
+  double character_coverage = 1.0;                // share of characters covered; the rest map to <unk>
+  std::int64_t input_sentence_size = 0;           // sample this many sentences (0: all)
   std::vector<std::string> user_defined_symbols;  // always kept as one piece each
-  std::uint32_t seed = 1;                // sampling and training randomness
+  std::uint32_t seed = 1;                         // sampling and training randomness
   int threads = 1;
   bool verbose = false;  // SentencePiece's own progress log on stderr
 };
@@ -54,6 +55,17 @@ class Vocabulary {
   std::vector<std::int32_t> encode(std::string_view text) const;
   // The text of token ids (special ids are dropped).
   std::string decode(const std::vector<std::int32_t>& ids) const;
+
+  // The same, with each piece's bytes [begin, end) in `text` (SentencePiece's surface spans: the
+  // input's bytes a piece came from; 0-length for a piece that has none of its own).
+  struct Spans {
+    std::vector<std::int32_t> ids;
+    std::vector<std::pair<std::size_t, std::size_t>> spans;
+  };
+  Spans encode_with_spans(std::string_view text) const;
+  // The text of `ids` and each id's bytes in it (special ids: empty spans).
+  std::string decode_with_spans(const std::vector<std::int32_t>& ids,
+                                std::vector<std::pair<std::size_t, std::size_t>>& spans) const;
 
   // Writes PREFIX.model (the bytes) and PREFIX.vocab (piece TAB score per line), atomically.
   void save(const std::string& prefix) const;

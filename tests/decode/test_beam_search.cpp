@@ -137,7 +137,7 @@ TEST_CASE("beam search with a beam as large as the search space is exhaustive se
     std::vector<Hypothesis> all;
     for (std::size_t i = 0; i < space.size(); ++i) {
       const std::int64_t length = static_cast<std::int64_t>(space[i].size()) + 1;
-      all.push_back({space[i], log_probs[i], hypothesis_score(o, log_probs[i], length), {}});
+      all.push_back({space[i], log_probs[i], hypothesis_score(o, log_probs[i], length), {}, {}});
     }
     std::sort(all.begin(), all.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
 

@@ -161,6 +161,52 @@ TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[
   }
 }
 
+TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities", "[kernels]", float, double) {
+  using T = TestType;
+  const int64_t B = 3, H = 2, K = 3;
+  for (const bool causal : {false, true}) {
+    for (const int64_t queries : {1, 5}) {  // one query (decoding), and enough for the transposed f32 path
+      INFO("causal " << causal << ", " << queries << " queries");
+      const int64_t S = 5;
+      // Values one-hot over the keys, per head: the forward's output is then its probabilities.
+      const int64_t Kv = S;
+      cpu::AttentionShape a = contiguous_shape(B, H, queries, S, K, Kv);
+      a.causal = causal;
+      a.query_offset = causal ? S - queries : 0;
+      const std::vector<std::int32_t> lengths = {5, 3, 0};
+      const std::vector<T> q = random_values<T>(B * queries * H * K, 20, 1.5),
+                           k = random_values<T>(B * S * H * K, 21, 1.5);
+      std::vector<T> v(at(B * S * H * Kv), T(0));
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t s = 0; s < S; ++s) {
+          for (int64_t h = 0; h < H; ++h) v[at(b * a.v_batch_stride + s * a.v_row_stride + h * Kv + s)] = T(1);
+        }
+      }
+      const double scale = 1.0 / std::sqrt(static_cast<double>(K));
+      std::vector<float> probs(at(B * H * queries * S), 7.0f);  // sentinels
+      cpu::attention_probabilities<T>(a, q.data(), k.data(), lengths.data(), scale, probs.data());
+      std::vector<T> out(at(B * queries * H * Kv), T(7));
+      cpu::attention_forward<T>(a, q.data(), k.data(), v.data(), lengths.data(), scale, 0.0, 0, 0, nullptr, out.data());
+      const NaiveAttention ref = naive_attention(a, q, k, v, lengths, scale);
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t t = 0; t < queries; ++t) {
+            double sum = 0;
+            for (int64_t s = 0; s < S; ++s) {
+              const float p = probs[at(((b * H + h) * queries + t) * S + s)];
+              // The same value the forward weighs the values with (rounded to float).
+              CHECK(p == static_cast<float>(out[at(b * a.out_batch_stride + t * a.out_row_stride + h * Kv + s)]));
+              CHECK(p == Approx(ref.probs[at(((b * H + h) * queries + t) * S + s)]).margin(1e-6));
+              sum += p;
+            }
+            CHECK(sum == Approx(lengths[at(b)] > 0 ? 1.0 : 0.0).margin(1e-5));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("cpu::attention_forward of a fully masked row gives zero output and log-sum-exp", "[kernels]") {
   cpu::AttentionShape a = contiguous_shape(1, 2, 2, 3, 2, 2);
   const std::vector<double> q = random_values<double>(8, 20), k = random_values<double>(12, 21),

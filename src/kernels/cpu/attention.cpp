@@ -272,12 +272,43 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
   }
 }
 
+template <typename T>
+void attention_probabilities(const AttentionShape& a, const T* q, const T* k, const std::int32_t* key_lengths,
+                             double scale, float* probs) {
+  using Acc = acc_t<T>;
+  const std::int64_t B = a.batch, H = a.heads, Tq = a.queries, S = a.keys;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t bh = 0; bh < B * H; ++bh) {
+    const std::int64_t b = bh / H, h = bh % H;
+    thread_local std::vector<Acc> score;
+    score.resize(std::max<std::size_t>(score.size(), static_cast<std::size_t>(S)));
+    for (std::int64_t t = 0; t < Tq; ++t) {
+      const std::int64_t n = visible_keys(a, key_lengths[b], t);
+      const Acc max_score = scores(a, q, k, b, h, t, n, static_cast<Acc>(scale), score);
+      Acc sum = 0;
+      if constexpr (std::is_same_v<Acc, float>) {
+        sum = exp_store_f32(score.data(), n, max_score, score.data());
+      } else {
+        for (std::int64_t s = 0; s < n; ++s) {
+          score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
+          sum += score[static_cast<std::size_t>(s)];
+        }
+      }
+      float* row = probs + (bh * Tq + t) * S;
+      for (std::int64_t s = 0; s < n; ++s) row[s] = static_cast<float>(score[static_cast<std::size_t>(s)] / sum);
+      std::fill(row + n, row + S, 0.0f);
+    }
+  }
+}
+
 #define DRAGOMAN_INSTANTIATE(T)                                                                                        \
   template void attention_forward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, \
                                      double, std::uint64_t, std::uint64_t, acc_t<T>*, T*);                             \
   template void attention_backward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*,        \
                                       double, double, std::uint64_t, std::uint64_t, const acc_t<T>*, const T*, T*, T*, \
-                                      T*);
+                                      T*);                                                                             \
+  template void attention_probabilities<T>(const AttentionShape&, const T*, const T*, const std::int32_t*, double,     \
+                                           float*);
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)

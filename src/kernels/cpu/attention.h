@@ -54,4 +54,11 @@ void attention_backward(const AttentionShape& shape, const T* q, const T* k, con
                         const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
                         std::uint64_t rng_stream, const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv);
 
+// The attention probabilities themselves, probs[b, h, t, s] as above (without dropout; 0 where
+// masked), in float whatever T is: what alignments and attention pictures read. Computed exactly as
+// the forward computes them (the same scores, maximum and exps), rounded to float at the end.
+template <typename T>
+void attention_probabilities(const AttentionShape& shape, const T* q, const T* k, const std::int32_t* key_lengths,
+                             double scale, float* probs);
+
 }  // namespace dragoman::cpu

@@ -1,0 +1,53 @@
+// Loading the models of a translation (see decoding_models.h).
+#include "decode/decoding_models.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+
+namespace dragoman {
+
+DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
+                                    const Device& device) {
+  if (files.empty()) throw Error("translate: no model file");
+  DecodingModels out;
+  out.files = files;
+  DType dtype = DType::kF32;
+  const bool int8 = precision == "int8";
+  if (!int8 && !parse_precision(precision, dtype)) throw Error("translate: unknown precision " + precision);
+  for (const std::string& file : files) {
+    ModelFileInfo info;
+    auto model = std::make_unique<Transformer>(load_model(file, ParameterPrecision::decoding(dtype), &info, device));
+    if (info.vocabulary.empty()) {
+      throw Error(file +
+                  ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
+                  "written by dragoman train or average-checkpoints");
+    }
+    if (!out.infos.empty() && info.vocabulary != out.infos.front().vocabulary) {
+      throw Error("ensemble: " + files.front() + " and " + file +
+                  " hold different vocabularies: the models of an ensemble must share one vocabulary");
+    }
+    if (int8) model->quantize_int8();  // the encoder's and decoder's linear layers; embeddings stay f32
+    if (device.is_cpu() && dtype == DType::kF32) {
+      // Weights packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h): none where it gains nothing.
+      const std::size_t packed = model->pack_weights();
+      const std::size_t discarded = model->discard_unread_weights();
+      spdlog::debug("translate: {}: {} MiB of weights packed for oneDNN's matmul, {} MiB of f32 weights given back",
+                    file, packed >> 20, discarded >> 20);
+    }
+    out.models.push_back(std::move(model));
+    out.infos.push_back(std::move(info));
+  }
+  out.vocabulary = std::make_unique<Vocabulary>(
+      Vocabulary::from_bytes(out.infos.front().vocabulary, files.front() + " (vocabulary)"));
+  if (out.models.size() == 1) {
+    out.decoder = std::make_unique<TransformerDecoding>(*out.models.front());
+  } else {
+    std::vector<const Transformer*> members;
+    for (const auto& m : out.models) members.push_back(m.get());
+    out.decoder = std::make_unique<EnsembleDecoding>(std::move(members), files);
+  }
+  return out;
+}
+
+}  // namespace dragoman

@@ -1,0 +1,33 @@
+// The models translate (and serve) decode with, loaded from files: one model or an ensemble, each
+// cast to the decoding precision on its device, int8-quantized or packed for oneDNN on the CPU, and
+// the vocabulary embedded in the first file (an ensemble's files must all hold the same one).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "decode/decoding_model.h"
+#include "model/checkpoint.h"
+#include "model/transformer.h"
+#include "text/vocabulary.h"
+
+namespace dragoman {
+
+struct DecodingModels {
+  std::vector<std::string> files;
+  std::vector<std::unique_ptr<Transformer>> models;
+  std::vector<ModelFileInfo> infos;
+  std::unique_ptr<Vocabulary> vocabulary;
+  std::unique_ptr<DecodingModel> decoder;  // TransformerDecoding for one model, else EnsembleDecoding
+
+  const DecodingModel& decoding() const { return *decoder; }
+};
+
+// `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
+// vocabulary, or an ensemble member whose vocabulary differs from the first model's.
+DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
+                                    const Device& device);
+
+}  // namespace dragoman
