@@ -32,6 +32,7 @@
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "text/utf8.h"
@@ -64,6 +65,7 @@ struct TranslateCliOptions {
   std::string precision = "fp32";
   int threads = 0;
   bool replace_invalid = false;
+  bool deterministic = false;
   bool progress = false;
 };
 
@@ -347,6 +349,10 @@ void log_summary(const Totals& totals, double seconds, std::int64_t max_position
 
 void check_options(const TranslateCliOptions& o) {
   const Device device = Device::parse(o.device);
+  if (o.deterministic && !device.is_cpu()) {
+    throw CLI::ValidationError(
+        "--deterministic is for the CPU (on a GPU, cuBLASLt may choose another algorithm for another batch size)");
+  }
   if (o.precision == "int8" && !device.is_cpu()) {
     throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
   }
@@ -396,6 +402,7 @@ std::string attention_caption(const DecodingModels& models, const AttentionChoic
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
   set_compute_threads(resolve_threads(o.threads, "translate: --threads"));
+  cpu::set_row_invariant_products(o.deterministic);
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
   // while the model loads stops translate before its first chunk, the temporary output removed.
@@ -543,6 +550,9 @@ Subcommand add_translate(CLI::App& app) {
   add_threads_option(sub, o->threads, "Compute threads");
   sub->add_flag("--replace-invalid", o->replace_invalid,
                 "Replace invalid UTF-8 with U+FFFD (counted) instead of stopping with an error");
+  sub->add_flag("--deterministic", o->deterministic,
+                "Batch-invariant output on every CPU: a line's translation and scores do not depend on the lines "
+                "it is batched with (f32 products in fixed 16-row blocks; docs/DECODING.md says what it costs)");
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
   return {sub, [o, alignment] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value

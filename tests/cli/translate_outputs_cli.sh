@@ -4,7 +4,8 @@
 # to the log-probability, hard and soft alignments within the words (and near the anti-diagonal, as
 # a reversal's attention should be), the same fields in text, ensembles (a model with itself
 # translates as the model alone; models of another vocabulary are refused by name), attention
-# pictures (well-formed SVG, one cell per word pair, rendered by rsvg-convert), and usage errors.
+# pictures (well-formed SVG, one cell per word pair, rendered by rsvg-convert),
+# scripts/alignment-check.sh, and usage errors.
 # Usage: translate_outputs_cli.sh DRAGOMAN_BINARY
 set -uo pipefail
 dragoman=$1
@@ -116,6 +117,15 @@ print(f"{right} of 40 lines translated right; {mirrored} of {pairs} alignment pa
 assert right >= 20 and mirrored >= 0.7 * pairs
 PY
 
+# scripts/alignment-check.sh against hand alignments: for the reversal, the mirrored word. The last
+# layer's average (the default) is the one measured above.
+paste "$tmp/dev.txt" <(cut -f1 "$tmp/dev.txt" | awk '{ s = ""; for (i = NF; i >= 1; i--) s = s (s ? " " : "") $i; print s }') \
+  <(awk '{ s = ""; for (t = 1; t <= NF; t++) s = s (s ? " " : "") (NF - t) "-" (t - 1); print s }' "$tmp/dev.txt") \
+  >"$tmp/hand.tsv"
+bash "$(dirname "$0")/../../scripts/alignment-check.sh" "$a" "$tmp/hand.tsv" "$dragoman" >"$tmp/check.txt" 2>&1
+check alignment-check-table grep -qE '^\| 2 \| average \| 40 of 40 \| [0-9]+ \| 0\.(9[0-9]*|8[5-9][0-9]*) \|' "$tmp/check.txt"
+check alignment-check-rows test "$(grep -c '^| [12] |' "$tmp/check.txt")" -eq 6
+
 # Soft alignment: a row per target word over the source words, each summing to 1.
 "$dragoman" translate -m "$a" -i "$tmp/in.txt" --output-format json --alignment soft 2>/dev/null >"$tmp/soft.jsonl"
 check soft-alignment python3 - "$tmp/soft.jsonl" <<'PY'
@@ -157,6 +167,19 @@ expect ensemble-two 0 "40 lines" -- "$dragoman" translate -m "$a" -m "$b" -i "$t
 check ensemble-two-lines test "$(wc -l <"$tmp/ab.txt")" -eq 40
 expect ensemble-other-vocabulary 1 "a/checkpoints/checkpoint-last.safetensors and .*other/checkpoints/checkpoint-last.safetensors (hold different vocabularies|differ)" -- \
   "$dragoman" translate -m "$a" -m "$other" -i "$tmp/in.txt"
+
+# --deterministic: a line's output, scores included, is the same alone and in any batch (on every
+# CPU path: CI runs this at AVX2 too, where oneDNN's f32 kernels change with the row count).
+batches=("" "--batch-sentences 1" "--batch-sentences 3 --batch-tokens 20")
+for i in 0 1 2; do
+  # shellcheck disable=SC2086 # the options are words
+  "$dragoman" translate -m "$a" -m "$b" -i "$tmp/train.src" --output-format json --word-scores --alignment \
+    --deterministic ${batches[$i]} 2>/dev/null >"$tmp/det-$i.jsonl"
+done
+check deterministic-alone cmp -s "$tmp/det-0.jsonl" "$tmp/det-1.jsonl"
+check deterministic-small-batches cmp -s "$tmp/det-0.jsonl" "$tmp/det-2.jsonl"
+expect deterministic-gpu 2 "--deterministic is for the CPU" -- \
+  "$dragoman" translate -m "$a" -i "$tmp/in.txt" --deterministic --device cuda:0
 
 # Attention pictures: one SVG per line with something to translate, well-formed, one cell per
 # (target word, source word) pair, rendered to PNG by librsvg.

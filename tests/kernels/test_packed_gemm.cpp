@@ -179,4 +179,49 @@ TEST_CASE("Packed weights serve several threads at once", "[kernels]") {
   CHECK(parallel == serial);
 }
 
+TEST_CASE("Row-invariant products: a row's result does not depend on the rows computed with it", "[kernels]") {
+  // The output projection's shape (8,000 x 128) and a feed-forward's; 53 rows, taken as the whole
+  // batch, one at a time, and in runs of 2, 7 and 16 from every offset.
+  for (const auto& [out, in] : {std::pair<std::int64_t, std::int64_t>{8000, 128}, {512, 128}}) {
+    INFO(out << " x " << in);
+    const std::int64_t rows = 53;
+    const std::vector<float> x = uniform(static_cast<std::size_t>(rows * in), 3);
+    const std::vector<float> w = uniform(static_cast<std::size_t>(out * in), 4);
+    const std::vector<float> bias = uniform(static_cast<std::size_t>(out), 5);
+    cpu::set_row_invariant_products(true);
+    CHECK(cpu::row_invariant_products());
+    const auto plain = [&](std::int64_t first, std::int64_t count) {
+      std::vector<float> y(static_cast<std::size_t>(count * out), 7.0f);
+      cpu::gemm<float, float>(false, true, count, out, in, 1.0f, x.data() + first * in, in, w.data(), in, 0.0f,
+                              y.data(), out);
+      return y;
+    };
+    const std::shared_ptr<const cpu::PackedWeights> packed = cpu::PackedWeights::pack_f32(w.data(), out, in);
+    const auto packed_product = [&](std::int64_t first, std::int64_t count) {
+      std::vector<float> y(static_cast<std::size_t>(count * out), 7.0f);
+      packed->linear_f32(x.data() + first * in, count, in, bias.data(), true, y.data());
+      return y;
+    };
+    const std::vector<float> all = plain(0, rows);
+    std::vector<float> all_packed;
+    if (packed != nullptr) all_packed = packed_product(0, rows);
+    for (const std::int64_t count : {1, 2, 7, 16}) {
+      for (std::int64_t first = 0; first + count <= rows; first += (count == 16 ? 5 : count)) {
+        INFO(count << " rows from row " << first);
+        const std::vector<float> some = plain(first, count);
+        CHECK(std::equal(some.begin(), some.end(), all.begin() + first * out));
+        if (packed != nullptr) {
+          const std::vector<float> some_packed = packed_product(first, count);
+          CHECK(std::equal(some_packed.begin(), some_packed.end(), all_packed.begin() + first * out));
+        }
+      }
+    }
+    // beta = 1 adds to C: the padded last block reads the rows it adds to.
+    std::vector<float> c(static_cast<std::size_t>(rows * out), 1.0f);
+    cpu::gemm<float, float>(false, true, rows, out, in, 1.0f, x.data(), in, w.data(), in, 1.0f, c.data(), out);
+    for (std::size_t i = 0; i < c.size(); i += 97) CHECK(c[i] == Approx(all[i] + 1.0f).margin(1e-4));
+    cpu::set_row_invariant_products(false);
+  }
+}
+
 }  // namespace dragoman

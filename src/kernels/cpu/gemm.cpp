@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -18,8 +19,25 @@
 namespace dragoman::cpu {
 namespace {
 
+std::atomic<bool> g_row_invariant{false};
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
+               blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc);
+
+// The same in blocks of kInvariantRows rows of A (row_invariant_products).
+void invariant_gemm(CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a, blasint lda,
+                    const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  in_invariant_blocks(a, m, lda, k, c, ldc, n, beta != 0.0f, [&](const float* a_block, float* c_block) {
+    blas_gemm(CblasNoTrans, tb, static_cast<blasint>(kInvariantRows), n, k, alpha, a_block, lda, b, ldb, beta, c_block,
+              ldc);
+  });
+}
+
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
                blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  if (ta == CblasNoTrans && m != kInvariantRows && g_row_invariant.load(std::memory_order_relaxed)) {
+    return invariant_gemm(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
 #ifdef DRAGOMAN_WITH_ONEDNN
   // oneDNN's row-major sgemm, on the calling thread's OpenMP threads.
   const dnnl_status_t status = dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', m, n, k, alpha, a,
@@ -116,6 +134,9 @@ void widened_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
 }
 
 }  // namespace
+
+void set_row_invariant_products(bool on) { g_row_invariant.store(on); }
+bool row_invariant_products() { return g_row_invariant.load(); }
 
 template <typename T, typename C>
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha, const T* a,

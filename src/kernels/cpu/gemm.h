@@ -17,7 +17,9 @@
 // with the same ones.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/numeric.h"
 
@@ -46,5 +48,43 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
                           std::int64_t batch);
 
 void set_gemm_threads(int threads);
+
+// Row-invariant products (translate --batch-invariant, docs/DECODING.md): a row of a product's
+// result then does not depend on the other rows it is computed with. oneDNN's f32 kernels choose
+// their code by the number of rows (m = 1 is a matrix-vector product; on AVX2 the edge tiles and
+// the blocking change with m), so the same sentence in another batch could get other last bits.
+// When on, f32 products whose rows are those of A (the forward's, cpu::gemm without trans_a, and
+// the packed products of packed_gemm.h) run in blocks of exactly kInvariantRows rows, the last
+// block padded with zero rows: every row is computed by the same call shape at every batch size.
+// Process-wide; off by default (training never sets it).
+inline constexpr std::int64_t kInvariantRows = 16;
+void set_row_invariant_products(bool on);
+bool row_invariant_products();
+
+// Runs product(x_block, y_block) over `rows` rows of x (row stride ldx, `in` used) and y (row
+// stride ldy, `out` used) in blocks of exactly kInvariantRows rows. The last block, if short, is
+// copied into zero-padded scratch rows with the same strides (its y rows too when read_y: a
+// product that adds to y), and its rows copied back.
+template <typename X, typename Y, typename F>
+void in_invariant_blocks(const X* x, std::int64_t rows, std::int64_t ldx, std::int64_t in, Y* y, std::int64_t ldy,
+                         std::int64_t out, bool read_y, F&& product) {
+  constexpr std::int64_t kR = kInvariantRows;
+  const std::int64_t full = rows / kR * kR;
+  for (std::int64_t r = 0; r < full; r += kR) product(x + r * ldx, y + r * ldy);
+  const std::int64_t tail = rows - full;
+  if (tail == 0) return;
+  thread_local std::vector<X> x_pad;
+  thread_local std::vector<Y> y_pad;
+  x_pad.assign(static_cast<std::size_t>(kR * ldx), X());
+  y_pad.assign(static_cast<std::size_t>(kR * ldy), Y());
+  for (std::int64_t r = 0; r < tail; ++r) {
+    std::copy(x + (full + r) * ldx, x + (full + r) * ldx + in, x_pad.data() + r * ldx);
+    if (read_y) std::copy(y + (full + r) * ldy, y + (full + r) * ldy + out, y_pad.data() + r * ldy);
+  }
+  product(x_pad.data(), y_pad.data());
+  for (std::int64_t r = 0; r < tail; ++r) {
+    std::copy(y_pad.data() + r * ldy, y_pad.data() + r * ldy + out, y + (full + r) * ldy);
+  }
+}
 
 }  // namespace dragoman::cpu

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/quantize.h"
 
 namespace dragoman::cpu {
@@ -166,6 +167,13 @@ void PackedWeights::linear_f32(const float* x, std::int64_t rows, std::int64_t l
   if (s8_ || ldx < in_) throw Error("cpu::PackedWeights::linear_f32: needs f32 weights and a row stride >= in");
   if (rows == 0) return;
   try {
+    if (row_invariant_products() && rows != kInvariantRows) {
+      const dnnl::matmul& primitive = impl_->primitive(kInvariantRows, ldx, bias != nullptr, relu, out_, in_);
+      in_invariant_blocks(x, rows, ldx, in_, y, out_, out_, false, [&](const float* x_block, float* y_block) {
+        run(*impl_, primitive, const_cast<float*>(x_block), kInvariantRows, ldx, in_, bias, out_, y_block);
+      });
+      return;
+    }
     const dnnl::matmul& primitive = impl_->primitive(rows, ldx, bias != nullptr, relu, out_, in_);
     run(*impl_, primitive, const_cast<float*>(x), rows, ldx, in_, bias, out_, y);
   } catch (const dnnl::error& e) {
