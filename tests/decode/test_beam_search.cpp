@@ -9,44 +9,15 @@
 
 #include "core/error.h"
 #include "decode/beam_search.h"
+#include "decode/decode_testing.h"
 #include "model/model_testing.h"
 
 namespace dragoman {
 namespace {
 
-Transformer random_model(const ModelConfig& config, std::uint64_t seed) {
-  Transformer model(config, DType::kF64);
-  model.initialize(seed);
-  return model;
-}
-
-// log p(token | source, the tokens before it) of each token, then of EOS, by feeding the tokens one at
-// a time.
-std::vector<double> token_log_probs(const Transformer& model, const std::vector<std::int32_t>& source,
-                                    const std::vector<std::int32_t>& tokens) {
-  const ModelConfig& c = model.config();
-  const Batch batch = Batch::from_sentences({source}, {{}}, c);
-  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
-                                            static_cast<std::int64_t>(tokens.size()) + 1);
-  std::vector<double> out;
-  std::int32_t previous = c.bos_id;
-  for (std::size_t i = 0; i <= tokens.size(); ++i) {
-    const std::vector<double> logp =
-        model.decode_step(state, Tensor::from_vector(std::vector<std::int32_t>{previous}, {1})).to_vector<double>();
-    const std::int32_t next = i < tokens.size() ? tokens[i] : c.eos_id;
-    out.push_back(logp[static_cast<std::size_t>(next)]);
-    previous = next;
-  }
-  return out;
-}
-
-// log p(tokens, EOS | source): the sum of the above.
-double sequence_log_prob(const Transformer& model, const std::vector<std::int32_t>& source,
-                         const std::vector<std::int32_t>& tokens) {
-  double total = 0;
-  for (const double lp : token_log_probs(model, source, tokens)) total += lp;
-  return total;
-}
+using test::random_model;
+using test::sequence_log_prob;
+using test::token_log_probs;
 
 // Greedy decoding written out plainly: the most probable allowed token until EOS or max_length.
 Hypothesis greedy(const Transformer& model, const std::vector<std::int32_t>& source, std::int64_t max_length) {

@@ -10,36 +10,15 @@
 
 #include "core/error.h"
 #include "decode/beam_search.h"
+#include "decode/decode_testing.h"
 #include "decode/decoding_model.h"
 #include "model/model_testing.h"
 
 namespace dragoman {
 namespace {
 
-Transformer random_model(const ModelConfig& config, std::uint64_t seed) {
-  Transformer model(config, DType::kF64);
-  model.initialize(seed);
-  return model;
-}
-
-// log p(tokens, EOS | source) under one model, fed token by token.
-double sequence_log_prob(const Transformer& model, const std::vector<std::int32_t>& source,
-                         const std::vector<std::int32_t>& tokens) {
-  const ModelConfig& c = model.config();
-  const Batch batch = Batch::from_sentences({source}, {{}}, c);
-  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
-                                            static_cast<std::int64_t>(tokens.size()) + 1);
-  double total = 0;
-  std::int32_t previous = c.bos_id;
-  for (std::size_t i = 0; i <= tokens.size(); ++i) {
-    const std::vector<double> logp =
-        model.decode_step(state, Tensor::from_vector(std::vector<std::int32_t>{previous}, {1})).to_vector<double>();
-    const std::int32_t next = i < tokens.size() ? tokens[i] : c.eos_id;
-    total += logp[static_cast<std::size_t>(next)];
-    previous = next;
-  }
-  return total;
-}
+using test::random_model;
+using test::sequence_log_prob;
 
 const std::vector<std::vector<std::int32_t>> kSources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}, {4, 4}};
 

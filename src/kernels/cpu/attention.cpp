@@ -44,6 +44,22 @@ acc_t<T> scores(const AttentionShape& a, const T* q, const T* k, std::int64_t b,
   return max_score;
 }
 
+// score[s] = exp(score[s] - max_score) for the n visible keys (the softmax's numerators); returns
+// their sum.
+template <typename Acc>
+Acc exp_scores(std::vector<Acc>& score, std::int64_t n, Acc max_score) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    return exp_store_f32(score.data(), n, max_score, score.data());
+  } else {
+    Acc sum = 0;
+    for (std::int64_t s = 0; s < n; ++s) {
+      score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
+      sum += score[static_cast<std::size_t>(s)];
+    }
+    return sum;
+  }
+}
+
 // Queries per (b, h) from which the f32 forward transposes the keys once for all of them
 // (scaled_dots_transposed_f32: the same bits as the per-query scaled_dots_f32, so the choice never
 // changes a result, only its speed). Decoding's one query a step reads the cache as it is.
@@ -105,15 +121,7 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
       } else {
         max_score = scores(a, q, k, b, h, t, n, static_cast<Acc>(scale), score);
       }
-      Acc sum = 0;
-      if constexpr (std::is_same_v<Acc, float>) {
-        sum = exp_store_f32(score.data(), n, max_score, score.data());
-      } else {
-        for (std::int64_t s = 0; s < n; ++s) {
-          score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
-          sum += score[static_cast<std::size_t>(s)];
-        }
-      }
+      const Acc sum = exp_scores(score, n, max_score);
       if (lse != nullptr) lse[bh * Tq + t] = n > 0 ? max_score + std::log(sum) : Acc(0);
       const std::int64_t row = (bh * Tq + t) * S;
       std::fill(out_acc.begin(), out_acc.end(), Acc(0));
@@ -285,15 +293,7 @@ void attention_probabilities(const AttentionShape& a, const T* q, const T* k, co
     for (std::int64_t t = 0; t < Tq; ++t) {
       const std::int64_t n = visible_keys(a, key_lengths[b], t);
       const Acc max_score = scores(a, q, k, b, h, t, n, static_cast<Acc>(scale), score);
-      Acc sum = 0;
-      if constexpr (std::is_same_v<Acc, float>) {
-        sum = exp_store_f32(score.data(), n, max_score, score.data());
-      } else {
-        for (std::int64_t s = 0; s < n; ++s) {
-          score[static_cast<std::size_t>(s)] = std::exp(score[static_cast<std::size_t>(s)] - max_score);
-          sum += score[static_cast<std::size_t>(s)];
-        }
-      }
+      const Acc sum = exp_scores(score, n, max_score);
       float* row = probs + (bh * Tq + t) * S;
       for (std::int64_t s = 0; s < n; ++s) row[s] = static_cast<float>(score[static_cast<std::size_t>(s)] / sum);
       std::fill(row + n, row + S, 0.0f);
