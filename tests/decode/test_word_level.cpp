@@ -35,7 +35,7 @@ TEST_CASE("each piece belongs to the word of its first non-space byte, or the ne
   CHECK_THROWS_AS(piece_words("ab", {{0, 3}}), Error);
 }
 
-TEST_CASE("word scores sum their pieces' log-probabilities; EOS's is left out", "[decode]") {
+TEST_CASE("word scores sum their pieces' log-probabilities, leaving EOS's out", "[decode]") {
   const std::vector<double> piece_scores = {-0.5, -0.25, -1.0, -2.0, -0.125};  // 4 pieces, then EOS
   const std::vector<std::int64_t> words = {0, 0, 1, 2};
   const std::vector<double> scores = word_scores(piece_scores, words, 3);
@@ -43,7 +43,7 @@ TEST_CASE("word scores sum their pieces' log-probabilities; EOS's is left out", 
   CHECK_THROWS_AS(word_scores(piece_scores, {0, 5}, 3), Error);
 }
 
-TEST_CASE("word attention averages a word's pieces and sums a source word's; hard alignment takes the largest",
+TEST_CASE("word attention averages a word's pieces and sums a source word's, and hard alignment takes the largest",
           "[decode]") {
   // Target pieces: t0 t1 (word 0), t2 (word 1), then EOS's row. Source pieces: s0 s1 (word 0), s2 (word 1).
   const std::vector<std::vector<float>> attention = {
