@@ -50,9 +50,8 @@ nlohmann::ordered_json hypothesis_json(const TranslatedHypothesis& h, const Outp
     j["word_scores"] = w.word_scores;
     j["pieces"] = w.pieces;
     j["piece_words"] = w.piece_words;
-    // The pieces' log-probabilities, then EOS's: in this order they add up to log_prob.
-    const auto pieces = static_cast<std::ptrdiff_t>(h.tokens.size());
-    j["piece_scores"] = std::vector<double>(h.token_log_probs.begin(), h.token_log_probs.begin() + pieces);
+    // The pieces' log-probabilities, then EOS's: in this order they add up to log_prob bit for bit.
+    j["piece_scores"] = h.token_log_probs;
     j["eos_score"] = h.token_log_probs.size() > h.tokens.size() ? h.token_log_probs.back() : 0.0;
   }
   if (o.alignment == AlignmentKind::kHard) {
@@ -97,6 +96,13 @@ WordLevel word_level(const TranslatedHypothesis& h, const Vocabulary& vocabulary
                                          source->piece_words.begin() + static_cast<std::ptrdiff_t>(source_pieces));
     w.attention =
         word_attention(h.attention, w.piece_words, word_count, kept, static_cast<std::int64_t>(source->words.size()));
+  }
+  // EOS's log-probability closes both lists (Marian's WordScores= do the same): each list then
+  // adds up to the hypothesis's log-probability.
+  if (h.token_log_probs.size() > h.tokens.size()) {
+    w.pieces.push_back(kEosPiece);
+    w.piece_words.push_back(-1);
+    w.word_scores.push_back(h.token_log_probs.back());
   }
   return w;
 }

@@ -1,13 +1,14 @@
 // What translate writes for a translation (and serve will answer): plain text (the translation;
 // with --scores "SCORE<TAB>TEXT"; with --nbest Moses' "I ||| TEXT ||| F0= LOG_PROB ||| SCORE"
 // lines), with the word scores and alignment appended when asked (Marian's layout:
-// " ||| 0-0 1-2" and " ||| WordScores= -0.12 -1.50"), or one JSON object per input line
+// " ||| 0-0 1-2" and " ||| WordScores= -0.12 -1.50 -0.03", EOS's last), or one JSON object per input line
 // (docs/DECODING.md has the fields).
 //
 // Word-level fields are over the whitespace words of the detokenised translation and of the input
-// line (decode/word_level.h): word scores sum each word's pieces' log-probabilities, so the word
-// scores and the EOS's score add up to the hypothesis's log-probability; an alignment is computed
-// from the recorded cross-attention (search.record_attention).
+// line (decode/word_level.h): a word's score sums its pieces' log-probabilities, and the list ends
+// with EOS's, so that the word scores add up to the hypothesis's log-probability (as Marian's
+// WordScores= do); an alignment is computed from the recorded cross-attention
+// (search.record_attention).
 #pragma once
 
 #include <cstdint>
@@ -40,12 +41,16 @@ struct SourceWords {
 };
 SourceWords source_words(const std::string& line, const Vocabulary& vocabulary);
 
-// A hypothesis seen word by word.
+// The piece that stands for EOS in the word-level lists.
+inline constexpr const char* kEosPiece = "</s>";
+
+// A hypothesis seen word by word. The piece and score lists end with EOS (kEosPiece, its word -1,
+// its log-probability) when the hypothesis has one (every searched hypothesis; not an empty line's).
 struct WordLevel {
-  std::vector<std::string> pieces;            // the output pieces (SentencePiece's spelling)
-  std::vector<std::string> words;             // the translation's whitespace words
-  std::vector<std::int64_t> piece_words;      // each piece's word
-  std::vector<double> word_scores;            // each word's log-probability (the sum of its pieces')
+  std::vector<std::string> pieces;            // the output pieces (SentencePiece's spelling), then </s>
+  std::vector<std::string> words;             // the translation's whitespace words (no EOS)
+  std::vector<std::int64_t> piece_words;      // each piece's word (-1: EOS)
+  std::vector<double> word_scores;            // each word's log-probability (its pieces' sum), then EOS's
   std::vector<std::vector<float>> attention;  // [target words][source words], when attention was recorded
 };
 // `source` is needed (and used) only when the hypothesis recorded attention.

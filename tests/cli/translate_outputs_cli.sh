@@ -82,14 +82,17 @@ for o, text, source in zip(objects, texts, inputs):
     assert 1 <= len(hypotheses) <= 3 and (len(hypotheses) == 3 or not source.strip())
     for h in hypotheses:
         assert h["words"] == h["translation"].split()
-        assert len(h["word_scores"]) == len(h["words"])
+        # One score per word, then EOS's; the pieces likewise, ending in </s>.
+        eos = 1 if source.strip() else 0
+        assert len(h["word_scores"]) == len(h["words"]) + eos
         assert len(h["pieces"]) == len(h["piece_scores"]) == len(h["piece_words"])
+        assert eos == 0 or (h["pieces"][-1] == "</s>" and h["piece_scores"][-1] == h["eos_score"])
         total = 0.0
-        for score in h["piece_scores"] + [h["eos_score"]]:
+        for score in h["piece_scores"]:
             assert score <= 0
             total += score
-        assert total == h["log_prob"], (total, h["log_prob"])
-        assert math.isclose(sum(h["word_scores"]) + h["eos_score"], h["log_prob"], rel_tol=1e-12, abs_tol=1e-12)
+        assert total == h["log_prob"], (total, h["log_prob"])  # added in the search's order: the same bits
+        assert math.isclose(sum(h["word_scores"]), h["log_prob"], rel_tol=1e-12, abs_tol=1e-12)
         pairs = [tuple(map(int, p.split("-"))) for p in h["alignment"].split()]
         assert [t for _, t in pairs] == list(range(len(h["words"]))), pairs
         assert all(0 <= s < len(o["source_words"]) for s, _ in pairs), pairs
@@ -148,7 +151,7 @@ for line, o in zip(open(sys.argv[1], encoding="utf-8"), map(json.loads, open(sys
     assert text == o["translation"] and alignment == o["nbest"][0]["alignment"], (line, o)
     assert scores.startswith("WordScores=")
     values = [float(v) for v in scores.split()[1:]]
-    assert len(values) == len(o["words"]) and all(abs(v - w) < 1e-6 for v, w in zip(values, o["word_scores"]))
+    assert len(values) == len(o["word_scores"]) and all(abs(v - w) < 1e-6 for v, w in zip(values, o["word_scores"]))
 PY
 "$dragoman" translate -m "$a" -i "$tmp/in.txt" --alignment soft --nbest 2 2>/dev/null >"$tmp/nbest-soft.txt"
 check nbest-soft-format test "$(grep -cE '^[0-9]+ \|\|\| [a-j ]* \|\|\| F0= [-0-9.]+ \|\|\| [-0-9.]+ \|\|\| ([0-9.,]+( [0-9.,]+)*)?$' \

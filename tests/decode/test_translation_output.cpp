@@ -44,7 +44,7 @@ TEST_CASE("translate's text formats, with word scores and alignments appended", 
   o.word_scores = true;
   o.alignment = AlignmentKind::kHard;
   CHECK(format_text(e.translation, 0, o, e.vocabulary, &e.source) ==
-        "c b a ||| 2-0 1-1 0-2 ||| WordScores= -0.500000 -0.250000 -0.125000\n");
+        "c b a ||| 2-0 1-1 0-2 ||| WordScores= -0.500000 -0.250000 -0.125000 -1.000000\n");
   o.word_scores = false;
   o.alignment = AlignmentKind::kSoft;
   CHECK(format_text(e.translation, 0, o, e.vocabulary, &e.source) ==
@@ -65,14 +65,14 @@ TEST_CASE("translate's JSON objects", "[decode]") {
   o.alignment = AlignmentKind::kHard;
   o.nbest = 1;
   e.translation.truncated = true;
-  CHECK(
-      translation_json(e.translation, o, e.vocabulary, &e.source).dump() ==
-      R"({"translation":"c b a","log_prob":-1.875,"score":-0.4,"words":["c","b","a"],"word_scores":[-0.5,-0.25,-0.125],)"
-      R"("pieces":["▁c","▁b","▁a"],"piece_words":[0,1,2],"piece_scores":[-0.5,-0.25,-0.125],"eos_score":-1.0,)"
-      R"("alignment":"2-0 1-1 0-2","source_words":["a","b","c"],"nbest":[{"translation":"c b a","log_prob":-1.875,)"
-      R"("score":-0.4,"words":["c","b","a"],"word_scores":[-0.5,-0.25,-0.125],"pieces":["▁c","▁b","▁a"],)"
-      R"("piece_words":[0,1,2],"piece_scores":[-0.5,-0.25,-0.125],"eos_score":-1.0,"alignment":"2-0 1-1 0-2"}],)"
-      R"("truncated":true})");
+  CHECK(translation_json(e.translation, o, e.vocabulary, &e.source).dump() ==
+        R"({"translation":"c b a","log_prob":-1.875,"score":-0.4,"words":["c","b","a"],)"
+        R"("word_scores":[-0.5,-0.25,-0.125,-1.0],"pieces":["▁c","▁b","▁a","</s>"],"piece_words":[0,1,2,-1],)"
+        R"("piece_scores":[-0.5,-0.25,-0.125,-1.0],"eos_score":-1.0,"alignment":"2-0 1-1 0-2",)"
+        R"("source_words":["a","b","c"],"nbest":[{"translation":"c b a","log_prob":-1.875,"score":-0.4,)"
+        R"("words":["c","b","a"],"word_scores":[-0.5,-0.25,-0.125,-1.0],"pieces":["▁c","▁b","▁a","</s>"],)"
+        R"("piece_words":[0,1,2,-1],"piece_scores":[-0.5,-0.25,-0.125,-1.0],"eos_score":-1.0,)"
+        R"("alignment":"2-0 1-1 0-2"}],"truncated":true})");
   o.nbest = 0;
   o.alignment = AlignmentKind::kSoft;
   o.word_scores = false;
@@ -80,7 +80,7 @@ TEST_CASE("translate's JSON objects", "[decode]") {
   CHECK(translation_json(e.translation, o, e.vocabulary, &e.source).dump() ==
         R"({"translation":"c b a","log_prob":-1.875,"score":-0.4,"words":["c","b","a"],)"
         R"("alignment":[[0.125,0.125,0.75],[0.25,0.5,0.25],[0.5,0.25,0.25]],"source_words":["a","b","c"]})");
-  // An empty line: no pieces, no words, EOS's score 0.
+  // An empty line: no pieces, no words, no EOS (the model did not run), log-probability 0.
   Translation empty;
   empty.nbest.emplace_back();
   o.word_scores = true;
