@@ -9,6 +9,8 @@ find_package(yaml-cpp CONFIG REQUIRED)
 find_package(ICU REQUIRED COMPONENTS uc)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# serve's HTTP server (Debian: libcpp-httplib-dev).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # Debian ships OpenBLAS built with pthreads and with OpenMP; libopenblas.so.0 is whichever the
 # alternatives system picks (pthread by default). Our kernels use OpenMP, and the pthread build's
 # threads spin against OpenMP's on the same cores (1.5x slower training on 2 cores), so link the

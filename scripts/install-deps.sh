@@ -11,6 +11,7 @@ packages=(
   catch2 libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin
   libicu-dev
+  libcpp-httplib-dev
   python3
   librsvg2-bin
   trans-de-en

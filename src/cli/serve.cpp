@@ -1,0 +1,188 @@
+// `dragoman serve`: a translation server (serve/server.h, docs/SERVE.md) over one or more models,
+// with translate's decoding options, cross-request batching and limits; SIGINT/SIGTERM stop it
+// after the requests in flight are answered (exit 0).
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <regex>
+
+#include "cli/commands.h"
+#include "cli/stop_signal.h"
+#include "cli/validators.h"
+#include "core/build_info.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/runtime_info.h"
+#include "serve/server.h"
+
+namespace dragoman::cli {
+namespace {
+
+struct ServeCliOptions {
+  std::vector<std::string> models;  // PATH or NAME=PATH
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int beam = 4;
+  double alpha = 0.6;
+  std::string normalization = "gnmt";
+  double max_length_a = 1.0;
+  std::int64_t max_length_b = 50;
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  int threads = 0;
+  std::int64_t batch_tokens = 0;
+  std::int64_t batch_sentences = 0;
+  double max_wait_ms = 5;
+  std::int64_t max_queue = 10000;
+  std::int64_t max_request_bytes = 1 << 20;
+  std::int64_t max_request_sentences = 1000;
+  double request_timeout = 60;
+  int http_threads = 64;
+  bool nondeterministic = false;
+};
+
+// "NAME=PATH" or "PATH" (named after the file, without its directory and extension).
+std::pair<std::string, std::string> name_and_path(const std::string& spec) {
+  const std::size_t eq = spec.find('=');
+  if (eq != std::string::npos && eq > 0) return {spec.substr(0, eq), spec.substr(eq + 1)};
+  std::string name = spec.substr(spec.find_last_of('/') + 1);
+  if (const std::size_t dot = name.find('.'); dot != std::string::npos && dot > 0) name.resize(dot);
+  return {name, spec};
+}
+
+int run_serve(const ServeCliOptions& o) {
+  const Device device = Device::parse(o.device);
+  if (o.precision == "int8" && !device.is_cpu()) {
+    throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
+  }
+  if (!device.is_cpu() && !built_with_cuda()) {
+    throw Error("serve: --device " + o.device + ": this build of dragoman has no CUDA");
+  }
+  const int threads = resolve_threads(o.threads, "serve: --threads");
+  set_compute_threads(threads);
+  // Batch-invariant answers (a sentence's translation does not depend on who shared its batch),
+  // unless --nondeterministic; a GPU has no such mode.
+  cpu::set_row_invariant_products(!o.nondeterministic && device.is_cpu());
+  StopSignals signals;
+
+  serve::ServerOptions options;
+  options.host = o.host;
+  options.port = o.port;
+  options.search.beam = o.beam;
+  options.search.alpha = o.alpha;
+  options.search.length_penalty = o.normalization == "gnmt"    ? LengthPenalty::kGnmt
+                                  : o.normalization == "power" ? LengthPenalty::kPower
+                                                               : LengthPenalty::kNone;
+  options.search.max_length_a = o.max_length_a;
+  options.search.max_length_b = o.max_length_b;
+  options.limits.max_sentences = o.max_request_sentences;
+  options.max_request_bytes = static_cast<std::size_t>(o.max_request_bytes);
+  options.request_timeout_seconds = o.request_timeout;
+  options.http_threads = o.http_threads;
+
+  TranslatorOptions base = TranslatorOptions::for_device(device);
+  if (o.batch_tokens > 0) base.batch_tokens = o.batch_tokens;
+  if (o.batch_sentences > 0) base.batch_sentences = o.batch_sentences;
+  serve::BatchingOptions batching;
+  batching.batch_tokens = base.batch_tokens;
+  batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
+  batching.max_queue_sentences = o.max_queue;
+  batching.threads = threads;
+
+  std::vector<serve::ServedModel> models;
+  static const std::regex language_pair("([a-z]{2,3})-([a-z]{2,3})");
+  for (const std::string& spec : o.models) {
+    const auto [name, path] = name_and_path(spec);
+    for (const serve::ServedModel& m : models) {
+      if (m.name == name) throw CLI::ValidationError("--model: two models named \"" + name + "\"");
+    }
+    serve::ServedModel m;
+    m.name = name;
+    std::smatch match;
+    if (std::regex_match(name, match, language_pair)) {
+      m.source_language = match[1];
+      m.target_language = match[2];
+    }
+    m.models = load_decoding_models({path}, o.precision, device);
+    spdlog::info("serve: model {} = {} (step {}){}", name, path, m.models.infos.front().step,
+                 m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
+    models.push_back(std::move(m));
+  }
+  for (serve::ServedModel& m : models) {
+    m.batcher = std::make_unique<serve::BatchingTranslator>(m.models.decoding(), *m.models.vocabulary, base, batching);
+  }
+  spdlog::info(
+      "serve: beam {}, {} alpha {}, {} compute thread(s), batches of {} source tokens collected for up to {} ms",
+      o.beam, o.normalization, o.alpha, threads, batching.batch_tokens, o.max_wait_ms);
+  serve::run_server(models, options, signals.flag());
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "serve",
+      "Serve translations over HTTP: POST /v1/translate (JSON), the LibreTranslate API (POST /translate, GET "
+      "/languages), GET /health, GET /metrics; requests batched together (docs/SERVE.md)");
+  sub->add_option("--model,-m", o->models,
+                  "A model file, or NAME=FILE (a name like en-de also gives LibreTranslate its languages); more than "
+                  "one: chosen per request by \"model\", the first is the default")
+      ->required();
+  sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", o->port, "Port to listen on (0: any free port, logged)")
+      ->check(integer_in(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--beam,-b", o->beam, "Default beam size (a request may choose another)")
+      ->check(integer_in(1, 64))
+      ->capture_default_str();
+  sub->add_option("--length-penalty", o->alpha, "Default length normalisation exponent alpha")
+      ->check(number_in(0, 10))
+      ->capture_default_str();
+  sub->add_option("--length-normalization", o->normalization, "gnmt, power or none (as translate)")
+      ->check(CLI::IsMember({"gnmt", "power", "none"}))
+      ->capture_default_str();
+  sub->add_option("--max-length-a", o->max_length_a, "Output at most a * source tokens + b tokens")
+      ->check(number_in(0, 1000))
+      ->capture_default_str();
+  sub->add_option("--max-length-b", o->max_length_b, "See --max-length-a")
+      ->check(integer_in(0, std::int64_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--device", o->device, "cpu or cuda:N")->check(device_name())->capture_default_str();
+  sub->add_option("--precision", o->precision, "fp32, bf16, fp16 or int8 (CPU), as translate")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
+      ->capture_default_str();
+  add_threads_option(sub, o->threads, "Compute threads");
+  sub->add_option("--batch-tokens", o->batch_tokens,
+                  "Source tokens a batch collects from the queued requests (default: 2048 on the CPU, 16384 on a GPU)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
+  sub->add_option("--batch-sentences", o->batch_sentences, "Sentences per decoding batch, at most (as translate)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
+  sub->add_option("--max-wait-ms", o->max_wait_ms, "How long a request waits for others to share its batch")
+      ->check(number_in(0, 10000))
+      ->capture_default_str();
+  sub->add_option("--max-queue", o->max_queue, "Sentences queued at most; beyond, requests get 503 and Retry-After")
+      ->check(integer_in(1, std::int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--max-request-bytes", o->max_request_bytes, "A request's body at most (413 beyond)")
+      ->check(integer_in(1, std::int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--max-request-sentences", o->max_request_sentences, "Sentences in one request at most (413)")
+      ->check(integer_in(1, std::int64_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--request-timeout", o->request_timeout, "Seconds a request may wait for its translation (504)")
+      ->check(number_in(0.001, 86400))
+      ->capture_default_str();
+  sub->add_option("--http-threads", o->http_threads, "Connections served at once")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  sub->add_flag("--nondeterministic", o->nondeterministic,
+                "Allow a sentence's scores to change in the last bits with the requests it is batched with "
+                "(faster on AVX2 CPUs in fp32; see translate --deterministic)");
+  return {sub, [o] { return run_serve(*o); }};
+}
+
+}  // namespace dragoman::cli

@@ -1,0 +1,191 @@
+// serve's request parsing and checks (see api.h).
+#include "serve/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "text/utf8.h"
+
+namespace dragoman::serve {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& message, int status = 400) { throw ApiError{status, message}; }
+
+json parse_json(const std::string& body) {
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    // nlohmann checks UTF-8 in strings: its message says "ill-formed UTF-8" then.
+    bad(std::string("invalid JSON: ") + e.what());
+  }
+}
+
+// A text to translate: valid UTF-8 (guaranteed for JSON strings; checked for form fields).
+void check_text(const std::string& text, const std::string& field) {
+  const std::size_t at = utf8::find_invalid(text);
+  if (at != std::string::npos) bad(field + ": invalid UTF-8 at byte " + std::to_string(at + 1));
+}
+
+// "text"/"q" as a list of strings (a single string is a list of one).
+std::vector<std::string> texts_of(const json& value, const std::string& field, const RequestLimits& limits,
+                                  bool& list) {
+  std::vector<std::string> texts;
+  list = value.is_array();
+  if (value.is_string()) {
+    texts.push_back(value.get<std::string>());
+  } else if (value.is_array()) {
+    for (const json& item : value) {
+      if (!item.is_string())
+        bad(field + ": expected a string or a list of strings, got a list holding " + std::string(item.type_name()));
+      texts.push_back(item.get<std::string>());
+    }
+  } else {
+    bad(field + ": expected a string or a list of strings, got " + std::string(value.type_name()));
+  }
+  if (texts.empty()) bad(field + ": no text to translate");
+  if (static_cast<std::int64_t>(texts.size()) > limits.max_sentences) {
+    bad(field + ": " + std::to_string(texts.size()) + " texts, more than this server's limit of " +
+            std::to_string(limits.max_sentences) + " per request",
+        413);
+  }
+  return texts;
+}
+
+int integer_in(const json& value, const std::string& field, int low, int high) {
+  if (!value.is_number_integer()) bad(field + ": expected an integer, got " + std::string(value.type_name()));
+  const auto v = value.get<std::int64_t>();
+  if (v < low || v > high) {
+    bad(field + ": " + std::to_string(v) + " is not in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
+  }
+  return static_cast<int>(v);
+}
+
+bool boolean(const json& value, const std::string& field) {
+  if (!value.is_boolean()) bad(field + ": expected true or false, got " + std::string(value.type_name()));
+  return value.get<bool>();
+}
+
+}  // namespace
+
+TranslateRequest parse_translate_request(const std::string& body, const SearchOptions& defaults,
+                                         const RequestLimits& limits) {
+  const json j = parse_json(body);
+  if (!j.is_object()) bad("expected a JSON object, got " + std::string(j.type_name()));
+  TranslateRequest r;
+  r.search = defaults;
+  r.search.nbest = 1;
+  r.output.format = OutputFormat::kJson;
+  bool has_text = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "text") {
+      bool list = false;
+      r.texts = texts_of(value, "text", limits, list);
+      has_text = true;
+    } else if (key == "model") {
+      if (!value.is_string()) bad("model: expected a string, got " + std::string(value.type_name()));
+      r.model = value.get<std::string>();
+    } else if (key == "beam") {
+      r.search.beam = integer_in(value, "beam", 1, limits.max_beam);
+    } else if (key == "n_best") {
+      r.output.nbest = integer_in(value, "n_best", 1, limits.max_beam);
+    } else if (key == "length_penalty") {
+      if (!value.is_number()) bad("length_penalty: expected a number, got " + std::string(value.type_name()));
+      const double alpha = value.get<double>();
+      if (!(alpha >= 0 && alpha <= 10)) bad("length_penalty: expected a number in [0, 10]");
+      r.search.alpha = alpha;
+    } else if (key == "word_scores") {
+      r.output.word_scores = boolean(value, "word_scores");
+    } else if (key == "alignment") {
+      if (value.is_boolean()) {
+        r.output.alignment = value.get<bool>() ? AlignmentKind::kHard : AlignmentKind::kNone;
+      } else if (value == "hard") {
+        r.output.alignment = AlignmentKind::kHard;
+      } else if (value == "soft") {
+        r.output.alignment = AlignmentKind::kSoft;
+      } else {
+        bad("alignment: expected true, false, \"hard\" or \"soft\", got " + value.dump());
+      }
+    } else {
+      bad("unknown field \"" + key + "\" (expected text, model, beam, n_best, length_penalty, word_scores, alignment)");
+    }
+  }
+  if (!has_text) bad("text: missing (the sentences to translate)");
+  for (std::size_t i = 0; i < r.texts.size(); ++i) {
+    if (r.texts[i].find_first_of("\r\n") != std::string::npos) {
+      bad("text[" + std::to_string(i) + "]: a line break: give one sentence per text (split lines into a list)");
+    }
+  }
+  if (r.output.nbest > r.search.beam) {
+    bad("n_best: " + std::to_string(r.output.nbest) + " is larger than the beam " + std::to_string(r.search.beam));
+  }
+  r.search.nbest = std::max(r.output.nbest, 1);
+  r.search.record_attention = r.output.alignment != AlignmentKind::kNone;
+  return r;
+}
+
+LibreRequest parse_libre_json(const std::string& body, const RequestLimits& limits) {
+  const json j = parse_json(body);
+  if (!j.is_object()) bad("expected a JSON object, got " + std::string(j.type_name()));
+  LibreRequest r;
+  bool has_q = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "q") {
+      r.q = texts_of(value, "q", limits, r.list);
+      has_q = true;
+    } else if (key == "source" || key == "target" || key == "format" || key == "api_key" || key == "alternatives") {
+      if (key == "alternatives") {
+        integer_in(value, key, 0, 0);  // only the translation itself
+        continue;
+      }
+      if (!value.is_string()) bad(key + ": expected a string, got " + std::string(value.type_name()));
+      const std::string v = value.get<std::string>();
+      if (key == "source") r.source = v;
+      if (key == "target") r.target = v;
+      if (key == "format" && v != "text") bad("format: only \"text\" is supported, got \"" + v + "\"");
+    } else {
+      bad("unknown field \"" + key + "\" (expected q, source, target, format, api_key)");
+    }
+  }
+  if (!has_q) bad("q: missing (the text to translate)");
+  if (r.target.empty()) bad("target: missing (a language code)");
+  if (r.source.empty()) r.source = "auto";
+  return r;
+}
+
+LibreRequest parse_libre_fields(const std::multimap<std::string, std::string>& fields, const RequestLimits& limits) {
+  static const std::set<std::string> known = {"q", "source", "target", "format", "api_key", "alternatives"};
+  json j = json::object();
+  for (const auto& [key, value] : fields) {
+    if (known.count(key) == 0) bad("unknown field \"" + key + "\" (expected q, source, target, format, api_key)");
+    check_text(value, key);
+    if (key == "alternatives") {
+      if (value != "0") bad("alternatives: only 0 is supported");
+      continue;
+    }
+    if (key == "q" && fields.count("q") > 1) {
+      j["q"].push_back(value);  // q given several times: a list
+    } else {
+      j[key] = value;
+    }
+  }
+  return parse_libre_json(j.dump(), limits);
+}
+
+std::string error_body(const std::string& message) {
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string language_name(const std::string& code) {
+  static const std::map<std::string, std::string> names = {
+      {"ar", "Arabic"},    {"cs", "Czech"},      {"de", "German"},   {"en", "English"},  {"es", "Spanish"},
+      {"fi", "Finnish"},   {"fr", "French"},     {"it", "Italian"},  {"ja", "Japanese"}, {"nl", "Dutch"},
+      {"pl", "Polish"},    {"pt", "Portuguese"}, {"ro", "Romanian"}, {"ru", "Russian"},  {"tr", "Turkish"},
+      {"uk", "Ukrainian"}, {"zh", "Chinese"}};
+  const auto it = names.find(code);
+  return it == names.end() ? code : it->second;
+}
+
+}  // namespace dragoman::serve

@@ -1,0 +1,250 @@
+// serve's HTTP layer (see server.h).
+#include "serve/server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "core/timing.h"
+#include "serve/metrics.h"
+
+namespace dragoman::serve {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr const char* kJson = "application/json";
+
+struct Context {
+  std::vector<ServedModel>& models;
+  const ServerOptions& options;
+  Metrics metrics;
+
+  std::int64_t queued() const {
+    std::int64_t n = 0;
+    for (const ServedModel& m : models) n += m.batcher->queued_sentences();
+    return n;
+  }
+};
+
+ServedModel& model_named(Context& c, const std::string& name) {
+  if (name.empty()) return c.models.front();
+  for (ServedModel& m : c.models) {
+    if (m.name == name) return m;
+  }
+  std::string names;
+  for (const ServedModel& m : c.models) names += (names.empty() ? "" : ", ") + m.name;
+  throw ApiError{400, "model: no model named \"" + name + "\" (this server has " + names + ")"};
+}
+
+ServedModel& model_for_languages(Context& c, const std::string& source, const std::string& target) {
+  if (c.models.size() == 1 && c.models.front().target_language.empty()) return c.models.front();
+  for (ServedModel& m : c.models) {
+    if (m.target_language == target && (source == "auto" || m.source_language == source)) return m;
+  }
+  throw ApiError{400, "no model translates " + source + " to " + target + " here (GET /languages lists them)"};
+}
+
+// Translates `texts` (one sentence each) with `model`, through its batcher: the translations in
+// order. Throws ApiError 503 (queue full) or 504 (timeout).
+std::vector<Translation> translate(Context& c, ServedModel& model, const std::vector<std::string>& texts,
+                                   const SearchOptions& search) {
+  const Vocabulary& vocabulary = *model.models.vocabulary;
+  std::vector<std::vector<std::int32_t>> sources;
+  sources.reserve(texts.size());
+  for (const std::string& text : texts) sources.push_back(vocabulary.encode(text));
+  std::shared_ptr<TranslationJob> job;
+  try {
+    job = model.batcher->submit(std::move(sources), search);
+  } catch (const QueueFull&) {
+    throw ApiError{503, "the server is busy (its queue is full): try again shortly"};
+  }
+  std::future<std::vector<Translation>> result = job->result.get_future();
+  const auto timeout = std::chrono::duration<double>(c.options.request_timeout_seconds);
+  if (result.wait_for(timeout) != std::future_status::ready) {
+    job->abandoned = true;
+    throw ApiError{504, "the translation took longer than this server's timeout of " +
+                            std::to_string(c.options.request_timeout_seconds) + " s"};
+  }
+  return result.get();
+}
+
+std::string v1_translate(Context& c, const httplib::Request& req) {
+  const TranslateRequest r = parse_translate_request(req.body, c.options.search, c.options.limits);
+  ServedModel& model = model_named(c, r.model);
+  const std::vector<Translation> done = translate(c, model, r.texts, r.search);
+  ordered_json answer = {{"model", model.name}, {"translations", ordered_json::array()}};
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    SourceWords words;
+    if (r.output.alignment != AlignmentKind::kNone) words = source_words(r.texts[i], *model.models.vocabulary);
+    answer["translations"].push_back(translation_json(done[i], r.output, *model.models.vocabulary, &words));
+  }
+  return answer.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+std::string libre_translate(Context& c, const httplib::Request& req) {
+  const bool json_body = req.get_header_value("Content-Type").rfind(kJson, 0) == 0;
+  const LibreRequest r =
+      json_body ? parse_libre_json(req.body, c.options.limits) : parse_libre_fields(req.params, c.options.limits);
+  ServedModel& model = model_for_languages(c, r.source, r.target);
+  // Each text line by line (LibreTranslate keeps a text's line breaks).
+  std::vector<std::string> lines;
+  std::vector<std::size_t> line_counts;
+  for (const std::string& text : r.q) {
+    std::size_t count = 0, start = 0;
+    for (;;) {
+      const std::size_t end = text.find('\n', start);
+      std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      lines.push_back(std::move(line));
+      ++count;
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    line_counts.push_back(count);
+  }
+  if (static_cast<std::int64_t>(lines.size()) > c.options.limits.max_sentences) {
+    throw ApiError{413, "q: " + std::to_string(lines.size()) + " lines, more than this server's limit of " +
+                            std::to_string(c.options.limits.max_sentences) + " per request"};
+  }
+  SearchOptions search = c.options.search;
+  search.nbest = 1;
+  const std::vector<Translation> done = translate(c, model, lines, search);
+  std::vector<std::string> texts;
+  std::size_t at = 0;
+  for (const std::size_t count : line_counts) {
+    std::string text;
+    for (std::size_t i = 0; i < count; ++i, ++at) text += (i > 0 ? "\n" : "") + done[at].nbest.front().text;
+    texts.push_back(std::move(text));
+  }
+  ordered_json answer;
+  if (r.list) {
+    answer["translatedText"] = texts;
+  } else {
+    answer["translatedText"] = texts.front();
+  }
+  return answer.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+std::string languages(const Context& c) {
+  ordered_json list = ordered_json::array();
+  for (const ServedModel& m : c.models) {
+    if (m.source_language.empty()) continue;
+    bool merged = false;
+    for (auto& entry : list) {
+      if (entry["code"] == m.source_language) {
+        entry["targets"].push_back(m.target_language);
+        merged = true;
+      }
+    }
+    if (!merged) {
+      list.push_back(
+          {{"code", m.source_language}, {"name", language_name(m.source_language)}, {"targets", {m.target_language}}});
+    }
+  }
+  return list.dump();
+}
+
+std::string health(const Context& c) {
+  ordered_json models = ordered_json::array();
+  for (const ServedModel& m : c.models) models.push_back(m.name);
+  return ordered_json{{"status", "ok"}, {"models", models}, {"queued_sentences", c.queued()}}.dump();
+}
+
+// Runs `handler` for an endpoint: its answer, or the error's status and {"error": message};
+// counted and logged.
+void answer(Context& c, const std::string& endpoint, const httplib::Request& req, httplib::Response& res,
+            const std::function<std::string()>& handler) {
+  const Clock::time_point start = Clock::now();
+  try {
+    res.set_content(handler(), kJson);
+    res.status = 200;
+  } catch (const ApiError& e) {
+    res.status = e.status;
+    if (e.status == 503) res.set_header("Retry-After", "1");
+    res.set_content(error_body(e.message), kJson);
+  } catch (const std::exception& e) {
+    res.status = 500;
+    res.set_content(error_body(e.what()), kJson);
+    spdlog::error("serve: {} {}: {}", req.method, endpoint, e.what());
+  }
+  const double seconds = seconds_since(start);
+  c.metrics.request(endpoint, res.status, seconds);
+  spdlog::debug("serve: {} {} {} from {} in {:.1f} ms", req.method, endpoint, res.status, req.remote_addr,
+                seconds * 1e3);
+}
+
+}  // namespace
+
+void run_server(std::vector<ServedModel>& models, const ServerOptions& options, const std::atomic<int>* stop,
+                const std::function<void(int port)>& on_listening) {
+  if (models.empty()) throw Error("serve: no model");
+  Context c{models, options, {}};
+  for (ServedModel& m : models) {
+    m.batcher->set_observer([&c](std::int64_t sentences, std::int64_t tokens, double seconds) {
+      c.metrics.batch(sentences, tokens, seconds);
+    });
+  }
+  httplib::Server server;
+  const int threads = options.http_threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  server.set_payload_max_length(options.max_request_bytes);
+  server.Post("/v1/translate", [&c](const httplib::Request& req, httplib::Response& res) {
+    answer(c, "/v1/translate", req, res, [&] { return v1_translate(c, req); });
+  });
+  server.Post("/translate", [&c](const httplib::Request& req, httplib::Response& res) {
+    answer(c, "/translate", req, res, [&] { return libre_translate(c, req); });
+  });
+  server.Get("/languages", [&c](const httplib::Request& req, httplib::Response& res) {
+    answer(c, "/languages", req, res, [&] { return languages(c); });
+  });
+  server.Get("/health", [&c](const httplib::Request& req, httplib::Response& res) {
+    answer(c, "/health", req, res, [&] { return health(c); });
+  });
+  server.Get("/metrics", [&c](const httplib::Request&, httplib::Response& res) {
+    res.set_content(c.metrics.text(c.queued()), "text/plain; version=0.0.4");
+  });
+  // Any other path or method: 404 / 405 with a JSON message.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 413) {
+      res.set_content(error_body("the request is larger than this server's limit"), kJson);
+    } else if (res.status == 404) {
+      res.set_content(error_body("no such endpoint: " + req.method + " " + req.path +
+                                 " (POST /v1/translate, POST /translate, GET /languages, GET /health, GET /metrics)"),
+                      kJson);
+    } else if (res.body.empty()) {
+      res.set_content(error_body("HTTP " + std::to_string(res.status)), kJson);
+    }
+  });
+
+  const int port = options.port == 0 ? server.bind_to_any_port(options.host) : options.port;
+  if (options.port != 0 && !server.bind_to_port(options.host, options.port)) {
+    throw Error("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                " (in use, or not an address of this machine)");
+  }
+  if (port < 0) throw Error("serve: cannot listen on " + options.host);
+  std::thread listener([&server] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  spdlog::info("serve: listening on http://{}:{} ({} model(s): the default {})", options.host, port, models.size(),
+               models.front().name);
+  if (on_listening) on_listening(port);
+  Clock::time_point minute = Clock::now();
+  while (stop->load() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (seconds_since(minute) >= 60) {
+      spdlog::info("{}", c.metrics.minute_summary());
+      minute = Clock::now();
+    }
+  }
+  spdlog::info("serve: signal {}: no new connections; answering the requests in flight", stop->load());
+  server.stop();  // stops accepting; the connections' threads finish their requests
+  listener.join();
+  for (ServedModel& m : models) m.batcher->drain();
+  spdlog::info("{}", c.metrics.minute_summary());
+}
+
+}  // namespace dragoman::serve
