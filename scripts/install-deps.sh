@@ -12,7 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libicu-dev
   libcpp-httplib-dev
-  python3
+  python3 python3-venv curl
   librsvg2-bin
   trans-de-en
 )

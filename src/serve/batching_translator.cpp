@@ -9,6 +9,12 @@
 #include "core/timing.h"
 
 namespace dragoman::serve {
+namespace {
+
+// Thrown between decoding batches when every request of the batch was abandoned.
+struct Abandoned {};
+
+}  // namespace
 
 bool same_search(const SearchOptions& a, const SearchOptions& b) {
   return a.beam == b.beam && a.length_penalty == b.length_penalty && a.alpha == b.alpha &&
@@ -120,9 +126,21 @@ void BatchingTranslator::work() {
       TranslatorOptions options = base_;
       options.search = batch.front()->search;
       const Clock::time_point start = Clock::now();
-      const std::vector<Translation> done =
-          sources.empty() ? std::vector<Translation>{}
-                          : Translator(model_, vocabulary_, options).translate_ids(std::move(sources));
+      // Between its decoding batches the translation stops when every request of it was abandoned
+      // (their clients timed out): nobody would read the rest.
+      const auto all_abandoned = [&batch] {
+        for (const auto& job : batch) {
+          if (!job->abandoned) return false;
+        }
+        return true;
+      };
+      std::vector<Translation> done;
+      if (!sources.empty()) {
+        done = Translator(model_, vocabulary_, options)
+                   .translate_ids_in_batches(std::move(sources), [&](const std::vector<Translation>&, std::int64_t) {
+                     if (all_abandoned()) throw Abandoned{};
+                   });
+      }
       std::vector<std::vector<Translation>> per_job(batch.size());
       std::int64_t target_tokens = 0;
       for (std::size_t i = 0; i < done.size(); ++i) {
@@ -138,6 +156,8 @@ void BatchingTranslator::work() {
         observer = observer_;
       }
       if (observer) observer(static_cast<std::int64_t>(done.size()), target_tokens, seconds_since(start));
+    } catch (const Abandoned&) {
+      spdlog::debug("serve: a batch of {} request(s) stopped: their clients gave up", batch.size());
     } catch (...) {
       spdlog::error("serve: a batch of {} request(s) failed", batch.size());
       for (const auto& job : batch) {

@@ -193,6 +193,12 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   const int threads = options.http_threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   server.set_payload_max_length(options.max_request_bytes);
+  // SO_REUSEADDR (a restart binds at once after the last one's connections), but not cpp-httplib's
+  // default SO_REUSEPORT too: with it a second server binds the same port and shares the traffic.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+  });
   server.Post("/v1/translate", [&c](const httplib::Request& req, httplib::Response& res) {
     answer(c, "/v1/translate", req, res, [&] { return v1_translate(c, req); });
   });
@@ -210,13 +216,18 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   });
   // Any other path or method: 404 / 405 with a JSON message.
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // an endpoint's own error answer
     if (res.status == 413) {
-      res.set_content(error_body("the request is larger than this server's limit"), kJson);
+      const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
+      res.set_content(error_body(form ? "a form-encoded request is limited to 8 KiB (cpp-httplib's limit): send "
+                                        "JSON (Content-Type: application/json) for more"
+                                      : "the request is larger than this server's limit (--max-request-bytes)"),
+                      kJson);
     } else if (res.status == 404) {
       res.set_content(error_body("no such endpoint: " + req.method + " " + req.path +
                                  " (POST /v1/translate, POST /translate, GET /languages, GET /health, GET /metrics)"),
                       kJson);
-    } else if (res.body.empty()) {
+    } else {
       res.set_content(error_body("HTTP " + std::to_string(res.status)), kJson);
     }
   });

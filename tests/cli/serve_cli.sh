@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# End-to-end checks of `dragoman serve` on loopback, on a small model trained here (the reversal
+# task): concurrent clients get exactly translate's answers (translations and scores, with
+# --deterministic) and share batches; the LibreTranslate API through its PyPI client
+# (libretranslatepy, installed into a virtual environment next to the build); every bad input
+# answered 400/404/413 with a message naming the problem while the server keeps serving; a full
+# queue (503 with Retry-After); a timeout (504); /health and /metrics; SIGTERM with requests in
+# flight (all answered, exit 0).
+# Usage: serve_cli.sh DRAGOMAN_BINARY
+set -uo pipefail
+dragoman=$1
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# shellcheck source=expect.sh
+source "$(dirname "$0")/expect.sh"
+
+# The PyPI client, once per build directory.
+venv=${DRAGOMAN_TEST_VENV:-$PWD/test-venv}
+if ! "$venv/bin/python" -c "import libretranslatepy" 2>/dev/null; then
+  if ! python3 -m venv "$venv" || ! "$venv/bin/pip" install -q libretranslatepy==2.1.4; then
+    echo "FAIL: cannot install libretranslatepy into $venv (python3-venv and PyPI needed)"
+    exit 1
+  fi
+fi
+
+write_reversal_corpus "$tmp/train" 300 7
+cat >"$tmp/c.yaml" <<YAML
+model:
+  encoder_layers: 1
+  decoder_layers: 2
+  d_model: 32
+  d_ff: 64
+  heads: 2
+  dropout: 0.0
+  label_smoothing: 0.0
+  max_positions: 16
+data:
+  train_source: $tmp/train.src
+  train_target: $tmp/train.tgt
+  vocab_size: 25
+  max_length: 10
+training:
+  max_tokens: 800
+  max_steps: 500
+  lr_factor: 0.3
+  warmup_steps: 100
+  lr_decay: linear
+  threads: 1
+checkpoint:
+  every_minutes: 0
+YAML
+expect train 0 "train: done at step 500" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
+model=$tmp/run/checkpoints/checkpoint-last.safetensors
+
+# start_server NAME ARGS...: starts serve on a free port; sets $port and $pid (and records the pid).
+start_server() {
+  local name=$1 i
+  shift
+  "$dragoman" serve -m "en-de=$model" --port 0 --threads 1 "$@" >"$tmp/$name.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  port=""
+  for ((i = 0; i < 300; i++)); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/$name.log")
+    [[ -n $port ]] && return 0
+    sleep 0.05
+  done
+  echo "FAIL $name: the server did not start:"
+  cat "$tmp/$name.log"
+  exit 1
+}
+# status METHOD PATH [CURL ARGS...]: the HTTP status; the body goes to $tmp/body.
+status() {
+  local method=$1 path=$2
+  shift 2
+  curl -s -o "$tmp/body" -w '%{http_code}' -X "$method" "http://127.0.0.1:$port$path" "$@"
+}
+# check_status NAME CODE PATTERN METHOD PATH [CURL ARGS...]: the status, and the body matches.
+check_status() {
+  local name=$1 code=$2 pattern=$3 got
+  shift 3
+  got=$(status "$@")
+  if [[ $got != "$code" ]] || ! grep -qE -- "$pattern" "$tmp/body"; then
+    echo "FAIL $name: HTTP $got (expected $code), body: $(head -c 300 "$tmp/body")"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+json='Content-Type: application/json'
+start_server main --max-wait-ms 20 --max-request-bytes 100000 --max-request-sentences 50
+check_status health 200 '"status":"ok"' GET /health
+
+# Concurrent clients: 16 threads, 120 requests of 1-3 training lines each; every answer equals
+# translate's (--deterministic, JSON with word scores: translations and scores to the last digit).
+head -n 200 "$tmp/train.src" >"$tmp/lines.txt"
+"$dragoman" translate -m "$model" -i "$tmp/lines.txt" --deterministic --output-format json --word-scores --threads 1 \
+  2>/dev/null >"$tmp/expected.jsonl"
+check concurrent-answers-are-translates python3 - "$port" "$tmp/lines.txt" "$tmp/expected.jsonl" <<'PY'
+import json, sys, threading, urllib.request
+port, lines, expected = sys.argv[1], open(sys.argv[2]).read().split("\n")[:-1], open(sys.argv[3]).read().split("\n")[:-1]
+expected = [json.loads(e) for e in expected]
+jobs = []
+at = 0
+for r in range(120):
+    n = 1 + r % 3
+    jobs.append([(at + k) % len(lines) for k in range(n)])
+    at += n
+bad = []
+def client(mine):
+    for job in mine:
+        body = json.dumps({"text": [lines[i] for i in job], "word_scores": True}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=body,
+                                     headers={"Content-Type": "application/json"})
+        answer = json.load(urllib.request.urlopen(req, timeout=60))
+        for i, got in zip(job, answer["translations"]):
+            if got != expected[i]:
+                bad.append((lines[i], got, expected[i]))
+threads = [threading.Thread(target=client, args=(jobs[t::16],)) for t in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(f"{len(bad)} of {sum(map(len, jobs))} answers differ from translate's")
+for b in bad[:3]: print(b)
+assert not bad
+PY
+metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+batches=$(sed -n 's/^dragoman_batches_total \([0-9]*\)$/\1/p' <<<"$metrics")
+sentences=$(sed -n 's/^dragoman_sentences_total \([0-9]*\)$/\1/p' <<<"$metrics")
+check requests-shared-batches test "$batches" -lt "$sentences"
+for name in dragoman_requests_total dragoman_errors_total dragoman_queue_sentences dragoman_batch_sentences_bucket \
+  dragoman_request_duration_seconds_bucket dragoman_target_tokens_total dragoman_target_tokens_per_second; do
+  check "metric-$name" grep -q "^$name" <<<"$metrics"
+done
+
+# The LibreTranslate API through its own client, and as JSON.
+check libretranslatepy "$venv/bin/python" - "$port" "$("$dragoman" translate -m "$model" --deterministic <<<"a b c d" 2>/dev/null)" <<'PY'
+import sys
+from libretranslatepy import LibreTranslateAPI
+api = LibreTranslateAPI(f"http://127.0.0.1:{sys.argv[1]}/")
+assert api.languages() == [{"code": "en", "name": "English", "targets": ["de"]}], api.languages()
+got = api.translate("a b c d", "en", "de")
+assert got == sys.argv[2], (got, sys.argv[2])
+PY
+check_status libre-json-list 200 '^\{"translatedText":\["c b a","e d\\nh g f"\]\}$' POST /translate \
+  -H 'Content-Type: application/json' -d '{"q": ["a b c", "d e\nf g h"], "source": "auto", "target": "de"}'
+check_status libre-no-pair 400 'no model translates en to fr' POST /translate -d 'q=a&source=en&target=fr'
+check_status libre-html 400 'format: only \\"text\\"' POST /translate -d 'q=a&source=en&target=de&format=html'
+check_status libre-no-target 400 'target: missing' POST /translate -d 'q=a&source=en'
+check_status libre-bad-utf8 400 'q: invalid UTF-8 at byte 2' POST /translate --data-binary $'q=a\xff&source=en&target=de'
+
+# Bad requests: each answered with what is wrong; the server keeps serving.
+check_status invalid-json 400 'invalid JSON' POST /v1/translate -d '{"text": '
+check_status invalid-utf8 400 'invalid JSON.*UTF-8' POST /v1/translate --data-binary $'{"text": "a \xff"}'
+check_status not-an-object 400 'expected a JSON object, got array' POST /v1/translate -d '["a"]'
+check_status unknown-field 400 'unknown field \\"bogus\\"' POST /v1/translate -d '{"text": "a", "bogus": 1}'
+check_status no-text 400 'text: missing' POST /v1/translate -d '{"beam": 2}'
+check_status text-type 400 'text: expected a string or a list of strings, got number' POST /v1/translate -d '{"text": 5}'
+check_status beam-range 400 'beam: 0 is not in \[1, 64\]' POST /v1/translate -d '{"text": "a", "beam": 0}'
+check_status nbest-over-beam 400 'n_best: 5 is larger than the beam 4' POST /v1/translate -d '{"text": "a", "n_best": 5}'
+check_status line-break 400 'text\[1\]: a line break' POST /v1/translate -d '{"text": ["a", "b\nc"]}'
+check_status unknown-model 400 'no model named \\"xx\\"' POST /v1/translate -d '{"text": "a", "model": "xx"}'
+check_status too-many 413 '51 texts, more than this server.s limit of 50' POST /v1/translate \
+  -d "{\"text\": [$(for ((i = 0; i < 50; i++)); do printf '"a",'; done)\"a\"]}"
+head -c 150000 /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
+check_status too-large 413 'larger than this server.s limit' POST /v1/translate -H "$json" --data-binary "@$tmp/big.txt"
+check_status large-form 413 'form-encoded request is limited to 8 KiB' POST /translate --data-binary "@$tmp/big.txt"
+check_status no-endpoint 404 'no such endpoint: GET /nothing' GET /nothing
+check_status nbest-alignment 200 '"nbest":\[.*"alignment":"' POST /v1/translate \
+  -d '{"text": "a b c", "n_best": 2, "alignment": "hard", "beam": 3}'
+check_status still-serving 200 '"translation":"c b a"' POST /v1/translate -d '{"text": "a b c"}'
+kill -TERM "$pid"
+wait "$pid"
+check main-exit-0 test $? -eq 0
+
+# A full queue: one long request keeps the worker busy, the next waits in the queue (its 1
+# sentence fills it), the one after is refused with 503 and Retry-After; then all are answered.
+for ((i = 0; i < 30; i++)); do cat "$tmp/train.src"; done >"$tmp/long.txt"
+python3 -c 'import json,sys; print(json.dumps({"text": open(sys.argv[1]).read().split("\n")[:-1]}))' "$tmp/long.txt" >"$tmp/long.json"
+start_server queue --max-queue 1 --max-request-sentences 100000 --max-request-bytes 10000000 --beam 8
+curl -s -o "$tmp/long-answer.json" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/translate" -H "$json" \
+  --data-binary "@$tmp/long.json" >"$tmp/long-status" &
+long=$!
+sleep 0.5
+curl -s -o "$tmp/queued.json" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/translate" -d '{"text": "a b"}' \
+  >"$tmp/queued-status" &
+queued=$!
+sleep 0.2
+curl -s -D "$tmp/headers" -o "$tmp/body" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/translate" \
+  -d '{"text": "c d"}' >"$tmp/full-status"
+check queue-full-503 test "$(cat "$tmp/full-status")" = 503
+check queue-full-retry-after grep -qi '^Retry-After: 1' "$tmp/headers"
+check queue-full-message grep -q 'queue is full' "$tmp/body"
+wait "$long" "$queued"
+check long-answered test "$(cat "$tmp/long-status")" = 200
+check queued-answered test "$(cat "$tmp/queued-status")" = 200
+check long-answer-complete python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); assert len(a["translations"]) == 9000' \
+  "$tmp/long-answer.json"
+
+kill -TERM "$pid"
+wait "$pid"
+
+# SIGTERM with requests in flight: every one is answered, then the server exits 0.
+start_server drain --max-request-sentences 100000 --max-request-bytes 10000000 --beam 8
+for ((i = 0; i < 5; i++)); do cat "$tmp/train.src"; done >"$tmp/medium.txt"
+python3 -c 'import json,sys; print(json.dumps({"text": open(sys.argv[1]).read().split("\n")[:-1]}))' "$tmp/medium.txt" >"$tmp/medium.json"
+for ((i = 0; i < 4; i++)); do
+  curl -s -o "$tmp/flight-$i.json" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/translate" -H "$json" \
+    --data-binary "@$tmp/medium.json" >"$tmp/flight-$i-status" &
+  flights[i]=$!
+done
+# In flight: the first is being translated, the other three queued behind it.
+for ((i = 0; i < 200; i++)); do
+  queued=$(curl -s "http://127.0.0.1:$port/health" | sed -n 's/.*"queued_sentences":\([0-9]*\).*/\1/p')
+  ((${queued:-0} >= 4500)) && break
+  sleep 0.05
+done
+check requests-in-flight test "${queued:-0}" -ge 4500
+kill -TERM "$pid"
+wait "${flights[@]}"
+wait "$pid"
+check sigterm-exit-0 test $? -eq 0
+for ((i = 0; i < 4; i++)); do check "in-flight-$i-answered" test "$(cat "$tmp/flight-$i-status")" = 200; done
+check sigterm-logged grep -q "signal 15: no new connections; answering the requests in flight" "$tmp/drain.log"
+check stopped-listening test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 000
+
+# A timeout: 504, and the server goes on.
+start_server timeout --request-timeout 0.05 --max-request-sentences 100000 --max-request-bytes 10000000 --beam 8
+check_status timeout-504 504 'longer than this server.s timeout' POST /v1/translate -H "$json" --data-binary "@$tmp/long.json"
+# The abandoned translation stops at its next decoding batch: the server answers again at once.
+check_status after-timeout 200 '"translation":"c b a"' POST /v1/translate -H "$json" -d '{"text": "a b c"}'
+expect port-in-use 1 "serve: cannot listen on 127.0.0.1:$port" -- "$dragoman" serve -m "$model" --port "$port"
+kill -TERM "$pid"
+wait "$pid"
+
+# Usage errors.
+expect duplicate-name 2 'two models named "x"' -- "$dragoman" serve -m "x=$model" -m "x=$model"
+
+echo "serve_cli: $passes passed, $failures failed"
+((failures == 0))
