@@ -1,0 +1,197 @@
+// serve's parts without HTTP: the request parsers (each bad input named), and the batching
+// translator (concurrent requests answered with what one Translator gives each of them, batched
+// together only with requests of the same search options, a bounded queue, draining).
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "decode/decode_testing.h"
+#include "model/model_testing.h"
+#include "serve/api.h"
+#include "serve/batching_translator.h"
+#include "train/train_testing.h"
+
+namespace dragoman {
+
+using serve::ApiError;
+
+namespace {
+
+// The status and message of the ApiError that `f` throws.
+template <typename F>
+ApiError error_of(F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return {0, "no error"};
+}
+
+}  // namespace
+
+TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input named", "[serve]") {
+  SearchOptions defaults;
+  defaults.beam = 5;
+  const serve::RequestLimits limits{3, 16};
+  const serve::TranslateRequest r = serve::parse_translate_request(
+      R"({"text": ["a b", "c"], "model": "m", "n_best": 2, "word_scores": true, "alignment": "soft", "length_penalty": 1.0})",
+      defaults, limits);
+  CHECK(r.texts == std::vector<std::string>{"a b", "c"});
+  CHECK(r.model == "m");
+  CHECK(r.search.beam == 5);
+  CHECK(r.search.nbest == 2);
+  CHECK(r.search.alpha == 1.0);
+  CHECK(r.search.record_attention);
+  CHECK(r.output.format == OutputFormat::kJson);
+  CHECK(r.output.word_scores);
+  CHECK(r.output.alignment == AlignmentKind::kSoft);
+  const serve::TranslateRequest one =
+      serve::parse_translate_request(R"({"text": "x", "alignment": true})", defaults, limits);
+  CHECK(one.texts == std::vector<std::string>{"x"});
+  CHECK(one.output.alignment == AlignmentKind::kHard);
+  CHECK(one.search.nbest == 1);
+
+  const std::vector<std::tuple<std::string, int, std::string>> bad = {
+      {R"({"text": )", 400, "invalid JSON"},
+      {"{\"text\": \"a\xff\"}", 400, "invalid JSON"},
+      {R"([1])", 400, "expected a JSON object, got array"},
+      {R"({"beam": 2})", 400, "text: missing"},
+      {R"({"text": []})", 400, "text: no text to translate"},
+      {R"({"text": [1]})", 400, "text: expected a string or a list of strings, got a list holding number"},
+      {R"({"text": ["a", "b", "c", "d"]})", 413, "4 texts, more than this server's limit of 3"},
+      {R"({"text": "a", "beam": 17})", 400, "beam: 17 is not in [1, 16]"},
+      {R"({"text": "a", "beam": "4"})", 400, "beam: expected an integer, got string"},
+      {R"({"text": "a", "n_best": 6})", 400, "n_best: 6 is larger than the beam 5"},
+      {R"({"text": "a", "word_scores": 1})", 400, "word_scores: expected true or false, got number"},
+      {R"({"text": "a", "alignment": "both"})", 400, "alignment: expected true, false, \"hard\" or \"soft\""},
+      {R"({"text": "a", "length_penalty": -1})", 400, "length_penalty: expected a number in [0, 10]"},
+      {R"({"text": "a", "model": 3})", 400, "model: expected a string, got number"},
+      {R"({"text": "a", "Text": "b"})", 400, "unknown field \"Text\""},
+      {R"({"text": ["a", "b\r\nc"]})", 400, "text[1]: a line break"},
+  };
+  for (const auto& [body, status, message] : bad) {
+    INFO(body);
+    const ApiError e = error_of([&] { serve::parse_translate_request(body, defaults, limits); });
+    CHECK(e.status == status);
+    CHECK_THAT(e.message, Catch::Matchers::Contains(message));
+  }
+}
+
+TEST_CASE("serve's LibreTranslate requests, as JSON and as form fields", "[serve]") {
+  const serve::RequestLimits limits{3, 16};
+  const serve::LibreRequest json = serve::parse_libre_json(R"({"q": "a\nb", "target": "de", "api_key": "k"})", limits);
+  CHECK(json.q == std::vector<std::string>{"a\nb"});
+  CHECK_FALSE(json.list);
+  CHECK(json.source == "auto");
+  CHECK(json.target == "de");
+  const serve::LibreRequest form = serve::parse_libre_fields(
+      {{"q", "x"}, {"q", "y"}, {"source", "en"}, {"target", "de"}, {"format", "text"}}, limits);
+  CHECK(form.q == std::vector<std::string>{"x", "y"});
+  CHECK(form.list);
+  CHECK(form.source == "en");
+  CHECK(error_of([&] { serve::parse_libre_json(R"({"q": "a"})", limits); }).message ==
+        "target: missing (a language code)");
+  CHECK_THAT(
+      error_of([&] { serve::parse_libre_json(R"({"q": "a", "target": "de", "format": "html"})", limits); }).message,
+      Catch::Matchers::Contains("format: only \"text\""));
+  CHECK_THAT(error_of([&] {
+               serve::parse_libre_fields({{"q", "a\xff"}, {"target", "de"}}, limits);
+             }).message,
+             Catch::Matchers::Contains("q: invalid UTF-8 at byte 2"));
+  CHECK_THAT(error_of([&] {
+               serve::parse_libre_fields({{"q", "a"}, {"target", "de"}, {"x", "1"}}, limits);
+             }).message,
+             Catch::Matchers::Contains("unknown field \"x\""));
+  CHECK(serve::language_name("de") == "German");
+  CHECK(serve::language_name("xx") == "xx");
+  CHECK(serve::error_body("a \"b\"") == R"({"error":"a \"b\""})");
+}
+
+TEST_CASE("batching translator: concurrent requests get what a Translator gives each, batched by search options",
+          "[serve]") {
+  const Vocabulary vocabulary = Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("serve-batching")));
+  ModelConfig config = test::fixture_config("pre_untied_learned");
+  config.src_vocab_size = config.tgt_vocab_size = vocabulary.size();
+  Transformer model(config, DType::kF32);
+  model.initialize(5);
+  const TransformerDecoding decoding(model);
+  const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g"};
+  std::vector<std::vector<std::int32_t>> sources;
+  for (const std::string& line : lines) sources.push_back(vocabulary.encode(line));
+  TranslatorOptions base;
+  SearchOptions beam2, beam3;
+  beam2.beam = 2;
+  beam2.max_length_b = 4;
+  beam3 = beam2;
+  beam3.beam = 3;
+  const auto expected = [&](const SearchOptions& search) {
+    TranslatorOptions o = base;
+    o.search = search;
+    return Translator(decoding, vocabulary, o).translate_ids(sources);
+  };
+  const std::vector<Translation> want2 = expected(beam2), want3 = expected(beam3);
+
+  std::mutex mutex;
+  std::vector<std::int64_t> batch_sizes;
+  serve::BatchingOptions options;
+  options.max_wait = std::chrono::milliseconds(50);
+  options.batch_tokens = 1000;
+  serve::BatchingTranslator batcher(decoding, vocabulary, base, options,
+                                    [&](std::int64_t sentences, std::int64_t, double) {
+                                      const std::lock_guard<std::mutex> lock(mutex);
+                                      batch_sizes.push_back(sentences);
+                                    });
+  // 12 requests from 12 threads: each one sentence, beam 2 or 3 alternately.
+  std::vector<std::vector<Translation>> answers(12);
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < 12; ++i) {
+    clients.emplace_back([&, i] {
+      auto job = batcher.submit({sources[i % sources.size()]}, i % 2 == 0 ? beam2 : beam3);
+      answers[i] = job->result.get_future().get();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (std::size_t i = 0; i < 12; ++i) {
+    INFO("request " << i);
+    REQUIRE(answers[i].size() == 1);
+    const Translation& want = (i % 2 == 0 ? want2 : want3)[i % sources.size()];
+    CHECK(answers[i][0].nbest.front().tokens == want.nbest.front().tokens);
+    CHECK(answers[i][0].nbest.front().log_prob == want.nbest.front().log_prob);
+  }
+  // Requests waited for each other (fewer batches than requests), never beyond their options:
+  // at least two batches, one per beam.
+  CHECK(batch_sizes.size() >= 2);
+  CHECK(batch_sizes.size() < 12);
+  std::int64_t total = 0;
+  for (const std::int64_t n : batch_sizes) total += n;
+  CHECK(total == 12);
+  CHECK(batcher.queued_sentences() == 0);
+}
+
+TEST_CASE("batching translator: a bounded queue, and nothing taken once draining", "[serve]") {
+  const Vocabulary vocabulary = Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("serve-queue")));
+  ModelConfig config = test::fixture_config("pre_untied_learned");
+  config.src_vocab_size = config.tgt_vocab_size = vocabulary.size();
+  Transformer model(config, DType::kF32);
+  model.initialize(5);
+  const TransformerDecoding decoding(model);
+  serve::BatchingOptions options;
+  options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it
+  options.max_queue_sentences = 3;
+  options.batch_tokens = 1 << 20;
+  serve::BatchingTranslator batcher(decoding, vocabulary, TranslatorOptions{}, options);
+  const std::vector<std::int32_t> s = vocabulary.encode("a b");
+  SearchOptions search;
+  search.max_length_b = 3;
+  auto first = batcher.submit({s, s}, search);
+  auto second = batcher.submit({s}, search);
+  CHECK(batcher.queued_sentences() == 3);
+  CHECK_THROWS_AS(batcher.submit({s}, search), serve::QueueFull);
+  CHECK(first->result.get_future().get().size() == 2);
+  CHECK(second->result.get_future().get().size() == 1);
+  batcher.drain();
+  CHECK_THROWS_AS(batcher.submit({s}, search), serve::QueueFull);
+}
+
+}  // namespace dragoman
