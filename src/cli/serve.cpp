@@ -89,7 +89,8 @@ int run_serve(const ServeCliOptions& o) {
   batching.batch_tokens = base.batch_tokens;
   batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
   batching.max_queue_sentences = o.max_queue;
-  batching.threads = threads;
+  options.translator = base;
+  options.batching = batching;
 
   std::vector<serve::ServedModel> models;
   static const std::regex language_pair("([a-z]{2,3})-([a-z]{2,3})");
@@ -109,9 +110,6 @@ int run_serve(const ServeCliOptions& o) {
     spdlog::info("serve: model {} = {} (step {}){}", name, path, m.models.infos.front().step,
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
-  }
-  for (serve::ServedModel& m : models) {
-    m.batcher = std::make_unique<serve::BatchingTranslator>(m.models.decoding(), *m.models.vocabulary, base, batching);
   }
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), batches of {} source tokens collected for up to {} ms",

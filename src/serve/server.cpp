@@ -22,44 +22,42 @@ constexpr const char* kJson = "application/json";
 struct Context {
   std::vector<ServedModel>& models;
   const ServerOptions& options;
-  Metrics metrics;
+  Metrics& metrics;
+  BatchingTranslator& batcher;
 
-  std::int64_t queued() const {
-    std::int64_t n = 0;
-    for (const ServedModel& m : models) n += m.batcher->queued_sentences();
-    return n;
-  }
+  std::int64_t queued() const { return batcher.queued_sentences(); }
 };
 
-ServedModel& model_named(Context& c, const std::string& name) {
-  if (name.empty()) return c.models.front();
-  for (ServedModel& m : c.models) {
-    if (m.name == name) return m;
+std::size_t model_named(Context& c, const std::string& name) {
+  if (name.empty()) return 0;
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    if (c.models[i].name == name) return i;
   }
   std::string names;
   for (const ServedModel& m : c.models) names += (names.empty() ? "" : ", ") + m.name;
   throw ApiError{400, "model: no model named \"" + name + "\" (this server has " + names + ")"};
 }
 
-ServedModel& model_for_languages(Context& c, const std::string& source, const std::string& target) {
-  if (c.models.size() == 1 && c.models.front().target_language.empty()) return c.models.front();
-  for (ServedModel& m : c.models) {
-    if (m.target_language == target && (source == "auto" || m.source_language == source)) return m;
+std::size_t model_for_languages(Context& c, const std::string& source, const std::string& target) {
+  if (c.models.size() == 1 && c.models.front().target_language.empty()) return 0;
+  for (std::size_t i = 0; i < c.models.size(); ++i) {
+    const ServedModel& m = c.models[i];
+    if (m.target_language == target && (source == "auto" || m.source_language == source)) return i;
   }
   throw ApiError{400, "no model translates " + source + " to " + target + " here (GET /languages lists them)"};
 }
 
 // Translates `texts` (one sentence each) with `model`, through its batcher: the translations in
 // order. Throws ApiError 503 (queue full) or 504 (timeout).
-std::vector<Translation> translate(Context& c, ServedModel& model, const std::vector<std::string>& texts,
+std::vector<Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
                                    const SearchOptions& search) {
-  const Vocabulary& vocabulary = *model.models.vocabulary;
+  const Vocabulary& vocabulary = *c.models[model].models.vocabulary;
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(texts.size());
   for (const std::string& text : texts) sources.push_back(vocabulary.encode(text));
   std::shared_ptr<TranslationJob> job;
   try {
-    job = model.batcher->submit(std::move(sources), search);
+    job = c.batcher.submit(model, std::move(sources), search);
   } catch (const QueueFull&) {
     throw ApiError{503, "the server is busy (its queue is full): try again shortly"};
   }
@@ -75,8 +73,9 @@ std::vector<Translation> translate(Context& c, ServedModel& model, const std::ve
 
 std::string v1_translate(Context& c, const httplib::Request& req) {
   const TranslateRequest r = parse_translate_request(req.body, c.options.search, c.options.limits);
-  ServedModel& model = model_named(c, r.model);
-  const std::vector<Translation> done = translate(c, model, r.texts, r.search);
+  const std::size_t index = model_named(c, r.model);
+  const ServedModel& model = c.models[index];
+  const std::vector<Translation> done = translate(c, index, r.texts, r.search);
   ordered_json answer = {{"model", model.name}, {"translations", ordered_json::array()}};
   for (std::size_t i = 0; i < done.size(); ++i) {
     SourceWords words;
@@ -90,7 +89,7 @@ std::string libre_translate(Context& c, const httplib::Request& req) {
   const bool json_body = req.get_header_value("Content-Type").rfind(kJson, 0) == 0;
   const LibreRequest r =
       json_body ? parse_libre_json(req.body, c.options.limits) : parse_libre_fields(req.params, c.options.limits);
-  ServedModel& model = model_for_languages(c, r.source, r.target);
+  const std::size_t model = model_for_languages(c, r.source, r.target);
   // Each text line by line (LibreTranslate keeps a text's line breaks).
   std::vector<std::string> lines;
   std::vector<std::size_t> line_counts;
@@ -183,12 +182,14 @@ void answer(Context& c, const std::string& endpoint, const httplib::Request& req
 void run_server(std::vector<ServedModel>& models, const ServerOptions& options, const std::atomic<int>* stop,
                 const std::function<void(int port)>& on_listening) {
   if (models.empty()) throw Error("serve: no model");
-  Context c{models, options, {}};
-  for (ServedModel& m : models) {
-    m.batcher->set_observer([&c](std::int64_t sentences, std::int64_t tokens, double seconds) {
-      c.metrics.batch(sentences, tokens, seconds);
-    });
-  }
+  Metrics metrics;
+  std::vector<BatchingTranslator::Model> decoders;
+  for (const ServedModel& m : models) decoders.push_back({&m.models.decoding(), m.models.vocabulary.get()});
+  BatchingTranslator batcher(decoders, options.translator, options.batching,
+                             [&metrics](std::int64_t sentences, std::int64_t tokens, double seconds) {
+                               metrics.batch(sentences, tokens, seconds);
+                             });
+  Context c{models, options, metrics, batcher};
   httplib::Server server;
   const int threads = options.http_threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
@@ -238,24 +239,35 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
                 " (in use, or not an address of this machine)");
   }
   if (port < 0) throw Error("serve: cannot listen on " + options.host);
-  std::thread listener([&server] { server.listen_after_bind(); });
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&] {
+    server.listen_after_bind();
+    listener_done = true;
+  });
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   spdlog::info("serve: listening on http://{}:{} ({} model(s): the default {})", options.host, port, models.size(),
                models.front().name);
   if (on_listening) on_listening(port);
-  Clock::time_point minute = Clock::now();
-  while (stop->load() == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (seconds_since(minute) >= 60) {
-      spdlog::info("{}", c.metrics.minute_summary());
-      minute = Clock::now();
+  // The watcher: the minute's summary, and the stop signal (stop accepting; the connections'
+  // threads finish their requests, which this thread goes on translating below).
+  std::thread watcher([&] {
+    Clock::time_point minute = Clock::now();
+    while (stop->load() == 0 && !listener_done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (seconds_since(minute) >= 60) {
+        spdlog::info("{}", metrics.minute_summary());
+        minute = Clock::now();
+      }
     }
-  }
-  spdlog::info("serve: signal {}: no new connections; answering the requests in flight", stop->load());
-  server.stop();  // stops accepting; the connections' threads finish their requests
+    spdlog::info("serve: signal {}: no new connections; answering the requests in flight", stop->load());
+    server.stop();
+  });
+  // This thread (the one that loaded the models) translates every batch.
+  batcher.run([&] { return listener_done.load(); });
+  watcher.join();
   listener.join();
-  for (ServedModel& m : models) m.batcher->drain();
-  spdlog::info("{}", c.metrics.minute_summary());
+  batcher.drain();
+  spdlog::info("{}", metrics.minute_summary());
 }
 
 }  // namespace dragoman::serve

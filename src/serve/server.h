@@ -1,6 +1,6 @@
 // `dragoman serve`'s HTTP server (cpp-httplib from Debian): the endpoints of docs/SERVE.md over the
-// served models, each with its own BatchingTranslator, until a stop signal; then it stops
-// accepting, answers what is in flight, and returns.
+// served models, their requests batched by one BatchingTranslator whose batches run on the calling
+// thread, until a stop signal; then it stops accepting, answers what is in flight, and returns.
 #pragma once
 
 #include <atomic>
@@ -18,7 +18,6 @@ struct ServedModel {
   std::string name;                              // chosen per request ("model"); the first is the default
   std::string source_language, target_language;  // from a name "xx-yy" (LibreTranslate's languages), else ""
   DecodingModels models;
-  std::unique_ptr<BatchingTranslator> batcher;
 };
 
 struct ServerOptions {
@@ -28,7 +27,9 @@ struct ServerOptions {
   RequestLimits limits;
   std::size_t max_request_bytes = 1 << 20;
   double request_timeout_seconds = 60;
-  int http_threads = 64;  // connections served at once (each waits for its translation)
+  int http_threads = 64;         // connections served at once (each waits for its translation)
+  TranslatorOptions translator;  // the decoding batches' sizes
+  BatchingOptions batching;
 };
 
 // Serves until *stop becomes non-zero (a signal), then drains. Throws Error when it cannot listen.

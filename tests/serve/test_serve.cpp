@@ -3,8 +3,10 @@
 // together only with requests of the same search options, a bounded queue, draining).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
+#include "core/error.h"
 #include "decode/decode_testing.h"
 #include "model/model_testing.h"
 #include "serve/api.h"
@@ -137,21 +139,25 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(50);
   options.batch_tokens = 1000;
-  serve::BatchingTranslator batcher(decoding, vocabulary, base, options,
+  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, base, options,
                                     [&](std::int64_t sentences, std::int64_t, double) {
                                       const std::lock_guard<std::mutex> lock(mutex);
                                       batch_sizes.push_back(sentences);
                                     });
+  std::atomic<bool> finished{false};
+  std::thread runner([&] { batcher.run([&] { return finished.load(); }); });
   // 12 requests from 12 threads: each one sentence, beam 2 or 3 alternately.
   std::vector<std::vector<Translation>> answers(12);
   std::vector<std::thread> clients;
   for (std::size_t i = 0; i < 12; ++i) {
     clients.emplace_back([&, i] {
-      auto job = batcher.submit({sources[i % sources.size()]}, i % 2 == 0 ? beam2 : beam3);
+      auto job = batcher.submit(0, {sources[i % sources.size()]}, i % 2 == 0 ? beam2 : beam3);
       answers[i] = job->result.get_future().get();
     });
   }
   for (std::thread& t : clients) t.join();
+  finished = true;
+  runner.join();
   for (std::size_t i = 0; i < 12; ++i) {
     INFO("request " << i);
     REQUIRE(answers[i].size() == 1);
@@ -180,18 +186,23 @@ TEST_CASE("batching translator: a bounded queue, and nothing taken once draining
   options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it
   options.max_queue_sentences = 3;
   options.batch_tokens = 1 << 20;
-  serve::BatchingTranslator batcher(decoding, vocabulary, TranslatorOptions{}, options);
+  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, TranslatorOptions{}, options);
+  std::atomic<bool> finished{false};
+  std::thread runner([&] { batcher.run([&] { return finished.load(); }); });
   const std::vector<std::int32_t> s = vocabulary.encode("a b");
   SearchOptions search;
   search.max_length_b = 3;
-  auto first = batcher.submit({s, s}, search);
-  auto second = batcher.submit({s}, search);
+  auto first = batcher.submit(0, {s, s}, search);
+  auto second = batcher.submit(0, {s}, search);
   CHECK(batcher.queued_sentences() == 3);
-  CHECK_THROWS_AS(batcher.submit({s}, search), serve::QueueFull);
+  CHECK_THROWS_AS(batcher.submit(0, {s}, search), serve::QueueFull);
+  CHECK_THROWS_AS(batcher.submit(1, {s}, search), Error);  // no such model
   CHECK(first->result.get_future().get().size() == 2);
   CHECK(second->result.get_future().get().size() == 1);
   batcher.drain();
-  CHECK_THROWS_AS(batcher.submit({s}, search), serve::QueueFull);
+  CHECK_THROWS_AS(batcher.submit(0, {s}, search), serve::QueueFull);
+  finished = true;
+  runner.join();
 }
 
 }  // namespace dragoman

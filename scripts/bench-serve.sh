@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Benchmark: `dragoman serve` under load from wrk (Debian's HTTP load generator) on loopback, every
+# request one sentence (POST /v1/translate), at several numbers of concurrent clients, beside
+# `dragoman translate` on the same lines with the same threads: sentences/s and latency (p50, p99),
+# printed as a table. Both translate with --deterministic output (serve's default).
+# Usage: scripts/bench-serve.sh MODEL [LINES] [CLIENTS] [THREADS] [SECONDS]
+#   LINES: sentences from data/demo/test.en (default 1000); CLIENTS: "1 4 16 64"; THREADS: compute
+#   threads of both (default 2); SECONDS: per wrk run (default 20). wrk runs on the same machine
+#   and takes some of its CPU (one wrk thread). SERVE_ARGS: more serve options (e.g. "--max-wait-ms 20").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=$1
+lines=${2:-1000}
+clients=${3:-1 4 16 64}
+threads=${4:-2}
+seconds=${5:-20}
+dragoman=${BUILD_DIR:-build}/src/dragoman
+command -v wrk >/dev/null || { echo "bench-serve: needs wrk (apt-get install wrk)" >&2; exit 1; }
+[[ -f data/demo/test.en ]] || { echo "bench-serve: run scripts/prepare-demo-data.sh data/demo first" >&2; exit 1; }
+work=$(mktemp -d)
+server=""
+trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+
+head -n "$lines" data/demo/test.en >"$work/lines.txt"
+# One JSON body per line, for the Lua script.
+python3 -c 'import json,sys
+for line in open(sys.argv[1], encoding="utf-8"): print(json.dumps({"text": line.rstrip("\n")}))' "$work/lines.txt" \
+  >"$work/bodies.jsonl"
+cat >"$work/post.lua" <<'LUA'
+-- Each connection cycles through the bodies, starting at its own offset.
+local bodies = {}
+for line in io.lines(os.getenv("BODIES")) do bodies[#bodies + 1] = line end
+local counter = 0
+function setup(thread) thread:set("offset", counter * 7919); counter = counter + 1 end
+function init(args) n = offset or 0 end
+function request()
+  n = n + 1
+  return wrk.format("POST", "/v1/translate", {["Content-Type"] = "application/json"}, bodies[(n % #bodies) + 1])
+end
+LUA
+
+start=$(date +%s.%N)
+"$dragoman" translate -m "$model" -i "$work/lines.txt" -o "$work/translate.out" --threads "$threads" --deterministic 2>/dev/null
+translate_rate=$(python3 -c "import sys; print(f'{$lines / ($(date +%s.%N) - $start):.1f}')")
+
+# shellcheck disable=SC2086 # SERVE_ARGS is a list of options
+"$dragoman" serve -m "$model" --port 0 --threads "$threads" ${SERVE_ARGS:-} >"$work/serve.log" 2>&1 &
+server=$!
+for ((i = 0; i < 200; i++)); do
+  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/serve.log")
+  [[ -n $port ]] && break
+  sleep 0.1
+done
+[[ -n ${port:-} ]] || { cat "$work/serve.log" >&2; exit 1; }
+
+echo "bench-serve: $model, $lines lines of data/demo/test.en, $threads compute thread(s), $(nproc) cores, ${seconds} s per run${SERVE_ARGS:+, serve $SERVE_ARGS}"
+echo
+echo "| clients | sentences/s | vs translate | p50 latency | p99 latency | errors |"
+echo "|---:|---:|---:|---:|---:|---:|"
+for c in $clients; do
+  BODIES=$work/bodies.jsonl wrk -t 1 -c "$c" -d "${seconds}s" --latency --timeout 30s -s "$work/post.lua" \
+    "http://127.0.0.1:$port" >"$work/wrk.txt"
+  rate=$(awk '/^Requests\/sec:/ { print $2 }' "$work/wrk.txt")
+  p50=$(awk '$1 == "50%" { print $2 }' "$work/wrk.txt")
+  p99=$(awk '$1 == "99%" { print $2 }' "$work/wrk.txt")
+  errors=$(awk '/Non-2xx or 3xx responses:/ { print $NF } /Socket errors/ { print "socket: " $0 }' "$work/wrk.txt")
+  share=$(python3 -c "print(f'{100 * $rate / $translate_rate:.0f} %')")
+  echo "| $c | $rate | $share | $p50 | $p99 | ${errors:-0} |"
+done
+echo "| translate (file) | $translate_rate | 100 % | | | |"
