@@ -174,6 +174,15 @@ EOF
   printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
     "$(hostname)" >"$root/etc/hosts"
   cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  # The host's network trust, like its DNS: a host behind a TLS-intercepting proxy (its own CAs in
+  # /usr/local/share/ca-certificates) gives the root its CA bundle for pip (the serve test installs
+  # LibreTranslate's PyPI client), as its own /etc/pip.conf does. A machine on the open internet has
+  # no such CAs and the root gets nothing: pip's own certificates reach PyPI.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null && [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+    cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/host-ca-bundle.crt" 2>/dev/null ||
+      { mkdir -p "$root/etc/ssl" && cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/host-ca-bundle.crt"; }
+    printf '[global]\ncert = /etc/ssl/host-ca-bundle.crt\n' >"$root/etc/pip.conf"
+  fi
 
   # 3. The mounts the build, the tests (MPI over loopback, OpenMPI's shared memory) and apt need.
   do_mount "$root/proc" -t proc proc
