@@ -19,7 +19,15 @@ command -v wrk >/dev/null || { echo "bench-serve: needs wrk (apt-get install wrk
 [[ -f data/demo/test.en ]] || { echo "bench-serve: run scripts/prepare-demo-data.sh data/demo first" >&2; exit 1; }
 work=$(mktemp -d)
 server=""
-trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+# The server is stopped at the end (SIGTERM: it answers what is in flight, as long as that takes;
+# killed after 120 s), so that nothing of it runs on into a following measurement.
+stop_server() {
+  [[ -n $server ]] || return 0
+  kill "$server" 2>/dev/null || return 0
+  for ((i = 0; i < 1200; i++)); do kill -0 "$server" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$server" 2>/dev/null
+}
+trap 'stop_server; rm -rf "$work"' EXIT
 
 head -n "$lines" data/demo/test.en >"$work/lines.txt"
 # One JSON body per line, for the Lua script.
@@ -39,9 +47,12 @@ function request()
 end
 LUA
 
-start=$(date +%s.%N)
-"$dragoman" translate -m "$model" -i "$work/lines.txt" -o "$work/translate.out" --threads "$threads" --deterministic 2>/dev/null
-translate_rate=$(python3 -c "import sys; print(f'{$lines / ($(date +%s.%N) - $start):.1f}')")
+# translate's own rate: its summary line's seconds, which leave out loading the model (as the
+# server's rows do).
+"$dragoman" translate -m "$model" -i "$work/lines.txt" -o "$work/translate.out" --threads "$threads" --deterministic \
+  2>"$work/translate.log"
+translate_rate=$(sed -n 's/.*translate: [0-9]* lines, .* in \([0-9.]*\) s: \([0-9.]*\) lines\/s.*/\2/p' "$work/translate.log")
+[[ -n $translate_rate ]] || { cat "$work/translate.log" >&2; exit 1; }
 
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of options
 "$dragoman" serve -m "$model" --port 0 --threads "$threads" ${SERVE_ARGS:-} >"$work/serve.log" 2>&1 &
