@@ -129,6 +129,53 @@ print(f"{len(bad)} of {sum(map(len, jobs))} answers differ from translate's")
 for b in bad[:3]: print(b)
 assert not bad
 PY
+# Under load, a mix of good requests and malformed ones (bad JSON and UTF-8, deep nesting, huge
+# values, wrong types and paths, garbage and cut-off HTTP on raw sockets): every good answer is
+# still translate's, nothing but 4xx (or 503) for the bad ones, and the server stays up.
+check mixed-load python3 - "$port" "$tmp/lines.txt" "$tmp/expected.jsonl" <<'PY'
+import json, random, socket, sys, threading, urllib.error, urllib.request
+port, lines = sys.argv[1], open(sys.argv[2]).read().split("\n")[:-1]
+expected = [json.loads(e) for e in open(sys.argv[3])]
+random.seed(7)
+bad_bodies = [b'{"text": ', b'\xff\xfe', b'{"text": "a\xff"}', b'[' * 100000, b'{"text": ["a", 1]}',
+              b'{"text": "a", "beam": 99999999999999999999}', b'{"text": "a", "beam": 1e308}', b'{"text": null}',
+              b'{"text": "' + b'x' * 200000 + b'"}', b'{"text": "a", "n_best": -1}', b'{}', b'null',
+              b'{"text": "\\u0000 \\ud800"}', b'q=a&target=de&q=' + b'b' * 9000]
+problems = []
+def good(n):
+    for _ in range(n):
+        idx = [random.randrange(len(lines)) for _ in range(random.randint(1, 3))]
+        body = json.dumps({"text": [lines[i] for i in idx], "word_scores": True}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=body,
+                                     headers={"Content-Type": "application/json"})
+        answer = json.load(urllib.request.urlopen(req, timeout=60))
+        problems.extend(("another answer", lines[i]) for i, got in zip(idx, answer["translations"]) if got != expected[i])
+def bad(n):
+    for _ in range(n):
+        body, path = random.choice(bad_bodies), random.choice(["/v1/translate", "/translate", "/nothing"])
+        ctype = random.choice(["application/json", "application/x-www-form-urlencoded", "text/plain"])
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers={"Content-Type": ctype})
+        try:
+            code = urllib.request.urlopen(req, timeout=60).status
+        except urllib.error.HTTPError as e:
+            code = e.code
+        if code >= 500 and code != 503:
+            problems.append((code, path, body[:40]))
+def raw(n):
+    for _ in range(n):
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
+            s.sendall(random.choice([b"GARBAGE\r\n\r\n", b"POST /v1/translate HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"te",
+                                     b"GET / HTTP/1.1\r\nX: " + b"a" * 100000 + b"\r\n\r\n",
+                                     bytes(random.randrange(256) for _ in range(300))]))
+threads = [threading.Thread(target=good, args=(15,)) for _ in range(6)] + \
+          [threading.Thread(target=bad, args=(25,)) for _ in range(6)] + [threading.Thread(target=raw, args=(10,)) for _ in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(f"mixed load: {len(problems)} problems")
+assert not problems, problems[:5]
+health = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10))
+assert health["status"] == "ok", health
+PY
 metrics=$(curl -s "http://127.0.0.1:$port/metrics")
 batches=$(sed -n 's/^dragoman_batches_total \([0-9]*\)$/\1/p' <<<"$metrics")
 sentences=$(sed -n 's/^dragoman_sentences_total \([0-9]*\)$/\1/p' <<<"$metrics")
