@@ -9,12 +9,10 @@
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "core/build_info.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cuda/runtime_info.h"
 #include "serve/server.h"
 
 namespace dragoman::cli {
@@ -53,13 +51,8 @@ std::pair<std::string, std::string> name_and_path(const std::string& spec) {
 }
 
 int run_serve(const ServeCliOptions& o) {
+  check_decoding_device("serve", o.device, o.precision);
   const Device device = Device::parse(o.device);
-  if (o.precision == "int8" && !device.is_cpu()) {
-    throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
-  }
-  if (!device.is_cpu() && !built_with_cuda()) {
-    throw Error("serve: --device " + o.device + ": this build of dragoman has no CUDA");
-  }
   const int threads = resolve_threads(o.threads, "serve: --threads");
   set_compute_threads(threads);
   // Batch-invariant answers (a sentence's translation does not depend on who shared its batch),
@@ -72,9 +65,7 @@ int run_serve(const ServeCliOptions& o) {
   options.port = o.port;
   options.search.beam = o.beam;
   options.search.alpha = o.alpha;
-  options.search.length_penalty = o.normalization == "gnmt"    ? LengthPenalty::kGnmt
-                                  : o.normalization == "power" ? LengthPenalty::kPower
-                                                               : LengthPenalty::kNone;
+  options.search.length_penalty = length_penalty_named(o.normalization);
   options.search.max_length_a = o.max_length_a;
   options.search.max_length_b = o.max_length_b;
   options.limits.max_sentences = o.max_request_sentences;

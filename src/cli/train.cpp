@@ -22,7 +22,7 @@ struct TrainCliOptions {
   std::string config;
   std::vector<std::string> overrides;
   std::string run = "runs/default";
-  std::string devices;  // empty: the config's training.devices
+  std::string devices;      // empty: the config's training.devices
   double max_minutes = -1;  // < 0: the config's training.max_minutes
   bool overwrite = false;
   bool dump_config = false;

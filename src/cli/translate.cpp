@@ -21,7 +21,6 @@
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "core/allocator.h"
-#include "core/build_info.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -33,7 +32,6 @@
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "text/utf8.h"
 
@@ -136,9 +134,7 @@ SearchOptions search_options(const TranslateCliOptions& o) {
   SearchOptions s;
   s.beam = o.beam;
   s.alpha = o.alpha;
-  s.length_penalty = o.normalization == "gnmt"    ? LengthPenalty::kGnmt
-                     : o.normalization == "power" ? LengthPenalty::kPower
-                                                  : LengthPenalty::kNone;
+  s.length_penalty = length_penalty_named(o.normalization);
   s.word_reward = o.word_reward;
   s.max_length_a = o.max_length_a;
   s.max_length_b = o.max_length_b;
@@ -353,20 +349,7 @@ void check_options(const TranslateCliOptions& o) {
     throw CLI::ValidationError(
         "--deterministic is for the CPU (on a GPU, cuBLASLt may choose another algorithm for another batch size)");
   }
-  if (o.precision == "int8" && !device.is_cpu()) {
-    throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
-  }
-  if (!device.is_cpu()) {
-    if (!built_with_cuda()) {
-      throw Error("translate: --device " + o.device +
-                  ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit)");
-    }
-    const int visible = cuda::device_count();
-    if (device.index >= visible) {
-      throw Error("translate: --device " + o.device + ": no such CUDA device (" + std::to_string(visible) + " visible" +
-                  (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
-    }
-  }
+  check_decoding_device("translate", o.device, o.precision);
   if (o.nbest > o.beam) {
     throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " +
                                std::to_string(o.beam));

@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/build_info.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/cuda/runtime_info.h"
 
 namespace dragoman::cli {
 namespace {
@@ -115,6 +117,23 @@ CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& 
   return sub->add_option("--threads", threads, what + " (0: OMP_NUM_THREADS if set, else all cores)")
       ->check(integer_in(0, kMaxThreads))
       ->capture_default_str();
+}
+
+void check_decoding_device(const std::string& command, const std::string& device_name, const std::string& precision) {
+  const Device device = Device::parse(device_name);
+  if (precision == "int8" && !device.is_cpu()) {
+    throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
+  }
+  if (device.is_cpu()) return;
+  if (!built_with_cuda()) {
+    throw Error(command + ": --device " + device_name +
+                ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit)");
+  }
+  const int visible = cuda::device_count();
+  if (device.index >= visible) {
+    throw Error(command + ": --device " + device_name + ": no such CUDA device (" + std::to_string(visible) +
+                " visible" + (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
+  }
 }
 
 }  // namespace dragoman::cli

@@ -26,6 +26,11 @@ CLI::Validator finite_number();
 // A device name Device::parse accepts (cpu, cuda, cuda:N): anything else is a usage error.
 CLI::Validator device_name();
 
+// The checks of a decoding command's --device and --precision (translate, serve), before anything
+// loads: int8 is the CPU's (a usage error elsewhere); a CUDA device needs a CUDA build and must be
+// there. Errors start with `command` ("translate", "serve").
+void check_decoding_device(const std::string& command, const std::string& device, const std::string& precision);
+
 // Adds `--threads N` to `sub`: 0 (the default) means OMP_NUM_THREADS or all cores, at most
 // kMaxThreads (core/threads.h; resolve_threads there turns the value into a thread count).
 CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "decode/decoding_model.h"
@@ -47,6 +48,10 @@ struct Hypothesis {
   // value per source token, summing to 1), as token_log_probs.
   std::vector<std::vector<float>> attention;
 };
+
+// The normalisation a command line names: "gnmt", "power" or "none" (translate's and serve's
+// --length-normalization).
+LengthPenalty length_penalty_named(const std::string& name);
 
 // The length normaliser lp(length) of a hypothesis of `length` tokens (EOS included).
 double length_normaliser(const SearchOptions& options, std::int64_t length);

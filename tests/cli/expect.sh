@@ -1,4 +1,4 @@
-# Shared by the CLI test scripts (source it): counters, the expect/check helpers and a toy corpus.
+# Shared by the CLI test scripts (source it): counters, the expect/check helpers, a toy corpus and a config that learns it.
 failures=0
 passes=0
 
@@ -59,4 +59,36 @@ write_reversal_corpus() {
     echo "${src[*]}" >>"$prefix.src"
     echo "${tgt[*]}" >>"$prefix.tgt"
   done
+}
+
+# write_learning_config FILE PREFIX SEED VOCAB: a training config on PREFIX.src/.tgt (a reversal
+# corpus) that learns the task in 500 updates (a few seconds): 1+2 layers, d_model 32, no dropout
+# or label smoothing, a linear decay to zero.
+write_learning_config() {
+  cat >"$1" <<YAML
+model:
+  encoder_layers: 1
+  decoder_layers: 2
+  d_model: 32
+  d_ff: 64
+  heads: 2
+  dropout: 0.0
+  label_smoothing: 0.0
+  max_positions: 16
+data:
+  train_source: $2.src
+  train_target: $2.tgt
+  vocab_size: $4
+  max_length: 10
+training:
+  seed: $3
+  max_tokens: 800
+  max_steps: 500
+  lr_factor: 0.3
+  warmup_steps: 100
+  lr_decay: linear
+  threads: 1
+checkpoint:
+  every_minutes: 0
+YAML
 }

@@ -29,31 +29,7 @@ if ! "$venv/bin/python" -c "import libretranslatepy" 2>/dev/null; then
 fi
 
 write_reversal_corpus "$tmp/train" 300 7
-cat >"$tmp/c.yaml" <<YAML
-model:
-  encoder_layers: 1
-  decoder_layers: 2
-  d_model: 32
-  d_ff: 64
-  heads: 2
-  dropout: 0.0
-  label_smoothing: 0.0
-  max_positions: 16
-data:
-  train_source: $tmp/train.src
-  train_target: $tmp/train.tgt
-  vocab_size: 25
-  max_length: 10
-training:
-  max_tokens: 800
-  max_steps: 500
-  lr_factor: 0.3
-  warmup_steps: 100
-  lr_decay: linear
-  threads: 1
-checkpoint:
-  every_minutes: 0
-YAML
+write_learning_config "$tmp/c.yaml" "$tmp/train" 1 25
 expect train 0 "train: done at step 500" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/run"
 model=$tmp/run/checkpoints/checkpoint-last.safetensors
 

@@ -17,32 +17,7 @@ source "$(dirname "$0")/expect.sh"
 write_reversal_corpus "$tmp/train" 300 7
 # train_model NAME SEED VOCAB: a model of the reversal task, trained for a few seconds.
 train_model() {
-  cat >"$tmp/$1.yaml" <<YAML
-model:
-  encoder_layers: 1
-  decoder_layers: 2
-  d_model: 32
-  d_ff: 64
-  heads: 2
-  dropout: 0.0
-  label_smoothing: 0.0
-  max_positions: 16
-data:
-  train_source: $tmp/train.src
-  train_target: $tmp/train.tgt
-  vocab_size: $3
-  max_length: 10
-training:
-  seed: $2
-  max_tokens: 800
-  max_steps: 500
-  lr_factor: 0.3
-  warmup_steps: 100
-  lr_decay: linear
-  threads: 1
-checkpoint:
-  every_minutes: 0
-YAML
+  write_learning_config "$tmp/$1.yaml" "$tmp/train" "$2" "$3"
   expect "train-$1" 0 "train: done at step 500" -- "$dragoman" train -c "$tmp/$1.yaml" --run "$tmp/$1"
 }
 train_model a 1 25

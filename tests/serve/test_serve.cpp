@@ -30,6 +30,24 @@ ApiError error_of(F&& f) {
   return {0, "no error"};
 }
 
+// A random f32 model over the letters vocabulary of the reversal tests, and its decoder.
+struct LettersModel {
+  explicit LettersModel(const std::string& name)
+      : vocabulary(Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir(name)))),
+        model(config(vocabulary), DType::kF32),
+        decoding(model) {
+    model.initialize(5);
+  }
+  static ModelConfig config(const Vocabulary& vocabulary) {
+    ModelConfig c = test::fixture_config("pre_untied_learned");
+    c.src_vocab_size = c.tgt_vocab_size = vocabulary.size();
+    return c;
+  }
+  Vocabulary vocabulary;
+  Transformer model;
+  TransformerDecoding decoding;
+};
+
 }  // namespace
 
 TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input named", "[serve]") {
@@ -112,12 +130,9 @@ TEST_CASE("serve's LibreTranslate requests, as JSON and as form fields", "[serve
 
 TEST_CASE("batching translator: concurrent requests get what a Translator gives each, batched by search options",
           "[serve]") {
-  const Vocabulary vocabulary = Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("serve-batching")));
-  ModelConfig config = test::fixture_config("pre_untied_learned");
-  config.src_vocab_size = config.tgt_vocab_size = vocabulary.size();
-  Transformer model(config, DType::kF32);
-  model.initialize(5);
-  const TransformerDecoding decoding(model);
+  const LettersModel m("serve-batching");
+  const Vocabulary& vocabulary = m.vocabulary;
+  const TransformerDecoding& decoding = m.decoding;
   const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g"};
   std::vector<std::vector<std::int32_t>> sources;
   for (const std::string& line : lines) sources.push_back(vocabulary.encode(line));
@@ -176,12 +191,9 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
 }
 
 TEST_CASE("batching translator: a bounded queue, and nothing taken once draining", "[serve]") {
-  const Vocabulary vocabulary = Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("serve-queue")));
-  ModelConfig config = test::fixture_config("pre_untied_learned");
-  config.src_vocab_size = config.tgt_vocab_size = vocabulary.size();
-  Transformer model(config, DType::kF32);
-  model.initialize(5);
-  const TransformerDecoding decoding(model);
+  const LettersModel m("serve-queue");
+  const Vocabulary& vocabulary = m.vocabulary;
+  const TransformerDecoding& decoding = m.decoding;
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it
   options.max_queue_sentences = 3;
