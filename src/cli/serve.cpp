@@ -77,7 +77,6 @@ int run_serve(const ServeCliOptions& o) {
   if (o.batch_tokens > 0) base.batch_tokens = o.batch_tokens;
   if (o.batch_sentences > 0) base.batch_sentences = o.batch_sentences;
   serve::BatchingOptions batching;
-  batching.batch_tokens = base.batch_tokens;
   batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
   batching.max_queue_sentences = o.max_queue;
   options.translator = base;
@@ -103,8 +102,9 @@ int run_serve(const ServeCliOptions& o) {
     models.push_back(std::move(m));
   }
   spdlog::info(
-      "serve: beam {}, {} alpha {}, {} compute thread(s), batches of {} source tokens collected for up to {} ms",
-      o.beam, o.normalization, o.alpha, threads, batching.batch_tokens, o.max_wait_ms);
+      "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
+      "tokens, an idle server waiting up to {} ms for company",
+      o.beam, o.normalization, o.alpha, threads, base.batch_sentences, base.batch_tokens, o.max_wait_ms);
   serve::run_server(models, options, signals.flag());
   return 0;
 }
@@ -145,12 +145,15 @@ Subcommand add_serve(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
       ->capture_default_str();
   add_threads_option(sub, o->threads, "Compute threads");
-  sub->add_option("--batch-tokens", o->batch_tokens,
-                  "Source tokens a batch collects from the queued requests (default: 2048 on the CPU, 16384 on a GPU)")
+  sub->add_option(
+         "--batch-tokens", o->batch_tokens,
+         "Source tokens of the sentences searched together, at most (default: 2048 on the CPU, 16384 on a GPU)")
       ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--batch-sentences", o->batch_sentences, "Sentences per decoding batch, at most (as translate)")
+  sub->add_option("--batch-sentences", o->batch_sentences,
+                  "Sentences searched together, at most (default: 64 on the CPU, 1024 on a GPU)")
       ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--max-wait-ms", o->max_wait_ms, "How long a request waits for others to share its batch")
+  sub->add_option("--max-wait-ms", o->max_wait_ms,
+                  "How long a request to an idle server waits for others to start a search with")
       ->check(number_in(0, 10000))
       ->capture_default_str();
   sub->add_option("--max-queue", o->max_queue, "Sentences queued at most; beyond, requests get 503 and Retry-After")

@@ -21,16 +21,6 @@ struct Candidate {
   double token_log_prob;  // the step's log-probability of `token`
 };
 
-// What one sentence's search holds between steps.
-struct SentenceSearch {
-  std::int64_t max_length = 0;                             // tokens before EOS
-  std::vector<std::vector<std::int32_t>> tokens;           // per live beam
-  std::vector<double> log_probs;                           // per live beam
-  std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
-  std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
-  std::vector<Hypothesis> finished;
-};
-
 bool better(const Hypothesis& a, const Hypothesis& b) {
   if (a.score != b.score) return a.score > b.score;
   if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
@@ -93,11 +83,10 @@ void row_best_candidates(const std::vector<float>& values, const std::vector<std
   }
 }
 
-// Row `row` of the step's recorded attention, over the source's tokens.
-std::vector<float> attention_row(const DecodingState& state, std::int64_t row,
-                                 const std::vector<std::int32_t>& source) {
+// Row `row` of the step's recorded attention, over the source's `length` tokens.
+std::vector<float> attention_row(const DecodingState& state, std::int64_t row, std::int64_t length) {
   const float* values = state.attention.data<float>() + row * state.attention.dim(1);
-  return std::vector<float>(values, values + source.size());
+  return std::vector<float>(values, values + length);
 }
 
 }  // namespace
@@ -129,157 +118,210 @@ std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
   return beam_search(TransformerDecoding(model), sources, options);
 }
 
+BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
+  if (options_.beam < 1) throw Error("beam search: the beam must be >= 1");
+  if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
+}
+
+void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids) {
+  if (ids.size() != sources.size()) throw Error("beam search: one id per source");
+  if (sources.empty()) return;
+  const ModelConfig& c = model_.config();
+  const SearchOptions& o = options_;
+  // Encoded once; the decoder state holds K rows per sentence still searching. On a GPU model the
+  // sources go to the device once; each step's log-probabilities come back to the host for the
+  // bookkeeping below.
+  const std::vector<std::vector<std::int32_t>> empty_targets(sources.size());
+  Batch batch = Batch::from_sentences(sources, empty_targets, c);
+  const Device device = model_.device();
+  if (!device.is_cpu()) batch = batch.to(device, c);
+  std::int64_t capacity = 1;
+  std::vector<Sentence> added(sources.size());
+  for (std::size_t b = 0; b < sources.size(); ++b) {
+    Sentence& s = added[b];
+    const double limit =
+        std::floor(o.max_length_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_length_b));
+    s.id = ids[b];
+    s.source_length = static_cast<std::int64_t>(sources[b].size());
+    s.max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
+    s.tokens = {{}};
+    s.log_probs = {0.0};
+    s.token_log_probs = {{}};
+    s.attention = {{}};
+    capacity = std::max(capacity, s.max_length + 1);
+  }
+  DecodingState more = model_.start(batch, capacity, o.beam, o.record_attention ? &o.attention : nullptr);
+  model_.append(state_, std::move(more));
+  for (Sentence& s : added) {
+    source_tokens_ += s.source_length;
+    active_.push_back(std::move(s));
+  }
+  feed_.resize(active_.size() * static_cast<std::size_t>(o.beam), c.bos_id);
+}
+
+void BeamSearch::keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,
+                      std::vector<std::int32_t> feed) {
+  std::vector<Sentence> active;
+  for (const std::size_t j : kept) active.push_back(std::move(active_[j]));
+  for (std::size_t j = 0; j < active_.size(); ++j) {
+    if (!std::binary_search(kept.begin(), kept.end(), j)) source_tokens_ -= active_[j].source_length;
+  }
+  active_ = std::move(active);
+  feed_ = std::move(feed);
+  if (active_.empty()) {
+    state_ = DecodingState();  // the next sentences start a new state
+    return;
+  }
+  model_.select_rows(state_, rows, false);
+}
+
+void BeamSearch::remove(const std::function<bool(std::int64_t)>& drop) {
+  const std::int64_t k_max = options_.beam;
+  std::vector<std::size_t> kept;
+  std::vector<std::int64_t> rows;
+  std::vector<std::int32_t> feed;
+  for (std::size_t j = 0; j < active_.size(); ++j) {
+    if (drop(active_[j].id)) continue;
+    kept.push_back(j);
+    for (std::int64_t k = 0; k < k_max; ++k) {
+      const auto row = static_cast<std::int64_t>(j) * k_max + k;
+      rows.push_back(row);
+      feed.push_back(feed_[static_cast<std::size_t>(row)]);
+    }
+  }
+  if (kept.size() != active_.size()) keep(kept, rows, std::move(feed));
+}
+
+std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step() {
+  std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> done;
+  if (active_.empty()) return done;
+  const ModelConfig& c = model_.config();
+  const SearchOptions& o = options_;
+  const std::int64_t k_max = o.beam;
+  const Device device = model_.device();
+  const auto live_rows = static_cast<std::int64_t>(active_.size()) * k_max;
+  const Tensor logits = model_.step(state_, Tensor::from_vector(feed_, {live_rows}).to(device));  // [A*K, V]
+  // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
+  std::vector<float> top_values, top_eos;
+  std::vector<std::int32_t> top_ids;
+  if (!device.is_cpu()) {
+    const ops::TopK top = ops::top_k_rows(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
+    top_values = top.values.to(Device::cpu()).to_vector<float>();
+    top_ids = top.ids.to(Device::cpu()).to_vector<std::int32_t>();
+    top_eos = top.eos_values.to(Device::cpu()).to_vector<float>();
+  }
+  std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
+  std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
+  std::vector<std::size_t> still_active;  // positions j in active_
+  std::vector<std::pair<double, std::int32_t>> best;
+  std::vector<Candidate> candidates;
+  for (std::size_t j = 0; j < active_.size(); ++j) {
+    Sentence& s = active_[j];
+    const std::int64_t t = s.steps++;  // this step's tokens are the sentence's (t + 1)-th
+    const auto first_row = static_cast<std::int64_t>(j) * k_max;
+    for (std::int64_t k = 0; k < k_max; ++k) next_rows[first_row + k] = first_row;  // rows without a hypothesis
+    // Candidates: the 2K best extensions of each live beam hold the 2K best of all.
+    candidates.clear();
+    const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
+    for (std::int64_t k = 0; k < live; ++k) {
+      if (device.is_cpu()) {
+        row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+      } else {
+        row_best_candidates(top_values, top_ids, top_eos, first_row + k, static_cast<std::size_t>(2 * k_max),
+                            t >= s.max_length, c, best);
+      }
+      for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
+    }
+    const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                      [](const Candidate& x, const Candidate& y) {
+                        if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+                        if (x.beam != y.beam) return x.beam < y.beam;
+                        return x.token < y.token;
+                      });
+    std::vector<std::vector<std::int32_t>> tokens;
+    std::vector<double> log_probs;
+    std::vector<std::vector<double>> token_log_probs;
+    std::vector<std::vector<std::vector<float>>> attention;
+    for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
+      const Candidate& cand = candidates[i];
+      if (cand.token == c.eos_id) {
+        if (static_cast<std::int64_t>(i) < k_max) {
+          s.finished.push_back({s.tokens[cand.beam],
+                                cand.log_prob,
+                                hypothesis_score(o, cand.log_prob, t + 1),
+                                s.token_log_probs[cand.beam],
+                                {}});
+          s.finished.back().token_log_probs.push_back(cand.token_log_prob);
+          if (o.record_attention) {
+            s.finished.back().attention = s.attention[cand.beam];
+            s.finished.back().attention.push_back(attention_row(state_, first_row + cand.beam, s.source_length));
+          }
+        }
+        continue;
+      }
+      next_rows[first_row + static_cast<std::int64_t>(tokens.size())] = first_row + cand.beam;
+      next_feed[first_row + static_cast<std::int64_t>(tokens.size())] = cand.token;
+      tokens.push_back(s.tokens[cand.beam]);
+      tokens.back().push_back(cand.token);
+      log_probs.push_back(cand.log_prob);
+      token_log_probs.push_back(s.token_log_probs[cand.beam]);
+      token_log_probs.back().push_back(cand.token_log_prob);
+      if (o.record_attention) {
+        attention.push_back(s.attention[cand.beam]);
+        attention.back().push_back(attention_row(state_, first_row + cand.beam, s.source_length));
+      }
+    }
+    s.tokens = std::move(tokens);
+    s.log_probs = std::move(log_probs);
+    s.token_log_probs = std::move(token_log_probs);
+    s.attention = std::move(attention);
+    std::sort(s.finished.begin(), s.finished.end(), better);
+    // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
+    bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();
+    if (!stop && static_cast<int>(s.finished.size()) >= o.nbest) {
+      const double worst_kept = s.finished[static_cast<std::size_t>(o.nbest - 1)].score;
+      double best_bound = kNegInf;
+      for (const double lp : s.log_probs) best_bound = std::max(best_bound, score_bound(o, lp, t + 1, s.max_length));
+      stop = best_bound <= worst_kept;
+    }
+    if (stop) {
+      std::vector<Hypothesis>& f = s.finished;
+      if (static_cast<int>(f.size()) > o.nbest) f.resize(static_cast<std::size_t>(o.nbest));
+      done.emplace_back(s.id, std::move(f));
+    } else {
+      still_active.push_back(j);
+    }
+  }
+  if (still_active.size() == active_.size()) {
+    // Every row keeps its sentence: only the beams' own history moves.
+    model_.select_rows(state_, next_rows, true);
+    feed_ = std::move(next_feed);
+    return done;
+  }
+  // Some sentences finished: drop their rows from the state.
+  std::vector<std::int64_t> kept_rows;
+  std::vector<std::int32_t> kept_feed;
+  for (const std::size_t j : still_active) {
+    for (std::int64_t k = 0; k < k_max; ++k) {
+      kept_rows.push_back(next_rows[j * static_cast<std::size_t>(k_max) + static_cast<std::size_t>(k)]);
+      kept_feed.push_back(next_feed[j * static_cast<std::size_t>(k_max) + static_cast<std::size_t>(k)]);
+    }
+  }
+  keep(still_active, kept_rows, std::move(kept_feed));
+  return done;
+}
+
 std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& o) {
-  const ModelConfig& c = model.config();
-  if (o.beam < 1) throw Error("beam search: the beam must be >= 1");
-  if (o.nbest < 1 || o.nbest > o.beam) throw Error("beam search: nbest must be in [1, beam]");
-  const std::int64_t n = static_cast<std::int64_t>(sources.size());
-  if (n == 0) return {};
-  const std::int64_t k_max = o.beam;
-
-  // Encode the batch once; the decoder state holds K rows per sentence still searching.
-  std::vector<std::vector<std::int32_t>> empty_targets(static_cast<std::size_t>(n));
-  // On a GPU model the sources go to the device once; each step's log-probabilities come back to
-  // the host for the bookkeeping below (issue #15 moves the top-2K selection onto the device).
-  const Device device = model.device();
-  Batch batch = Batch::from_sentences(sources, empty_targets, c);
-  if (!device.is_cpu()) batch = batch.to(device, c);
-  std::vector<SentenceSearch> search(static_cast<std::size_t>(n));
-  std::int64_t capacity = 1;
-  for (std::int64_t b = 0; b < n; ++b) {
-    const double limit =
-        std::floor(o.max_length_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_length_b));
-    search[b].max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
-    search[b].tokens = {{}};
-    search[b].log_probs = {0.0};
-    search[b].token_log_probs = {{}};
-    search[b].attention = {{}};
-    capacity = std::max(capacity, search[b].max_length + 1);
-  }
-  // K rows per sentence: active[j] is the sentence whose hypotheses are rows j*K .. j*K+K-1.
-  DecodingState state = model.start(batch, capacity, k_max, o.record_attention ? &o.attention : nullptr);
-  std::vector<std::int64_t> active(static_cast<std::size_t>(n));
-  std::iota(active.begin(), active.end(), 0);
-  std::vector<std::int32_t> feed(static_cast<std::size_t>(n * k_max), c.bos_id);
-  std::vector<std::pair<double, std::int32_t>> best;
-  std::vector<Candidate> candidates;
-
-  for (std::int64_t t = 0; !active.empty(); ++t) {
-    const auto live_rows = static_cast<std::int64_t>(active.size()) * k_max;
-    const Tensor logits = model.step(state, Tensor::from_vector(feed, {live_rows}).to(device));  // [A*K, V]
-    // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
-    std::vector<float> top_values, top_eos;
-    std::vector<std::int32_t> top_ids;
-    if (!device.is_cpu()) {
-      const ops::TopK top = ops::top_k_rows(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
-      top_values = top.values.to(Device::cpu()).to_vector<float>();
-      top_ids = top.ids.to(Device::cpu()).to_vector<std::int32_t>();
-      top_eos = top.eos_values.to(Device::cpu()).to_vector<float>();
-    }
-    std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
-    std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
-    std::vector<std::int64_t> still_active;  // positions j in `active`
-    for (std::size_t j = 0; j < active.size(); ++j) {
-      SentenceSearch& s = search[static_cast<std::size_t>(active[j])];
-      const auto first_row = static_cast<std::int64_t>(j) * k_max;
-      for (std::int64_t k = 0; k < k_max; ++k) next_rows[first_row + k] = first_row;  // rows without a hypothesis
-      // Candidates: the 2K best extensions of each live beam hold the 2K best of all.
-      candidates.clear();
-      const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
-      for (std::int64_t k = 0; k < live; ++k) {
-        if (device.is_cpu()) {
-          row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
-        } else {
-          row_best_candidates(top_values, top_ids, top_eos, first_row + k, static_cast<std::size_t>(2 * k_max),
-                              t >= s.max_length, c, best);
-        }
-        for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
-      }
-      const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
-      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
-                        [](const Candidate& x, const Candidate& y) {
-                          if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
-                          if (x.beam != y.beam) return x.beam < y.beam;
-                          return x.token < y.token;
-                        });
-      std::vector<std::vector<std::int32_t>> tokens;
-      std::vector<double> log_probs;
-      std::vector<std::vector<double>> token_log_probs;
-      std::vector<std::vector<std::vector<float>>> attention;
-      for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
-        const Candidate& cand = candidates[i];
-        if (cand.token == c.eos_id) {
-          if (static_cast<std::int64_t>(i) < k_max) {
-            s.finished.push_back({s.tokens[cand.beam],
-                                  cand.log_prob,
-                                  hypothesis_score(o, cand.log_prob, t + 1),
-                                  s.token_log_probs[cand.beam],
-                                  {}});
-            s.finished.back().token_log_probs.push_back(cand.token_log_prob);
-            if (o.record_attention) {
-              s.finished.back().attention = s.attention[cand.beam];
-              s.finished.back().attention.push_back(attention_row(state, first_row + cand.beam, sources[active[j]]));
-            }
-          }
-          continue;
-        }
-        next_rows[first_row + static_cast<std::int64_t>(tokens.size())] = first_row + cand.beam;
-        next_feed[first_row + static_cast<std::int64_t>(tokens.size())] = cand.token;
-        tokens.push_back(s.tokens[cand.beam]);
-        tokens.back().push_back(cand.token);
-        log_probs.push_back(cand.log_prob);
-        token_log_probs.push_back(s.token_log_probs[cand.beam]);
-        token_log_probs.back().push_back(cand.token_log_prob);
-        if (o.record_attention) {
-          attention.push_back(s.attention[cand.beam]);
-          attention.back().push_back(attention_row(state, first_row + cand.beam, sources[active[j]]));
-        }
-      }
-      s.tokens = std::move(tokens);
-      s.log_probs = std::move(log_probs);
-      s.token_log_probs = std::move(token_log_probs);
-      s.attention = std::move(attention);
-      std::sort(s.finished.begin(), s.finished.end(), better);
-      // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
-      bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();
-      if (!stop && static_cast<int>(s.finished.size()) >= o.nbest) {
-        const double worst_kept = s.finished[static_cast<std::size_t>(o.nbest - 1)].score;
-        double best_bound = kNegInf;
-        for (const double lp : s.log_probs) best_bound = std::max(best_bound, score_bound(o, lp, t + 1, s.max_length));
-        stop = best_bound <= worst_kept;
-      }
-      if (!stop) still_active.push_back(static_cast<std::int64_t>(j));
-    }
-    if (still_active.size() == active.size()) {
-      // Every row keeps its sentence: only the beams' own history moves.
-      model.select_rows(state, next_rows, true);
-      feed = std::move(next_feed);
-      continue;
-    }
-    // Some sentences finished: drop their rows from the state.
-    std::vector<std::int64_t> kept_rows;
-    std::vector<std::int32_t> kept_feed;
-    std::vector<std::int64_t> kept_active;
-    for (const std::int64_t j : still_active) {
-      for (std::int64_t k = 0; k < k_max; ++k) {
-        kept_rows.push_back(next_rows[j * k_max + k]);
-        kept_feed.push_back(next_feed[j * k_max + k]);
-      }
-      kept_active.push_back(active[static_cast<std::size_t>(j)]);
-    }
-    active = std::move(kept_active);
-    if (active.empty()) break;
-    model.select_rows(state, kept_rows, false);
-    feed = std::move(kept_feed);
-  }
-
-  std::vector<std::vector<Hypothesis>> results(static_cast<std::size_t>(n));
-  for (std::int64_t b = 0; b < n; ++b) {
-    std::vector<Hypothesis>& f = search[b].finished;
-    if (static_cast<int>(f.size()) > o.nbest) f.resize(static_cast<std::size_t>(o.nbest));
-    results[b] = std::move(f);
+  BeamSearch search(model, o);
+  std::vector<std::int64_t> ids(sources.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  search.add(sources, ids);
+  std::vector<std::vector<Hypothesis>> results(sources.size());
+  while (!search.empty()) {
+    for (auto& [id, hypotheses] : search.step()) results[static_cast<std::size_t>(id)] = std::move(hypotheses);
   }
   return results;
 }

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "decode/decoding_model.h"
@@ -57,6 +59,56 @@ LengthPenalty length_penalty_named(const std::string& name);
 double length_normaliser(const SearchOptions& options, std::int64_t length);
 // A finished hypothesis's score.
 double hypothesis_score(const SearchOptions& options, double log_prob, std::int64_t length);
+
+// A beam search that sentences can join between its steps, and leave (serve's continuous
+// batching): each sentence is searched as beam_search searches it, whatever else is searched
+// beside it (bit for bit with row-invariant products: kernels/cpu/gemm.h). Sentences that join
+// are encoded together and appended to the decoder state (DecodingModel::append), each at its
+// own position; finished ones are dropped from it at once.
+class BeamSearch {
+ public:
+  // The model must outlive the search.
+  BeamSearch(const DecodingModel& model, SearchOptions options);
+
+  // Encodes `sources` (token ids without BOS/EOS, each non-empty and within the model's positions)
+  // and adds them to the search under the caller's `ids` (one per source).
+  void add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids);
+  // One decoding step of every sentence being searched; returns the sentences it finished, each
+  // with its n-best hypotheses (best first).
+  std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> step();
+  // Stops searching the sentences whose id `drop` returns true for (their results are never returned).
+  void remove(const std::function<bool(std::int64_t id)>& drop);
+
+  std::int64_t sentences() const { return static_cast<std::int64_t>(active_.size()); }  // being searched
+  std::int64_t source_tokens() const { return source_tokens_; }                         // of those
+  bool empty() const { return active_.empty(); }
+  const SearchOptions& options() const { return options_; }
+
+ private:
+  // What one sentence's search holds between steps.
+  struct Sentence {
+    std::int64_t id = 0;
+    std::int64_t source_length = 0;
+    std::int64_t max_length = 0;                             // tokens before EOS
+    std::int64_t steps = 0;                                  // tokens fed so far
+    std::vector<std::vector<std::int32_t>> tokens;           // per live beam
+    std::vector<double> log_probs;                           // per live beam
+    std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
+    std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
+    std::vector<Hypothesis> finished;
+  };
+  // Keeps the sentences at `kept` (indices into active_, ascending) with their rows `rows` of the
+  // decoder state and next tokens `feed`.
+  void keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,
+            std::vector<std::int32_t> feed);
+
+  const DecodingModel& model_;
+  SearchOptions options_;
+  std::vector<Sentence> active_;  // in the decoder state's order: K rows each
+  DecodingState state_;
+  std::vector<std::int32_t> feed_;  // the next token of each row
+  std::int64_t source_tokens_ = 0;
+};
 
 // The n-best hypotheses of each source sentence (token ids without BOS/EOS, each non-empty and
 // within the model's positions), best first.

@@ -56,6 +56,15 @@ void TransformerDecoding::select_rows(DecodingState& state, const std::vector<st
   model_.select_rows(state.models.front(), rows, same_sources);
 }
 
+void TransformerDecoding::append(DecodingState& state, DecodingState more) const {
+  if (state.models.empty()) {
+    state = std::move(more);
+    return;
+  }
+  model_.append_decoding(state.models.front(), std::move(more.models.front()));
+  state.attention = Tensor();
+}
+
 EnsembleDecoding::EnsembleDecoding(std::vector<const Transformer*> models, std::vector<std::string> names)
     : models_(std::move(models)) {
   if (models_.empty()) throw Error("ensemble: no models");
@@ -126,6 +135,17 @@ Tensor EnsembleDecoding::step(DecodingState& state, const Tensor& tokens) const 
 void EnsembleDecoding::select_rows(DecodingState& state, const std::vector<std::int64_t>& rows,
                                    bool same_sources) const {
   for (std::size_t i = 0; i < models_.size(); ++i) models_[i]->select_rows(state.models[i], rows, same_sources);
+}
+
+void EnsembleDecoding::append(DecodingState& state, DecodingState more) const {
+  if (state.models.empty()) {
+    state = std::move(more);
+    return;
+  }
+  for (std::size_t i = 0; i < models_.size(); ++i) {
+    models_[i]->append_decoding(state.models[i], std::move(more.models[i]));
+  }
+  state.attention = Tensor();
 }
 
 }  // namespace dragoman

@@ -54,6 +54,9 @@ class DecodingModel {
   virtual Tensor step(DecodingState& state, const Tensor& tokens) const = 0;
   // Keeps rows `rows` of the state (Transformer::select_rows).
   virtual void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const = 0;
+  // Adds the sources and rows of `more` (from start(), with the same beams and attention) after
+  // the state's (Transformer::append_decoding): sentences joining a running search.
+  virtual void append(DecodingState& state, DecodingState more) const = 0;
 };
 
 // One model. The model must outlive this.
@@ -66,6 +69,7 @@ class TransformerDecoding final : public DecodingModel {
                       const AttentionChoice* attention) const override;
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
+  void append(DecodingState& state, DecodingState more) const override;
 
  private:
   const Transformer& model_;
@@ -83,6 +87,7 @@ class EnsembleDecoding final : public DecodingModel {
                       const AttentionChoice* attention) const override;
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
+  void append(DecodingState& state, DecodingState more) const override;
   std::size_t size() const { return models_.size(); }
 
  private:

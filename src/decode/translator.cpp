@@ -29,6 +29,14 @@ std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<s
   return batches;
 }
 
+std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found) {
+  std::vector<TranslatedHypothesis> nbest;
+  for (const Hypothesis& h : found) {
+    nbest.push_back({vocabulary.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs, h.attention});
+  }
+  return nbest;
+}
+
 Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options)
     : one_model_(std::make_unique<TransformerDecoding>(model)),
       model_(*one_model_),
@@ -127,11 +135,7 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
     for (const std::int64_t i : batch) batch_sources.push_back(std::move(sources[static_cast<std::size_t>(i)]));
     const std::vector<std::vector<Hypothesis>> found = beam_search(model_, batch_sources, options_.search);
     for (std::size_t j = 0; j < batch.size(); ++j) {
-      Translation& result = results[static_cast<std::size_t>(batch[j])];
-      for (const Hypothesis& h : found[j]) {
-        result.nbest.push_back(
-            {vocabulary_.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs, h.attention});
-      }
+      results[static_cast<std::size_t>(batch[j])].nbest = translated(vocabulary_, found[j]);
     }
     done += static_cast<std::int64_t>(batch.size());
     batch_done(results, done);

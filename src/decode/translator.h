@@ -99,6 +99,9 @@ class Translator {
   void check() const;  // the vocabulary against the model, the options
 };
 
+// The n-best list of a Translation: each hypothesis with its text (decoded by `vocabulary`).
+std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found);
+
 // The batches of sentences of these lengths (indices into `lengths`, zero lengths left out): sorted
 // longest first (ties by index), each at most `batch_tokens` = count x longest and at most
 // `batch_sentences` sentences, at least one.

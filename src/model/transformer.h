@@ -70,14 +70,17 @@ struct Evaluation {
 // far, and the cross-attention keys/values of the encoder output (computed once). The state has
 // R = N * beams rows (hypotheses); each run of `beams` consecutive rows decodes the same one of N
 // sources, whose cross-attention keys/values are kept once (beam search: N sentences x K beams).
+// Sources may have been fed different numbers of tokens (append_decoding: sentences that joined a
+// running search): each row's keys and values are at its own positions 0 .. fed - 1 of the caches.
 struct DecoderState {
   Tensor src_lengths;                    // i32 [N]
   std::vector<Tensor> cross_k, cross_v;  // per layer [N, S, H*K], [N, S, H*Kv]
   std::vector<Tensor> self_k, self_v;    // per layer [R, L, H*K], [R, L, H*Kv]: L positions allocated
                                          // (grown by doubling up to capacity as tokens are fed)
   std::int64_t beams = 1;                // rows per source
-  std::int64_t steps = 0;                // tokens fed so far
-  std::int64_t capacity = 0;             // the most tokens that can be fed
+  std::vector<std::int64_t> fed;         // tokens fed so far to each source's rows [N]
+  std::int64_t steps = 0;                // the most tokens fed to any source (the caches' positions in use)
+  std::int64_t capacity = 0;             // the most tokens that can be fed to any source
   std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large
   // Cross-attention that decode_step records (alignments, attention pictures): of decoder layer
   // `attention_layer` (0-based; -1: none), head `attention_head` (-1: the average of the heads),
@@ -171,6 +174,11 @@ class Transformer {
   // row rows[i] decodes the same source as row i (beams of one sentence trading places), so the
   // cross-attention state is left where it is.
   void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources = false) const;
+  // Adds the sources and rows of `more` (a state of this model with the same beams and recorded
+  // attention, from start_decoding or decoded for some steps) after the state's own: the search
+  // goes on for both, each source at its own position (serve's continuous batching). A state
+  // without rows becomes `more`.
+  void append_decoding(DecoderState& state, DecoderState more) const;
 
  private:
   struct Views;

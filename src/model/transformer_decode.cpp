@@ -64,6 +64,7 @@ DecoderState Transformer::start_decoding(const Tensor& encoder_output, const Ten
   state.src_lengths = src_lengths;
   state.capacity = capacity;
   state.beams = beams;
+  state.fed.assign(static_cast<std::size_t>(encoder_output.dim(0)), 0);
   const std::int64_t b = encoder_output.dim(0) * beams;  // rows
   state.allocated_rows = b;
   for (const auto& p : views_->decoder) {
@@ -135,65 +136,52 @@ void record_attention(DecoderState& state, const Tensor& q, std::size_t i, const
 
 }  // namespace
 
-Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
-  const ModelConfig& c = config_;
-  const Views& v = *views_;
-  const std::int64_t b = state.batch_size(), t = state.steps;
-  if (t >= state.capacity) throw Error("decode_step: the decoder state is full (" + std::to_string(t) + " tokens)");
-  if (t >= state.self_k.front().dim(1)) grow_cache(state, std::min(state.capacity, 2 * t));
-  if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
-  const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
-  Tensor y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t,
-                            std::sqrt(static_cast<double>(c.d_model)));  // [B, 1, D]
-  const Tensor self_lengths =  // on the model's device, like every operand of an op
-      Tensor::from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(b), static_cast<std::int32_t>(t + 1)), {b})
-          .to(tokens.device());
-  ops::AttentionOptions options;
-  options.heads = c.heads;
-  for (std::size_t i = 0; i < v.decoder.size(); ++i) {
-    const auto& p = v.decoder[i];
-    y = model::residual_forward(
-        c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
-          const AttentionParams& a = p.self_attn;
-          const model::Projections qkv = model::self_attention_projections(a, in);  // [B, 1, ...]
-          state.self_k[i].narrow(1, t, 1).copy_from(qkv.k);
-          state.self_v[i].narrow(1, t, 1).copy_from(qkv.v);
-          const Tensor context = ops::attention(qkv.q, state.self_k[i].narrow(1, 0, t + 1),
-                                                state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
-                                                nullptr);  // [B, 1, H*Kv]
-          return model::apply(a.out, context);
-        });
-    y = model::residual_forward(
-        c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
-          const AttentionParams& a = p.cross_attn;
-          // The `beams` rows of a source attend to its keys as `beams`
-          // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
-          const std::int64_t n = b / state.beams;
-          const Tensor q = model::apply(a.q, in).view({n, state.beams, -1});
-          const Tensor context =
-              ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
-          if (static_cast<std::int64_t>(i) == state.attention_layer) record_attention(state, q, i, options);
-          return model::apply(a.out, context.view({b, 1, -1}));
-        });
-    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
-      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
-    });
-  }
-  if (c.norm == NormPlacement::kPre) {
-    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
-  }
-  Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
-                                                        : ops::linear(y, v.output.weight, Tensor()))
-                         .view({b, c.tgt_vocab_size});  // [B, V]
-  // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
-  // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
-  if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);
-  ops::log_softmax_(log_probs);
-  state.steps = t + 1;
-  return log_probs;
-}
-
 namespace {
+
+// Where a decoding step's rows are: each row's position (its source's tokens fed), its
+// self-attention length (position + 1), and whether all rows are at the state's one position.
+struct RowPositions {
+  explicit RowPositions(const DecoderState& state) {
+    const std::int64_t rows = state.batch_size();
+    positions.reserve(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t fed = state.fed[static_cast<std::size_t>(r / state.beams)];
+      uniform = uniform && fed == state.steps;
+      positions.push_back(fed);
+      lengths.push_back(static_cast<std::int32_t>(fed + 1));
+    }
+  }
+  std::vector<std::int64_t> positions;
+  std::vector<std::int32_t> lengths;
+  bool uniform = true;
+};
+
+// cache [R, L, H*K] row r, position positions[r] = values [R, 1, H*K] row r, for every row: one
+// scatter over the cache's (row, position) vectors.
+void write_at_positions(Tensor& cache, const Tensor& values, const RowPositions& at) {
+  const auto element = static_cast<std::int64_t>(dtype_size(cache.dtype()));
+  const std::int64_t rows = values.dim(0), width = values.dim(2);
+  if (cache.strides()[2] != 1 || values.strides()[2] != 1 || cache.strides()[0] % cache.strides()[1] != 0) {
+    throw Error("decode_step: the caches' rows must be contiguous");
+  }
+  const std::int64_t per_row = cache.strides()[0] / cache.strides()[1];  // (row, position) vectors per row
+  std::vector<std::int32_t> targets(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    targets[static_cast<std::size_t>(r)] =
+        static_cast<std::int32_t>(r * per_row + at.positions[static_cast<std::size_t>(r)]);
+  }
+  const std::int64_t src_stride = values.strides()[0] * element, dst_stride = cache.strides()[1] * element;
+  if (cache.device().is_cpu()) {
+    cpu::scatter_row_prefixes(values.raw_data(), src_stride, cache.raw_data(), dst_stride, targets.data(), rows,
+                              width * element);
+    return;
+  }
+  const Tensor on_device = Tensor::from_vector(targets, {rows}).to(cache.device());
+  const cuda::DeviceGuard guard(cache.device().index);
+  cuda::scatter_row_prefixes(values.raw_data(), src_stride, cache.raw_data(), dst_stride,
+                             on_device.data<std::int32_t>(), rows, width * element,
+                             cuda::stream_of(cache.device().index));
+}
 
 // The rows of one select_rows call as the gathers take them: as 32-bit indices, and on a GPU
 // uploaded once for all the tensors that are gathered with them (not once per cache tensor).
@@ -269,6 +257,80 @@ Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t leng
 
 }  // namespace
 
+Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
+  const ModelConfig& c = config_;
+  const Views& v = *views_;
+  const std::int64_t b = state.batch_size(), t = state.steps;
+  if (t >= state.capacity) throw Error("decode_step: the decoder state is full (" + std::to_string(t) + " tokens)");
+  if (t >= state.self_k.front().dim(1)) grow_cache(state, std::min(state.capacity, 2 * t));
+  if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
+  const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
+  const double scale = std::sqrt(static_cast<double>(c.d_model));
+  // Every source at the same position (translate's batches): one position for all rows. Sources
+  // that joined later (append_decoding) are at their own: each row's position, length and cache
+  // position.
+  const RowPositions at(state);
+  Tensor y;
+  if (at.uniform) {
+    y = ops::embedding(tokens.view({b, 1}), v.tgt_embed.weight, positions, t, scale);  // [B, 1, D]
+  } else {
+    // Each row's position vector gathered: embedding row r adds row r of [B, D], the same sum.
+    RowIndex selection(at.positions);
+    const Tensor row_positions = select_batch_rows(positions, selection, positions.dim(1), b);
+    y = ops::embedding(tokens.view({1, b}), v.tgt_embed.weight, row_positions, 0, scale).view({b, 1, -1});
+  }
+  const Tensor self_lengths = Tensor::from_vector(at.lengths, {b}).to(tokens.device());  // on the model's device
+  ops::AttentionOptions options;
+  options.heads = c.heads;
+  for (std::size_t i = 0; i < v.decoder.size(); ++i) {
+    const auto& p = v.decoder[i];
+    y = model::residual_forward(
+        c.norm, p.self_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.self_attn;
+          const model::Projections qkv = model::self_attention_projections(a, in);  // [B, 1, ...]
+          if (at.uniform) {
+            state.self_k[i].narrow(1, t, 1).copy_from(qkv.k);
+            state.self_v[i].narrow(1, t, 1).copy_from(qkv.v);
+          } else {
+            write_at_positions(state.self_k[i], qkv.k, at);
+            write_at_positions(state.self_v[i], qkv.v, at);
+          }
+          const Tensor context = ops::attention(qkv.q, state.self_k[i].narrow(1, 0, t + 1),
+                                                state.self_v[i].narrow(1, 0, t + 1), self_lengths, options,
+                                                nullptr);  // [B, 1, H*Kv]
+          return model::apply(a.out, context);
+        });
+    y = model::residual_forward(
+        c.norm, p.cross_attn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+          const AttentionParams& a = p.cross_attn;
+          // The `beams` rows of a source attend to its keys as `beams`
+          // queries of one batch entry: [N, beams, H*K] over [N, S, H*K].
+          const std::int64_t n = b / state.beams;
+          const Tensor q = model::apply(a.q, in).view({n, state.beams, -1});
+          const Tensor context =
+              ops::attention(q, state.cross_k[i], state.cross_v[i], state.src_lengths, options, nullptr);
+          if (static_cast<std::int64_t>(i) == state.attention_layer) record_attention(state, q, i, options);
+          return model::apply(a.out, context.view({b, 1, -1}));
+        });
+    y = model::residual_forward(c.norm, p.ffn_norm, c.layer_norm_eps, y, Dropout{}, nullptr, [&](const Tensor& in) {
+      return model::feed_forward_forward(p.ffn, in, Dropout{}, nullptr);
+    });
+  }
+  if (c.norm == NormPlacement::kPre) {
+    y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
+  }
+  Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
+                                                        : ops::linear(y, v.output.weight, Tensor()))
+                         .view({b, c.tgt_vocab_size});  // [B, V]
+  // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
+  // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
+  if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);
+  ops::log_softmax_(log_probs);
+  for (std::int64_t& fed : state.fed) ++fed;
+  state.steps = t + 1;
+  return log_probs;
+}
+
 void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources) const {
   const auto n = static_cast<std::int64_t>(rows.size());
   const std::int64_t beams = state.beams, rows_before = state.batch_size();
@@ -300,6 +362,10 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
       for (auto* tensors : {&state.cross_k, &state.cross_v}) {
         for (Tensor& t : *tensors) t = select_batch_rows(t, selection, t.dim(1), allocated_sources);
       }
+      std::vector<std::int64_t> fed;
+      for (const std::int64_t source : sources) fed.push_back(state.fed[static_cast<std::size_t>(source)]);
+      state.fed = std::move(fed);
+      state.steps = state.fed.empty() ? 0 : *std::max_element(state.fed.begin(), state.fed.end());
     }
   }
   if (keeps_every_row(rows, rows_before)) return;
@@ -307,6 +373,49 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
   RowIndex selection(rows);
   for (auto* tensors : {&state.self_k, &state.self_v}) {
     for (Tensor& t : *tensors) t = select_batch_rows(t, selection, state.steps, state.allocated_rows);
+  }
+}
+
+void Transformer::append_decoding(DecoderState& state, DecoderState more) const {
+  if (state.batch_size() == 0) {
+    state = std::move(more);
+    return;
+  }
+  if (more.batch_size() == 0) return;
+  if (more.beams != state.beams || more.attention_layer != state.attention_layer ||
+      more.attention_head != state.attention_head || more.cross_k.size() != state.cross_k.size()) {
+    throw Error("append_decoding: the states differ in beams, layers or recorded attention");
+  }
+  const std::int64_t n1 = state.src_lengths.dim(0), n2 = more.src_lengths.dim(0), n = n1 + n2;
+  const std::int64_t r1 = state.batch_size(), r2 = more.batch_size(), rows = r1 + r2;
+  const Device device = state.src_lengths.device();
+  // [n1 + n2, ...] from the two states' first dimension's entries; along dimension 1 the longer
+  // of the two (the sources padded to the longest; the caches' positions allocated), of which
+  // `used` (each state's) are copied.
+  const auto stack = [&](const Tensor& a, const Tensor& b, std::int64_t used_a, std::int64_t used_b) {
+    Shape shape = a.shape();
+    shape[0] = a.dim(0) + b.dim(0);
+    if (a.rank() > 1) shape[1] = std::max(a.dim(1), b.dim(1));
+    Tensor out = Tensor::zeros(shape, a.dtype(), device);
+    const auto part = [](Tensor t, std::int64_t used) { return t.rank() > 1 ? t.narrow(1, 0, used) : t; };
+    if (used_a > 0) part(out.narrow(0, 0, a.dim(0)), used_a).copy_from(part(a, used_a));
+    if (used_b > 0) part(out.narrow(0, a.dim(0), b.dim(0)), used_b).copy_from(part(b, used_b));
+    return out;
+  };
+  state.src_lengths = stack(state.src_lengths, more.src_lengths, 1, 1);
+  for (std::size_t i = 0; i < state.cross_k.size(); ++i) {
+    state.cross_k[i] = stack(state.cross_k[i], more.cross_k[i], state.cross_k[i].dim(1), more.cross_k[i].dim(1));
+    state.cross_v[i] = stack(state.cross_v[i], more.cross_v[i], state.cross_v[i].dim(1), more.cross_v[i].dim(1));
+    state.self_k[i] = stack(state.self_k[i], more.self_k[i], state.steps, more.steps);
+    state.self_v[i] = stack(state.self_v[i], more.self_v[i], state.steps, more.steps);
+  }
+  state.fed.insert(state.fed.end(), more.fed.begin(), more.fed.end());
+  state.steps = std::max(state.steps, more.steps);
+  state.capacity = std::max(state.capacity, more.capacity);
+  state.allocated_rows = rows;
+  state.attention = Tensor();
+  if (state.src_lengths.dim(0) != n || state.self_k.front().dim(0) != rows) {
+    throw Error("append_decoding: inconsistent state sizes");
   }
 }
 

@@ -1,24 +1,15 @@
-// Cross-request batching (see batching_translator.h).
+// Continuous cross-request batching (see batching_translator.h).
 #include "serve/batching_translator.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "core/error.h"
 #include "core/timing.h"
 
 namespace dragoman::serve {
-namespace {
-
-// Thrown between decoding batches when every request of the batch was abandoned.
-struct Abandoned {};
-
-bool same_batch(const TranslationJob& a, const TranslationJob& b) {
-  return a.model == b.model && same_search(a.search, b.search);
-}
-
-}  // namespace
 
 bool same_search(const SearchOptions& a, const SearchOptions& b) {
   return a.beam == b.beam && a.length_penalty == b.length_penalty && a.alpha == b.alpha &&
@@ -27,11 +18,16 @@ bool same_search(const SearchOptions& a, const SearchOptions& b) {
          a.attention.head == b.attention.head;
 }
 
-BatchingTranslator::BatchingTranslator(std::vector<Model> models, TranslatorOptions base, BatchingOptions options,
-                                       BatchObserver observer)
-    : models_(std::move(models)), base_(std::move(base)), options_(options), observer_(std::move(observer)) {
+BatchingTranslator::BatchingTranslator(std::vector<Model> models, TranslatorOptions limits, BatchingOptions options,
+                                       StepObserver observer)
+    : models_(std::move(models)), limits_(std::move(limits)), options_(options), observer_(std::move(observer)) {
   if (models_.empty()) throw Error("serve: no model to translate with");
+  if (limits_.batch_tokens < 1 || limits_.batch_sentences < 1) {
+    throw Error("serve: the batch sizes in tokens and sentences must be >= 1");
+  }
 }
+
+BatchingTranslator::~BatchingTranslator() = default;
 
 void BatchingTranslator::drain() {
   {
@@ -52,116 +48,194 @@ std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
   if (model >= models_.size()) throw Error("serve: model " + std::to_string(model) + " out of range");
   auto job = std::make_shared<TranslationJob>();
   job->model = model;
-  for (const auto& s : sources) job->tokens += static_cast<std::int64_t>(s.size());
-  job->sources = std::move(sources);
   job->search = search;
   job->queued = std::chrono::steady_clock::now();
-  const auto count = static_cast<std::int64_t>(job->sources.size());
+  // As translate: a source beyond the model's positions is cut to them, an empty one translates to
+  // an empty line without a search.
+  const std::int64_t max_positions = models_[model].decoding->config().max_positions;
+  job->translations.resize(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    Translation& t = job->translations[i];
+    if (static_cast<std::int64_t>(sources[i].size()) > max_positions) {
+      sources[i].resize(static_cast<std::size_t>(max_positions));
+      t.truncated = true;
+    }
+    t.source_tokens = static_cast<std::int64_t>(sources[i].size());
+    job->tokens += t.source_tokens;
+    if (sources[i].empty()) {
+      t.nbest.emplace_back();
+    } else {
+      job->order.push_back(i);
+    }
+  }
+  job->sources = std::move(sources);
+  std::stable_sort(job->order.begin(), job->order.end(),
+                   [&](std::size_t a, std::size_t b) { return job->sources[a].size() > job->sources[b].size(); });
+  job->missing = job->order.size();
+  const auto count = static_cast<std::int64_t>(job->order.size());
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (draining_ || (queued_sentences_ > 0 && queued_sentences_ + count > options_.max_queue_sentences)) {
       throw QueueFull{};
     }
-    queue_.push_back(job);
-    queued_sentences_ += count;
+    if (count > 0) {
+      queue_.push_back(job);
+      queued_sentences_ += count;
+    }
+  }
+  if (count == 0) {
+    answer(*job);
+    return job;
   }
   wake_.notify_all();
   return job;
 }
 
-std::vector<std::shared_ptr<TranslationJob>> BatchingTranslator::take_batch() {
-  std::vector<std::shared_ptr<TranslationJob>> batch;
-  std::int64_t tokens = 0;
+void BatchingTranslator::answer(TranslationJob& job) {
+  if (job.answered) return;
+  job.answered = true;
+  job.result.set_value(std::move(job.translations));
+}
+
+void BatchingTranslator::fail(TranslationJob& job, std::exception_ptr error) {
+  if (job.answered) return;
+  job.answered = true;
+  job.result.set_exception(std::move(error));
+}
+
+bool BatchingTranslator::may_join() const {
+  if (queue_.empty()) return false;
+  const TranslationJob& oldest = *queue_.front();
+  if (oldest.model == search_model_ && same_search(oldest.search, search_->options())) return true;
+  return std::chrono::steady_clock::now() - oldest.queued < options_.max_wait;
+}
+
+void BatchingTranslator::take_queued(Joining& joining) {
+  // Abandoned requests leave the queue, whatever their options, and so do those answered already
+  // (with the error of a failed search that had some of their sentences).
   for (auto it = queue_.begin(); it != queue_.end();) {
-    if (!batch.empty() && (!same_batch(**it, *batch.front()) || tokens + (*it)->tokens > options_.batch_tokens)) {
+    TranslationJob& job = **it;
+    if (!job.abandoned && !job.answered) {
       ++it;
       continue;
     }
-    tokens += (*it)->tokens;
-    queued_sentences_ -= static_cast<std::int64_t>((*it)->sources.size());
-    batch.push_back(*it);
+    if (job.joined == 0) queued_sentences_ -= static_cast<std::int64_t>(job.order.size());
+    fail(job, std::make_exception_ptr(Error("abandoned")));
     it = queue_.erase(it);
-    if (tokens >= options_.batch_tokens) break;
   }
-  return batch;
+  if (!may_join()) return;
+  std::int64_t sentences = search_->sentences(), tokens = search_->source_tokens();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    TranslationJob& job = **it;
+    if (job.model != search_model_ || !same_search(job.search, search_->options())) {
+      ++it;
+      continue;
+    }
+    for (; job.joined < job.order.size(); ++job.joined) {
+      const std::size_t index = job.order[job.joined];
+      const auto length = static_cast<std::int64_t>(job.sources[index].size());
+      const bool room =
+          sentences == 0 || (sentences < limits_.batch_sentences && tokens + length <= limits_.batch_tokens);
+      if (!room) break;
+      // A request is queued until its first sentence joins (the queue's bound counts requests
+      // waiting to start, not the sentences of one in progress).
+      if (job.joined == 0) queued_sentences_ -= static_cast<std::int64_t>(job.order.size());
+      const std::int64_t id = next_id_++;
+      searching_[id] = {*it, index};
+      joining.sources.push_back(job.sources[index]);
+      joining.ids.push_back(id);
+      ++sentences;
+      tokens += length;
+    }
+    if (job.joined < job.order.size()) return;  // the search is full
+    it = queue_.erase(it);
+  }
+}
+
+void BatchingTranslator::step() {
+  // Requests whose clients gave up leave the search.
+  bool abandoned = false;
+  for (const auto& entry : searching_) abandoned = abandoned || entry.second.first->abandoned;
+  if (abandoned) {
+    search_->remove([this](std::int64_t id) { return searching_.at(id).first->abandoned.load(); });
+    for (auto it = searching_.begin(); it != searching_.end();) {
+      if (!it->second.first->abandoned) {
+        ++it;
+        continue;
+      }
+      fail(*it->second.first, std::make_exception_ptr(Error("abandoned")));
+      it = searching_.erase(it);
+    }
+    spdlog::debug("serve: sentences of abandoned requests left the search");
+  }
+  if (search_->empty()) return;
+  const Clock::time_point start = Clock::now();
+  StepReport report;
+  report.sentences = search_->sentences();
+  const Vocabulary& vocabulary = *models_[search_model_].vocabulary;
+  for (auto& [id, hypotheses] : search_->step()) {
+    const auto it = searching_.find(id);
+    TranslationJob& job = *it->second.first;
+    Translation& translation = job.translations[it->second.second];
+    translation.nbest = translated(vocabulary, hypotheses);
+    ++report.finished;
+    report.target_tokens += static_cast<std::int64_t>(translation.nbest.front().tokens.size());
+    searching_.erase(it);
+    if (--job.missing == 0) answer(job);
+  }
+  report.seconds = seconds_since(start);
+  if (observer_) observer_(report);
 }
 
 void BatchingTranslator::run(const std::function<bool()>& finished) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (queue_.empty()) {
-      lock.unlock();
-      const bool done = finished();
-      lock.lock();
-      if (done && queue_.empty()) return;
-      wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return !queue_.empty(); });
-      continue;
-    }
-    // Wait for company: until the oldest request has waited max_wait, or a batch's worth of
-    // tokens is queued for its model and options (or the server drains: then no more will come).
-    const auto deadline = queue_.front()->queued + options_.max_wait;
-    wake_.wait_until(lock, deadline, [&] {
-      if (draining_) return true;
-      std::int64_t tokens = 0;
-      for (const auto& job : queue_) {
-        if (same_batch(*job, *queue_.front())) tokens += job->tokens;
+    if (!search_ || search_->empty()) {
+      search_.reset();
+      if (queue_.empty()) {
+        lock.unlock();
+        const bool done = finished();
+        lock.lock();
+        if (done && queue_.empty()) return;
+        wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return !queue_.empty(); });
+        continue;
       }
-      return tokens >= options_.batch_tokens;
-    });
-    const std::vector<std::shared_ptr<TranslationJob>> batch = take_batch();
+      // Idle: wait for company, until the oldest request has waited max_wait, or a batch's worth
+      // of tokens is queued for its model and options (or the server drains: no more will come).
+      const auto deadline = queue_.front()->queued + options_.max_wait;
+      wake_.wait_until(lock, deadline, [&] {
+        if (draining_) return true;
+        std::int64_t tokens = 0;
+        const TranslationJob& oldest = *queue_.front();
+        for (const auto& job : queue_) {
+          if (job->model == oldest.model && same_search(job->search, oldest.search)) tokens += job->tokens;
+        }
+        return tokens >= limits_.batch_tokens;
+      });
+      const std::shared_ptr<TranslationJob> oldest = queue_.front();
+      try {
+        search_ = std::make_unique<BeamSearch>(*models_[oldest->model].decoding, oldest->search);
+        search_model_ = oldest->model;
+      } catch (...) {  // options no search takes: this request's error
+        queue_.pop_front();
+        if (oldest->joined == 0) queued_sentences_ -= static_cast<std::int64_t>(oldest->order.size());
+        fail(*oldest, std::current_exception());
+        continue;
+      }
+    }
+    Joining joining;
+    take_queued(joining);
     lock.unlock();
-    translate(batch);
+    try {
+      if (!joining.sources.empty()) search_->add(joining.sources, joining.ids);
+      step();
+    } catch (...) {
+      spdlog::error("serve: a search of {} sentence(s) failed", searching_.size());
+      for (auto& entry : searching_) fail(*entry.second.first, std::current_exception());
+      searching_.clear();
+      search_.reset();
+    }
     lock.lock();
-  }
-}
-
-void BatchingTranslator::translate(const std::vector<std::shared_ptr<TranslationJob>>& batch) {
-  std::vector<std::vector<std::int32_t>> sources;
-  std::vector<std::size_t> owners;  // the job of each sentence
-  for (std::size_t j = 0; j < batch.size(); ++j) {
-    if (batch[j]->abandoned) continue;
-    for (const auto& s : batch[j]->sources) {
-      sources.push_back(s);
-      owners.push_back(j);
-    }
-  }
-  // Between its decoding batches the translation stops when every request of it was abandoned
-  // (their clients timed out): nobody would read the rest.
-  const auto all_abandoned = [&batch] {
-    for (const auto& job : batch) {
-      if (!job->abandoned) return false;
-    }
-    return true;
-  };
-  try {
-    TranslatorOptions options = base_;
-    options.search = batch.front()->search;
-    const Model& model = models_[batch.front()->model];
-    const Clock::time_point start = Clock::now();
-    std::vector<Translation> done;
-    if (!sources.empty()) {
-      done = Translator(*model.decoding, *model.vocabulary, options)
-                 .translate_ids_in_batches(std::move(sources), [&](const std::vector<Translation>&, std::int64_t) {
-                   if (all_abandoned()) throw Abandoned{};
-                 });
-    }
-    std::vector<std::vector<Translation>> per_job(batch.size());
-    std::int64_t target_tokens = 0;
-    for (std::size_t i = 0; i < done.size(); ++i) {
-      target_tokens += static_cast<std::int64_t>(done[i].nbest.front().tokens.size());
-      per_job[owners[i]].push_back(done[i]);
-    }
-    for (std::size_t j = 0; j < batch.size(); ++j) batch[j]->result.set_value(std::move(per_job[j]));
-    const double seconds = seconds_since(start);
-    spdlog::debug("serve: a batch of {} sentence(s) from {} request(s) in {:.1f} ms", done.size(), batch.size(),
-                  seconds * 1e3);
-    if (observer_) observer_(static_cast<std::int64_t>(done.size()), target_tokens, seconds);
-  } catch (const Abandoned&) {
-    spdlog::debug("serve: a batch of {} request(s) stopped: their clients gave up", batch.size());
-    for (const auto& job : batch) job->result.set_exception(std::make_exception_ptr(Error("abandoned")));
-  } catch (...) {
-    spdlog::error("serve: a batch of {} request(s) failed", batch.size());
-    for (const auto& job : batch) job->result.set_exception(std::current_exception());
   }
 }
 

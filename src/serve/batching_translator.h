@@ -1,20 +1,29 @@
-// Cross-request batching for `dragoman serve`: requests submit their sentences (already encoded)
-// for one of the served models with their search options; one thread (the caller of run(): the
-// server's main thread, the one that loaded the models) takes the oldest request, waits at most
-// `max_wait` for company (other requests for the same model with the same search options) until
-// `batch_tokens` source tokens are queued, translates them together with one Translator call
-// (sorted by length and batched there, decode/translator.h), and hands each request its own
-// translations, in its order. With row-invariant products (translate --deterministic,
-// kernels/cpu/gemm.h) a sentence's translation does not depend on the requests it was batched with.
+// Cross-request batching for `dragoman serve`, continuous: requests submit their sentences
+// (already encoded) for one of the served models with their search options, and one thread (the
+// caller of run(): the server's main thread, the one that loaded the models) runs one beam search
+// (decode/beam_search.h BeamSearch) that sentences join between decoding steps and leave as soon
+// as they are finished. A request waiting when the search has room joins it at the next step,
+// instead of waiting for a whole batch to finish; the search holds at most `batch_sentences`
+// sentences and `batch_tokens` source tokens (translate's batch limits). An idle server waits at
+// most `max_wait` for company before it starts a search (or until `batch_tokens` are queued).
+// A request's sentences join longest first; its answer goes back when all of them are finished,
+// in its order. With row-invariant products (translate --deterministic, kernels/cpu/gemm.h) a
+// sentence's translation does not depend on what it was searched with: it is translate's.
+//
+// Requests share a search only with requests of the same model and search options; others wait
+// until the search empties. The oldest request is never passed over for longer than max_wait:
+// once a request of other options has waited that long, no more sentences join and the search
+// is left to finish, then the next one starts with the oldest request's options.
 //
 // One thread computes, on its OpenMP threads: a second thread with a team of its own would double
 // the process's OpenMP threads, and libgomp then stops spinning at its barriers (more threads than
 // cores): every parallel loop would sleep and wake through the kernel (measured: serve at half of
 // translate's speed on the same sentences, 16,000 context switches a second).
 //
-// The queue is bounded in sentences: a request that would exceed it is refused at once (QueueFull:
-// the server answers 503 with Retry-After). A request whose client gave up (a timeout) is marked
-// abandoned: its batch is skipped, or stopped between decoding batches, when all of its requests are.
+// The queue is bounded in the sentences of requests not started yet (a long request in progress,
+// whose sentences join the search as it has room, no longer counts): a request that would exceed
+// it is refused at once (QueueFull: the server answers 503 with Retry-After). A request whose client gave up (a
+// timeout) is marked abandoned: its sentences are dropped from the queue and from the search.
 #pragma once
 
 #include <atomic>
@@ -24,6 +33,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -33,7 +43,6 @@
 namespace dragoman::serve {
 
 struct BatchingOptions {
-  std::int64_t batch_tokens = 2048;          // source tokens a batch collects (at least one request)
   std::chrono::microseconds max_wait{5000};  // how long the oldest request waits for company
   std::int64_t max_queue_sentences = 10000;  // queued sentences beyond which requests are refused
 };
@@ -48,11 +57,25 @@ struct TranslationJob {
   std::atomic<bool> abandoned{false};
   std::chrono::steady_clock::time_point queued;
   std::int64_t tokens = 0;  // source tokens
+
+  // The translating thread's: the sources' order of joining (longest first), how many joined,
+  // the translations so far and how many are missing.
+  std::vector<std::size_t> order;
+  std::size_t joined = 0;
+  std::vector<Translation> translations;
+  std::size_t missing = 0;
+  bool answered = false;
 };
 
-// What run() reports after each batch (metrics): sentences, target tokens of the 1-best
-// translations, seconds the translation took.
-using BatchObserver = std::function<void(std::int64_t sentences, std::int64_t target_tokens, double seconds)>;
+// What run() reports after each decoding step (metrics): the sentences it searched, the sentences
+// it finished and their 1-best translations' target tokens, and the seconds it took.
+struct StepReport {
+  std::int64_t sentences = 0;
+  std::int64_t finished = 0;
+  std::int64_t target_tokens = 0;
+  double seconds = 0;
+};
+using StepObserver = std::function<void(const StepReport&)>;
 
 class BatchingTranslator {
  public:
@@ -60,9 +83,11 @@ class BatchingTranslator {
     const DecodingModel* decoding;
     const Vocabulary* vocabulary;
   };
-  // The models and vocabularies must outlive this. `base` gives the batch sizes of each Translator call.
-  BatchingTranslator(std::vector<Model> models, TranslatorOptions base, BatchingOptions options,
-                     BatchObserver observer = {});
+  // The models and vocabularies must outlive this. `limits` gives the search's batch_tokens and
+  // batch_sentences (its search options are each request's).
+  BatchingTranslator(std::vector<Model> models, TranslatorOptions limits, BatchingOptions options,
+                     StepObserver observer = {});
+  ~BatchingTranslator();
 
   // Queues `sources` (token ids) to be translated by model `model` with `search`; throws QueueFull
   // when the queue has no room for them (or after drain()). The job's future gets the translations
@@ -70,28 +95,44 @@ class BatchingTranslator {
   std::shared_ptr<TranslationJob> submit(std::size_t model, std::vector<std::vector<std::int32_t>> sources,
                                          const SearchOptions& search);
   // Translates queued requests on the calling thread until `finished()` is true (checked at least
-  // every 50 ms) and nothing is queued.
+  // every 50 ms) and nothing is queued or searched.
   void run(const std::function<bool()>& finished);
-  // Sentences queued and not started yet.
+  // Sentences of the requests queued and not started yet.
   std::int64_t queued_sentences() const;
   // From now on submit refuses requests; run() still finishes those queued.
   void drain();
 
  private:
-  // The next batch: the oldest job and the queued jobs of the same model and search options, up to
-  // batch_tokens source tokens. Called with the lock held and a job queued.
-  std::vector<std::shared_ptr<TranslationJob>> take_batch();
-  void translate(const std::vector<std::shared_ptr<TranslationJob>>& batch);
+  struct Joining {
+    std::vector<std::vector<std::int32_t>> sources;
+    std::vector<std::int64_t> ids;
+  };
+  // Moves queued sentences of the search's model and options into `joining` while the search has
+  // room (the lock held); answers the requests that were abandoned or have nothing to search.
+  void take_queued(Joining& joining);
+  // Whether the search may take more: not when an older request of other options waited max_wait.
+  bool may_join() const;
+  // One step of the search, its finished sentences given to their requests.
+  void step();
+  void answer(TranslationJob& job);
+  void fail(TranslationJob& job, std::exception_ptr error);
 
   std::vector<Model> models_;
-  TranslatorOptions base_;
+  TranslatorOptions limits_;
   BatchingOptions options_;
-  BatchObserver observer_;
+  StepObserver observer_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<TranslationJob>> queue_;
   std::int64_t queued_sentences_ = 0;
   bool draining_ = false;
+
+  // The translating thread's: the running search, its model, and the request and source of
+  // each sentence in it (by the search's ids).
+  std::unique_ptr<BeamSearch> search_;
+  std::size_t search_model_ = 0;
+  std::map<std::int64_t, std::pair<std::shared_ptr<TranslationJob>, std::size_t>> searching_;
+  std::int64_t next_id_ = 0;
 };
 
 // Whether two searches can share a batch (every option equal).

@@ -37,7 +37,7 @@ std::string Histogram::text(const std::string& name, const std::string& help) co
 }
 
 Metrics::Metrics()
-    : batch_sentences_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}),
+    : step_sentences_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}),
       latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}) {}
 
 void Metrics::request(const std::string& endpoint, int status, double seconds) {
@@ -51,14 +51,14 @@ void Metrics::request(const std::string& endpoint, int status, double seconds) {
   latency_.observe(seconds);
 }
 
-void Metrics::batch(std::int64_t sentences, std::int64_t target_tokens, double /*seconds*/) {
+void Metrics::step(std::int64_t sentences, std::int64_t finished, std::int64_t target_tokens) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  ++batches_;
-  sentences_ += static_cast<std::uint64_t>(sentences);
+  ++steps_;
+  sentences_ += static_cast<std::uint64_t>(finished);
   target_tokens_ += static_cast<std::uint64_t>(target_tokens);
-  minute_sentences_ += static_cast<std::uint64_t>(sentences);
+  minute_sentences_ += static_cast<std::uint64_t>(finished);
   minute_tokens_ += static_cast<std::uint64_t>(target_tokens);
-  batch_sentences_.observe(static_cast<double>(sentences));
+  step_sentences_.observe(static_cast<double>(sentences));
 }
 
 std::string Metrics::text(std::int64_t queued) {
@@ -72,9 +72,11 @@ std::string Metrics::text(std::int64_t queued) {
   out += "dragoman_errors_total " + std::to_string(errors_) + "\n";
   out += header("dragoman_queue_sentences", "Sentences queued and not started yet.", "gauge");
   out += "dragoman_queue_sentences " + std::to_string(queued) + "\n";
-  out += header("dragoman_batches_total", "Batches translated.", "counter");
-  out += "dragoman_batches_total " + std::to_string(batches_) + "\n";
-  out += batch_sentences_.text("dragoman_batch_sentences", "Sentences per batch (of one or more requests).");
+  out += header("dragoman_decoding_steps_total", "Decoding steps run (each over the sentences being searched).",
+                "counter");
+  out += "dragoman_decoding_steps_total " + std::to_string(steps_) + "\n";
+  out += step_sentences_.text("dragoman_step_sentences",
+                              "Sentences searched per decoding step (the step's batch, of one or more requests).");
   out += latency_.text("dragoman_request_duration_seconds", "Time from a request's arrival to its answer.");
   out += header("dragoman_sentences_total", "Sentences translated.", "counter");
   out += "dragoman_sentences_total " + std::to_string(sentences_) + "\n";

@@ -1,7 +1,8 @@
 // `dragoman serve`'s counters, exposed at GET /metrics in Prometheus' text format (version 0.0.4):
-// requests by endpoint and status, errors, queued sentences, the sentences of each batch and the
-// latency of each request (histograms), sentences and target tokens translated, and the target
-// tokens/s of the last minute. Thread-safe.
+// requests by endpoint and status, errors, queued sentences, decoding steps and the sentences each
+// searched (continuous batching: the batch of that step) and the latency of each request
+// (histograms), sentences and target tokens translated, and the target tokens/s of the last
+// minute. Thread-safe.
 #pragma once
 
 #include <array>
@@ -35,7 +36,9 @@ class Metrics {
  public:
   Metrics();
   void request(const std::string& endpoint, int status, double seconds);
-  void batch(std::int64_t sentences, std::int64_t target_tokens, double seconds);
+  // A decoding step that searched `sentences` and finished `finished` with `target_tokens` target
+  // tokens in their 1-best translations.
+  void step(std::int64_t sentences, std::int64_t finished, std::int64_t target_tokens);
   // The exposition; `queued` is the number of sentences waiting now.
   std::string text(std::int64_t queued);
   // The last minute's summary for the log, and a new minute begins.
@@ -44,8 +47,8 @@ class Metrics {
  private:
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
-  std::uint64_t errors_ = 0, sentences_ = 0, target_tokens_ = 0, batches_ = 0;
-  Histogram batch_sentences_, latency_;
+  std::uint64_t errors_ = 0, sentences_ = 0, target_tokens_ = 0, steps_ = 0;
+  Histogram step_sentences_, latency_;
   // The last minute: sentences, target tokens and requests since minute_start_.
   std::chrono::steady_clock::time_point minute_start_ = std::chrono::steady_clock::now();
   std::uint64_t minute_sentences_ = 0, minute_tokens_ = 0, minute_requests_ = 0, minute_errors_ = 0;

@@ -185,10 +185,9 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   Metrics metrics;
   std::vector<BatchingTranslator::Model> decoders;
   for (const ServedModel& m : models) decoders.push_back({&m.models.decoding(), m.models.vocabulary.get()});
-  BatchingTranslator batcher(decoders, options.translator, options.batching,
-                             [&metrics](std::int64_t sentences, std::int64_t tokens, double seconds) {
-                               metrics.batch(sentences, tokens, seconds);
-                             });
+  BatchingTranslator batcher(decoders, options.translator, options.batching, [&metrics](const StepReport& step) {
+    metrics.step(step.sentences, step.finished, step.target_tokens);
+  });
   Context c{models, options, metrics, batcher};
   httplib::Server server;
   const int threads = options.http_threads;

@@ -153,10 +153,11 @@ health = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", tim
 assert health["status"] == "ok", health
 PY
 metrics=$(curl -s "http://127.0.0.1:$port/metrics")
-batches=$(sed -n 's/^dragoman_batches_total \([0-9]*\)$/\1/p' <<<"$metrics")
-sentences=$(sed -n 's/^dragoman_sentences_total \([0-9]*\)$/\1/p' <<<"$metrics")
-check requests-shared-batches test "$batches" -lt "$sentences"
-for name in dragoman_requests_total dragoman_errors_total dragoman_queue_sentences dragoman_batch_sentences_bucket \
+# Requests shared decoding steps: some steps searched more than one sentence.
+single_steps=$(sed -n 's/^dragoman_step_sentences_bucket{le="1"} \([0-9]*\)$/\1/p' <<<"$metrics")
+steps=$(sed -n 's/^dragoman_decoding_steps_total \([0-9]*\)$/\1/p' <<<"$metrics")
+check requests-shared-steps test "$single_steps" -lt "$steps"
+for name in dragoman_requests_total dragoman_errors_total dragoman_queue_sentences dragoman_step_sentences_bucket \
   dragoman_request_duration_seconds_bucket dragoman_target_tokens_total dragoman_target_tokens_per_second; do
   check "metric-$name" grep -q "^$name" <<<"$metrics"
 done

@@ -150,15 +150,13 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
   const std::vector<Translation> want2 = expected(beam2), want3 = expected(beam3);
 
   std::mutex mutex;
-  std::vector<std::int64_t> batch_sizes;
+  std::vector<serve::StepReport> steps;
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(50);
-  options.batch_tokens = 1000;
-  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, base, options,
-                                    [&](std::int64_t sentences, std::int64_t, double) {
-                                      const std::lock_guard<std::mutex> lock(mutex);
-                                      batch_sizes.push_back(sentences);
-                                    });
+  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, base, options, [&](const serve::StepReport& step) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    steps.push_back(step);
+  });
   std::atomic<bool> finished{false};
   std::thread runner([&] { batcher.run([&] { return finished.load(); }); });
   // 12 requests from 12 threads: each one sentence, beam 2 or 3 alternately.
@@ -180,12 +178,16 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
     CHECK(answers[i][0].nbest.front().tokens == want.nbest.front().tokens);
     CHECK(answers[i][0].nbest.front().log_prob == want.nbest.front().log_prob);
   }
-  // Requests waited for each other (fewer batches than requests), never beyond their options:
-  // at least two batches, one per beam.
-  CHECK(batch_sizes.size() >= 2);
-  CHECK(batch_sizes.size() < 12);
-  std::int64_t total = 0;
-  for (const std::int64_t n : batch_sizes) total += n;
+  // Requests shared decoding steps (some searched several sentences), never beyond their options
+  // (6 of each beam: at most 6 in a step); every sentence finished once.
+  std::int64_t most = 0, total = 0;
+  for (const serve::StepReport& step : steps) {
+    most = std::max(most, step.sentences);
+    total += step.finished;
+    CHECK(step.target_tokens >= 0);
+  }
+  CHECK(most > 1);
+  CHECK(most <= 6);
   CHECK(total == 12);
   CHECK(batcher.queued_sentences() == 0);
 }
@@ -197,7 +199,6 @@ TEST_CASE("batching translator: a bounded queue, and nothing taken once draining
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it
   options.max_queue_sentences = 3;
-  options.batch_tokens = 1 << 20;
   serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, TranslatorOptions{}, options);
   std::atomic<bool> finished{false};
   std::thread runner([&] { batcher.run([&] { return finished.load(); }); });

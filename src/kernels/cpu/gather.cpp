@@ -14,4 +14,13 @@ void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, st
   }
 }
 
+void scatter_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                          const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes) {
+  const auto* from = static_cast<const unsigned char*>(src);
+  auto* to = static_cast<unsigned char*>(dst);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + rows[i] * dst_stride, from + i * src_stride, static_cast<std::size_t>(row_bytes));
+  }
+}
+
 }  // namespace dragoman::cpu

@@ -50,6 +50,10 @@ void gather_row_prefixes(const void*, std::int64_t, void*, std::int64_t, const s
                          std::int64_t, Stream) {
   no_cuda("gather_row_prefixes");
 }
+void scatter_row_prefixes(const void*, std::int64_t, void*, std::int64_t, const std::int32_t*, std::int64_t,
+                          std::int64_t, Stream) {
+  no_cuda("scatter_row_prefixes");
+}
 
 // top_k.h
 void top_k_rows(const float*, std::int64_t, std::int64_t, std::int64_t, std::int32_t, std::int32_t, std::int32_t,
