@@ -71,6 +71,7 @@ echo "|---:|---:|---:|---:|---:|---:|"
 for c in $clients; do
   BODIES=$work/bodies.jsonl wrk -t 1 -c "$c" -d "${seconds}s" --latency --timeout 30s -s "$work/post.lua" \
     "http://127.0.0.1:$port" >"$work/wrk.txt"
+  [[ -n ${WRK_KEEP:-} ]] && cp "$work/wrk.txt" "$WRK_KEEP.$c"
   rate=$(awk '/^Requests\/sec:/ { print $2 }' "$work/wrk.txt")
   p50=$(awk '$1 == "50%" { print $2 }' "$work/wrk.txt")
   p99=$(awk '$1 == "99%" { print $2 }' "$work/wrk.txt")

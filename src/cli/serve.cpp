@@ -33,6 +33,8 @@ struct ServeCliOptions {
   std::int64_t batch_tokens = 0;
   std::int64_t batch_sentences = 0;
   double max_wait_ms = 5;
+  std::int64_t join_sentences = 16;
+  double join_wait_ms = 60;
   std::int64_t max_queue = 10000;
   std::int64_t max_request_bytes = 1 << 20;
   std::int64_t max_request_sentences = 1000;
@@ -79,6 +81,8 @@ int run_serve(const ServeCliOptions& o) {
   serve::BatchingOptions batching;
   batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
   batching.max_queue_sentences = o.max_queue;
+  batching.join_sentences = o.join_sentences;
+  batching.join_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.join_wait_ms * 1000));
   options.translator = base;
   options.batching = batching;
 
@@ -154,6 +158,13 @@ Subcommand add_serve(CLI::App& app) {
       ->check(integer_in(1, std::int64_t{1} << 30));
   sub->add_option("--max-wait-ms", o->max_wait_ms,
                   "How long a request to an idle server waits for others to start a search with")
+      ->check(number_in(0, 10000))
+      ->capture_default_str();
+  sub->add_option("--join-sentences", o->join_sentences,
+                  "A running search takes new requests' sentences once this many wait (or as many as it has room for)")
+      ->check(integer_in(1, std::int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--join-wait-ms", o->join_wait_ms, "... or once the oldest of them has waited this long")
       ->check(number_in(0, 10000))
       ->capture_default_str();
   sub->add_option("--max-queue", o->max_queue, "Sentences queued at most; beyond, requests get 503 and Retry-After")

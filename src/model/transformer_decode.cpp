@@ -255,6 +255,28 @@ Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t leng
   return out;
 }
 
+// A self-attention cache's rows `rows` (CPU) [R, L, H*K], each with the positions its source was
+// fed (`fed` of the new rows' sources: runs of `beams` rows), as select_batch_rows.
+Tensor select_cache_rows(const Tensor& x, const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& fed,
+                         std::int64_t beams, std::int64_t allocated_rows) {
+  Shape shape = x.shape();
+  shape[0] = allocated_rows;
+  const auto count = static_cast<std::int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, count);
+  if (x.strides()[2] != 1 || x.strides()[1] != x.dim(2)) throw Error("select_rows: the caches' rows must be dense");
+  const auto element = static_cast<std::int64_t>(dtype_size(x.dtype()));
+  const std::vector<std::int32_t> index(rows.begin(), rows.end());
+  std::vector<std::int64_t> bytes(rows.size());
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (rows[i] < 0 || rows[i] >= x.dim(0))
+      throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
+    bytes[static_cast<std::size_t>(i)] = fed[static_cast<std::size_t>(i / beams)] * x.strides()[1] * element;
+  }
+  cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
+                           index.data(), count, bytes.data());
+  return out;
+}
+
 }  // namespace
 
 Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const {
@@ -369,10 +391,17 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
     }
   }
   if (keeps_every_row(rows, rows_before)) return;
-  // Only the positions fed so far hold keys and values.
+  // Only the positions fed so far hold keys and values: on the CPU each row's own (sources fed
+  // different numbers of tokens: a search that sentences joined), elsewhere the most any row has.
   RowIndex selection(rows);
+  const bool own_prefixes =
+      state.self_k.front().device().is_cpu() &&
+      std::any_of(state.fed.begin(), state.fed.end(), [&](std::int64_t f) { return f != state.steps; });
   for (auto* tensors : {&state.self_k, &state.self_v}) {
-    for (Tensor& t : *tensors) t = select_batch_rows(t, selection, state.steps, state.allocated_rows);
+    for (Tensor& t : *tensors) {
+      t = own_prefixes ? select_cache_rows(t, rows, state.fed, beams, state.allocated_rows)
+                       : select_batch_rows(t, selection, state.steps, state.allocated_rows);
+    }
   }
 }
 
@@ -391,23 +420,32 @@ void Transformer::append_decoding(DecoderState& state, DecoderState more) const 
   const Device device = state.src_lengths.device();
   // [n1 + n2, ...] from the two states' first dimension's entries; along dimension 1 the longer
   // of the two (the sources padded to the longest; the caches' positions allocated), of which
-  // `used` (each state's) are copied.
-  const auto stack = [&](const Tensor& a, const Tensor& b, std::int64_t used_a, std::int64_t used_b) {
+  // `used` (each state's) are copied. With `pad`, the positions beyond a part's own are zeros
+  // (source padding, which attention masks); otherwise unset (cache positions not fed yet).
+  const auto stack = [&](const Tensor& a, const Tensor& b, std::int64_t used_a, std::int64_t used_b, bool pad) {
     Shape shape = a.shape();
     shape[0] = a.dim(0) + b.dim(0);
     if (a.rank() > 1) shape[1] = std::max(a.dim(1), b.dim(1));
-    Tensor out = Tensor::zeros(shape, a.dtype(), device);
-    const auto part = [](Tensor t, std::int64_t used) { return t.rank() > 1 ? t.narrow(1, 0, used) : t; };
-    if (used_a > 0) part(out.narrow(0, 0, a.dim(0)), used_a).copy_from(part(a, used_a));
-    if (used_b > 0) part(out.narrow(0, a.dim(0), b.dim(0)), used_b).copy_from(part(b, used_b));
+    Tensor out = Tensor::empty(shape, a.dtype(), device);
+    const auto put = [&](const Tensor& from, std::int64_t first, std::int64_t used) {
+      Tensor to = out.narrow(0, first, from.dim(0));
+      if (from.rank() == 1) return to.copy_from(from);
+      if (used > 0) to.narrow(1, 0, used).copy_from(from.narrow(1, 0, used));
+      if (pad && used < shape[1]) to.narrow(1, used, shape[1] - used).fill_zero();
+    };
+    put(a, 0, used_a);
+    put(b, a.dim(0), used_b);
     return out;
   };
-  state.src_lengths = stack(state.src_lengths, more.src_lengths, 1, 1);
+  state.src_lengths = stack(state.src_lengths, more.src_lengths, 1, 1, false);
   for (std::size_t i = 0; i < state.cross_k.size(); ++i) {
-    state.cross_k[i] = stack(state.cross_k[i], more.cross_k[i], state.cross_k[i].dim(1), more.cross_k[i].dim(1));
-    state.cross_v[i] = stack(state.cross_v[i], more.cross_v[i], state.cross_v[i].dim(1), more.cross_v[i].dim(1));
-    state.self_k[i] = stack(state.self_k[i], more.self_k[i], state.steps, more.steps);
-    state.self_v[i] = stack(state.self_v[i], more.self_v[i], state.steps, more.steps);
+    for (auto* cross : {&state.cross_k, &state.cross_v}) {
+      Tensor& a = (*cross)[i];
+      const Tensor& b = (cross == &state.cross_k ? more.cross_k : more.cross_v)[i];
+      a = stack(a, b, a.dim(1), b.dim(1), true);
+    }
+    state.self_k[i] = stack(state.self_k[i], more.self_k[i], state.steps, more.steps, false);
+    state.self_v[i] = stack(state.self_v[i], more.self_v[i], state.steps, more.steps, false);
   }
   state.fed.insert(state.fed.end(), more.fed.begin(), more.fed.end());
   state.steps = std::max(state.steps, more.steps);

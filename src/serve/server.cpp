@@ -192,6 +192,9 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   httplib::Server server;
   const int threads = options.http_threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  // A connection serves up to 1,000 requests (cpp-httplib 0.11's default is 5: clients that keep
+  // their connections, load generators among them, reconnected every fifth request).
+  server.set_keep_alive_max_count(1000);
   server.set_payload_max_length(options.max_request_bytes);
   // SO_REUSEADDR (a restart binds at once after the last one's connections), but not cpp-httplib's
   // default SO_REUSEPORT too: with it a second server binds the same port and shares the traffic.

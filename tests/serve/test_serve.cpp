@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "decode/decode_testing.h"
+#include "kernels/cpu/gemm.h"
 #include "model/model_testing.h"
 #include "serve/api.h"
 #include "serve/batching_translator.h"
@@ -216,6 +217,52 @@ TEST_CASE("batching translator: a bounded queue, and nothing taken once draining
   CHECK_THROWS_AS(batcher.submit(0, {s}, search), serve::QueueFull);
   finished = true;
   runner.join();
+}
+
+TEST_CASE("batching translator: a long request joins the search as it has room, an abandoned one leaves it",
+          "[serve]") {
+  const LettersModel m("serve-continuous");
+  // serve's default: products that do not depend on the rows beside them (restored at the end).
+  const bool row_invariant = cpu::row_invariant_products();
+  cpu::set_row_invariant_products(true);
+  const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g", "b"};
+  std::vector<std::vector<std::int32_t>> sources;
+  for (const std::string& line : lines) sources.push_back(m.vocabulary.encode(line));
+  TranslatorOptions limits;
+  limits.batch_sentences = 2;
+  limits.search.max_length_b = 6;
+  const std::vector<Translation> want = Translator(m.decoding, m.vocabulary, limits).translate_ids(sources);
+  std::mutex mutex;
+  std::int64_t most = 0, finished = 0;
+  serve::BatchingOptions options;
+  options.join_sentences = 1;
+  serve::BatchingTranslator batcher({{&m.decoding, &m.vocabulary}}, limits, options,
+                                    [&](const serve::StepReport& step) {
+                                      const std::lock_guard<std::mutex> lock(mutex);
+                                      most = std::max(most, step.sentences);
+                                      finished += step.finished;
+                                    });
+  // Queued before the translating thread starts: the abandoned request never answers, the other
+  // one is answered in its order, each sentence as a Translator translates it.
+  auto gone = batcher.submit(0, sources, limits.search);
+  auto job = batcher.submit(0, sources, limits.search);
+  gone->abandoned = true;
+  std::atomic<bool> done{false};
+  std::thread runner([&] { batcher.run([&] { return done.load(); }); });
+  const std::vector<Translation> got = job->result.get_future().get();
+  CHECK_THROWS_AS(gone->result.get_future().get(), Error);
+  done = true;
+  runner.join();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("line " << i);
+    CHECK(got[i].nbest.front().tokens == want[i].nbest.front().tokens);
+    CHECK(got[i].nbest.front().log_prob == want[i].nbest.front().log_prob);
+  }
+  CHECK(most == 2);  // never more than batch_sentences in a step
+  CHECK(finished == static_cast<std::int64_t>(sources.size()));
+  CHECK(batcher.queued_sentences() == 0);
+  cpu::set_row_invariant_products(row_invariant);
 }
 
 }  // namespace dragoman

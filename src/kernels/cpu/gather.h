@@ -13,6 +13,11 @@ namespace dragoman::cpu {
 
 void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
                          const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes);
+// The same with each output row's own prefix length: row_bytes[i] bytes for output row i (the
+// decoder's caches when its sources have been fed different numbers of tokens). CPU only: on a GPU
+// the caches are gathered with the longest prefix (the rest of each row's is never read).
+void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                         const std::int32_t* rows, std::int64_t count, const std::int64_t* row_bytes);
 void scatter_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
                           const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes);
 
