@@ -7,6 +7,7 @@
 #   LINES: sentences from data/demo/test.en (default 1000); CLIENTS: "1 4 16 64"; THREADS: compute
 #   threads of both (default 2); SECONDS: per wrk run (default 20). wrk runs on the same machine
 #   and takes some of its CPU (one wrk thread). SERVE_ARGS: more serve options (e.g. "--max-wait-ms 20").
+#   WRK_KEEP=PREFIX keeps each wrk report as PREFIX.CLIENTS (its full latency distribution).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=$1
@@ -48,11 +49,17 @@ end
 LUA
 
 # translate's own rate: its summary line's seconds, which leave out loading the model (as the
-# server's rows do).
-"$dragoman" translate -m "$model" -i "$work/lines.txt" -o "$work/translate.out" --threads "$threads" --deterministic \
-  2>"$work/translate.log"
-translate_rate=$(sed -n 's/.*translate: [0-9]* lines, .* in \([0-9.]*\) s: \([0-9.]*\) lines\/s.*/\2/p' "$work/translate.log")
-[[ -n $translate_rate ]] || { cat "$work/translate.log" >&2; exit 1; }
+# server's rows do). Measured before and after the server's rows, and their mean is the 100 %:
+# on a shared machine one run can be 20 % off the next.
+translate_rate() {
+  "$dragoman" translate -m "$model" -i "$work/lines.txt" -o "$work/translate.out" --threads "$threads" --deterministic \
+    2>"$work/translate.log"
+  local rate
+  rate=$(sed -n 's/.*translate: [0-9]* lines, .* in \([0-9.]*\) s: \([0-9.]*\) lines\/s.*/\2/p' "$work/translate.log")
+  [[ -n $rate ]] || { cat "$work/translate.log" >&2; return 1; }
+  echo "$rate"
+}
+translate_before=$(translate_rate)
 
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of options
 "$dragoman" serve -m "$model" --port 0 --threads "$threads" ${SERVE_ARGS:-} >"$work/serve.log" 2>&1 &
@@ -68,6 +75,7 @@ echo "bench-serve: $model, $lines lines of data/demo/test.en, $threads compute t
 echo
 echo "| clients | sentences/s | vs translate | p50 latency | p99 latency | errors |"
 echo "|---:|---:|---:|---:|---:|---:|"
+rows=()
 for c in $clients; do
   BODIES=$work/bodies.jsonl wrk -t 1 -c "$c" -d "${seconds}s" --latency --timeout 30s -s "$work/post.lua" \
     "http://127.0.0.1:$port" >"$work/wrk.txt"
@@ -76,7 +84,17 @@ for c in $clients; do
   p50=$(awk '$1 == "50%" { print $2 }' "$work/wrk.txt")
   p99=$(awk '$1 == "99%" { print $2 }' "$work/wrk.txt")
   errors=$(awk '/Non-2xx or 3xx responses:/ { print $NF } /Socket errors/ { print "socket: " $0 }' "$work/wrk.txt")
-  share=$(python3 -c "print(f'{100 * $rate / $translate_rate:.0f} %')")
-  echo "| $c | $rate | $share | $p50 | $p99 | ${errors:-0} |"
+  rows+=("$c $rate $p50 $p99 ${errors:-0}")
 done
-echo "| translate (file) | $translate_rate | 100 % | | | |"
+stop_server
+server=""
+translate_after=$(translate_rate)
+translate_mean=$(python3 -c "print(f'{($translate_before + $translate_after) / 2:.1f}')")
+for row in "${rows[@]}"; do
+  read -r c rate p50 p99 errors <<<"$row"
+  share=$(python3 -c "print(f'{100 * $rate / $translate_mean:.0f} %')")
+  echo "| $c | $rate | $share | $p50 | $p99 | $errors |"
+done
+echo "| translate (file) | $translate_mean | 100 % | | | |"
+echo
+echo "translate's rate before and after the server's rows: $translate_before and $translate_after lines/s"

@@ -195,6 +195,10 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   // A connection serves up to 1,000 requests (cpp-httplib 0.11's default is 5: clients that keep
   // their connections, load generators among them, reconnected every fifth request).
   server.set_keep_alive_max_count(1000);
+  // Answers leave at once: with Nagle's algorithm a kept connection's answer (headers, then body)
+  // waited for the client's delayed ACK, 40 ms a request (measured: a one-sentence request took
+  // 44 ms on a kept connection, 9 ms on a new one).
+  server.set_tcp_nodelay(true);
   server.set_payload_max_length(options.max_request_bytes);
   // SO_REUSEADDR (a restart binds at once after the last one's connections), but not cpp-httplib's
   // default SO_REUSEPORT too: with it a second server binds the same port and shares the traffic.
