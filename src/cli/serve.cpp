@@ -33,7 +33,7 @@ struct ServeCliOptions {
   std::int64_t batch_tokens = 0;
   std::int64_t batch_sentences = 0;
   double max_wait_ms = 5;
-  std::int64_t join_sentences = 16;
+  std::int64_t join_sentences = 1;
   double join_wait_ms = 60;
   std::int64_t max_queue = 10000;
   std::int64_t max_request_bytes = 1 << 20;
@@ -161,7 +161,7 @@ Subcommand add_serve(CLI::App& app) {
       ->check(number_in(0, 10000))
       ->capture_default_str();
   sub->add_option("--join-sentences", o->join_sentences,
-                  "A running search takes new requests' sentences once this many wait (or as many as it has room for)")
+                  "A running search takes new requests' sentences once this many wait (1: at every step)")
       ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
   sub->add_option("--join-wait-ms", o->join_wait_ms, "... or once the oldest of them has waited this long")

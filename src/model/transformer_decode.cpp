@@ -255,22 +255,24 @@ Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t leng
   return out;
 }
 
-// A self-attention cache's rows `rows` (CPU) [R, L, H*K], each with the positions its source was
-// fed (`fed` of the new rows' sources: runs of `beams` rows), as select_batch_rows.
-Tensor select_cache_rows(const Tensor& x, const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& fed,
-                         std::int64_t beams, std::int64_t allocated_rows) {
+// Rows `rows` of x (CPU) [B, L, D], output row i with its first positions[i] entries of dimension 1
+// (the rest unset: never read), as select_batch_rows: the decoder's caches when their rows hold
+// different numbers of positions (sources of different lengths, fed different numbers of tokens),
+// copied without the longest row's padding.
+Tensor select_own_prefixes(const Tensor& x, const std::vector<std::int64_t>& rows,
+                           const std::vector<std::int64_t>& positions, std::int64_t allocated_rows) {
   Shape shape = x.shape();
   shape[0] = allocated_rows;
   const auto count = static_cast<std::int64_t>(rows.size());
   Tensor out = Tensor::empty(shape, x.dtype(), x.device()).narrow(0, 0, count);
-  if (x.strides()[2] != 1 || x.strides()[1] != x.dim(2)) throw Error("select_rows: the caches' rows must be dense");
+  if (x.strides()[2] != 1 || x.strides()[1] != x.dim(2)) throw Error("select_rows: the state's rows must be dense");
   const auto element = static_cast<std::int64_t>(dtype_size(x.dtype()));
   const std::vector<std::int32_t> index(rows.begin(), rows.end());
   std::vector<std::int64_t> bytes(rows.size());
-  for (std::int64_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= x.dim(0))
       throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
-    bytes[static_cast<std::size_t>(i)] = fed[static_cast<std::size_t>(i / beams)] * x.strides()[1] * element;
+    bytes[i] = std::min(positions[i], x.dim(1)) * x.strides()[1] * element;
   }
   cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
                            index.data(), count, bytes.data());
@@ -380,9 +382,19 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
     if (!keeps_every_row(sources, rows_before / beams)) {
       const std::int64_t allocated_sources = state.allocated_rows / beams;
       RowIndex selection(sources);
+      // On the CPU each source's keys and values without its padding (attention reads a source's
+      // own length only); elsewhere all of it.
+      std::vector<std::int64_t> lengths;
+      if (state.src_lengths.device().is_cpu()) {
+        const std::int32_t* before = state.src_lengths.data<std::int32_t>();
+        for (const std::int64_t source : sources) lengths.push_back(before[source]);
+      }
       state.src_lengths = select_batch_rows(state.src_lengths, selection, 1, allocated_sources);
       for (auto* tensors : {&state.cross_k, &state.cross_v}) {
-        for (Tensor& t : *tensors) t = select_batch_rows(t, selection, t.dim(1), allocated_sources);
+        for (Tensor& t : *tensors) {
+          t = lengths.empty() ? select_batch_rows(t, selection, t.dim(1), allocated_sources)
+                              : select_own_prefixes(t, sources, lengths, allocated_sources);
+        }
       }
       std::vector<std::int64_t> fed;
       for (const std::int64_t source : sources) fed.push_back(state.fed[static_cast<std::size_t>(source)]);
@@ -397,9 +409,13 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
   const bool own_prefixes =
       state.self_k.front().device().is_cpu() &&
       std::any_of(state.fed.begin(), state.fed.end(), [&](std::int64_t f) { return f != state.steps; });
+  std::vector<std::int64_t> row_fed;  // of each new row
+  if (own_prefixes) {
+    for (std::int64_t i = 0; i < n; ++i) row_fed.push_back(state.fed[static_cast<std::size_t>(i / beams)]);
+  }
   for (auto* tensors : {&state.self_k, &state.self_v}) {
     for (Tensor& t : *tensors) {
-      t = own_prefixes ? select_cache_rows(t, rows, state.fed, beams, state.allocated_rows)
+      t = own_prefixes ? select_own_prefixes(t, rows, row_fed, state.allocated_rows)
                        : select_batch_rows(t, selection, state.steps, state.allocated_rows);
     }
   }
@@ -419,33 +435,64 @@ void Transformer::append_decoding(DecoderState& state, DecoderState more) const 
   const std::int64_t r1 = state.batch_size(), r2 = more.batch_size(), rows = r1 + r2;
   const Device device = state.src_lengths.device();
   // [n1 + n2, ...] from the two states' first dimension's entries; along dimension 1 the longer
-  // of the two (the sources padded to the longest; the caches' positions allocated), of which
-  // `used` (each state's) are copied. With `pad`, the positions beyond a part's own are zeros
-  // (source padding, which attention masks); otherwise unset (cache positions not fed yet).
-  const auto stack = [&](const Tensor& a, const Tensor& b, std::int64_t used_a, std::int64_t used_b, bool pad) {
+  // of the two (the sources padded to the longest; the caches' positions allocated). Each part's
+  // rows bring their own positions (`used`: one count per row): on the CPU only those are copied
+  // (attention reads no others), elsewhere each part's longest, and with `pad` the positions beyond
+  // are zeros (source padding, which attention masks; cache positions not fed yet stay unset).
+  const bool cpu = device.is_cpu();
+  const auto stack = [&](const Tensor& a, const Tensor& b, const std::vector<std::int64_t>& used_a,
+                         const std::vector<std::int64_t>& used_b, bool pad) {
     Shape shape = a.shape();
     shape[0] = a.dim(0) + b.dim(0);
     if (a.rank() > 1) shape[1] = std::max(a.dim(1), b.dim(1));
     Tensor out = Tensor::empty(shape, a.dtype(), device);
-    const auto put = [&](const Tensor& from, std::int64_t first, std::int64_t used) {
+    const auto put = [&](const Tensor& from, std::int64_t first, const std::vector<std::int64_t>& used) {
       Tensor to = out.narrow(0, first, from.dim(0));
       if (from.rank() == 1) return to.copy_from(from);
-      if (used > 0) to.narrow(1, 0, used).copy_from(from.narrow(1, 0, used));
-      if (pad && used < shape[1]) to.narrow(1, used, shape[1] - used).fill_zero();
+      if (cpu) {
+        const auto element = static_cast<std::int64_t>(dtype_size(from.dtype()));
+        std::vector<std::int32_t> index(static_cast<std::size_t>(from.dim(0)));
+        std::vector<std::int64_t> bytes(index.size());
+        for (std::size_t r = 0; r < index.size(); ++r) {
+          index[r] = static_cast<std::int32_t>(r);
+          bytes[r] = used[r] * from.strides()[1] * element;
+        }
+        cpu::gather_row_prefixes(from.raw_data(), from.strides()[0] * element, to.raw_data(), to.strides()[0] * element,
+                                 index.data(), from.dim(0), bytes.data());
+        return;
+      }
+      const std::int64_t longest = used.empty() ? 0 : *std::max_element(used.begin(), used.end());
+      if (longest > 0) to.narrow(1, 0, longest).copy_from(from.narrow(1, 0, longest));
+      if (pad && longest < shape[1]) to.narrow(1, longest, shape[1] - longest).fill_zero();
     };
     put(a, 0, used_a);
     put(b, a.dim(0), used_b);
     return out;
   };
-  state.src_lengths = stack(state.src_lengths, more.src_lengths, 1, 1, false);
-  for (std::size_t i = 0; i < state.cross_k.size(); ++i) {
-    for (auto* cross : {&state.cross_k, &state.cross_v}) {
-      Tensor& a = (*cross)[i];
-      const Tensor& b = (cross == &state.cross_k ? more.cross_k : more.cross_v)[i];
-      a = stack(a, b, a.dim(1), b.dim(1), true);
+  // Each part's positions per source (the sources' lengths, on the CPU; else the padded length)
+  // and per row (the tokens fed).
+  const auto source_positions = [&](const DecoderState& s) {
+    const std::int64_t count = s.src_lengths.dim(0);
+    std::vector<std::int64_t> positions(static_cast<std::size_t>(count), s.cross_k.front().dim(1));
+    if (cpu) {
+      const std::int32_t* lengths = s.src_lengths.data<std::int32_t>();
+      for (std::int64_t j = 0; j < count; ++j) positions[static_cast<std::size_t>(j)] = lengths[j];
     }
-    state.self_k[i] = stack(state.self_k[i], more.self_k[i], state.steps, more.steps, false);
-    state.self_v[i] = stack(state.self_v[i], more.self_v[i], state.steps, more.steps, false);
+    return positions;
+  };
+  const auto row_positions = [](const DecoderState& s) {
+    std::vector<std::int64_t> positions;
+    for (std::int64_t r = 0; r < s.batch_size(); ++r) positions.push_back(s.fed[static_cast<std::size_t>(r / s.beams)]);
+    return positions;
+  };
+  const std::vector<std::int64_t> sources_a = source_positions(state), sources_b = source_positions(more);
+  const std::vector<std::int64_t> rows_a = row_positions(state), rows_b = row_positions(more);
+  state.src_lengths = stack(state.src_lengths, more.src_lengths, {}, {}, false);
+  for (std::size_t i = 0; i < state.cross_k.size(); ++i) {
+    state.cross_k[i] = stack(state.cross_k[i], more.cross_k[i], sources_a, sources_b, true);
+    state.cross_v[i] = stack(state.cross_v[i], more.cross_v[i], sources_a, sources_b, true);
+    state.self_k[i] = stack(state.self_k[i], more.self_k[i], rows_a, rows_b, false);
+    state.self_v[i] = stack(state.self_v[i], more.self_v[i], rows_a, rows_b, false);
   }
   state.fed.insert(state.fed.end(), more.fed.begin(), more.fed.end());
   state.steps = std::max(state.steps, more.steps);

@@ -125,9 +125,8 @@ void BatchingTranslator::take_queued(Joining& joining) {
   }
   if (!may_join()) return;
   std::int64_t sentences = search_->sentences(), tokens = search_->source_tokens();
-  // A running search takes new sentences in groups (each joining encodes them and copies the
-  // decoder state): once join_sentences of them wait (or as many as it has room for), or the
-  // oldest has waited join_wait.
+  // A running search takes new sentences in groups (each joining is an encoder pass and a copy
+  // of the decoder state): once join_sentences of them wait, or the oldest has waited join_wait.
   if (sentences > 0) {
     std::int64_t waiting = 0;
     auto oldest = std::chrono::steady_clock::now();
@@ -136,11 +135,7 @@ void BatchingTranslator::take_queued(Joining& joining) {
       waiting += static_cast<std::int64_t>(job->order.size() - job->joined);
       oldest = std::min(oldest, job->queued);
     }
-    const std::int64_t room = limits_.batch_sentences - sentences;
-    if (waiting < std::min(room, options_.join_sentences) &&
-        std::chrono::steady_clock::now() - oldest < options_.join_wait) {
-      return;
-    }
+    if (waiting < options_.join_sentences && std::chrono::steady_clock::now() - oldest < options_.join_wait) return;
   }
   for (auto it = queue_.begin(); it != queue_.end();) {
     TranslationJob& job = **it;

@@ -2,8 +2,8 @@
 // (already encoded) for one of the served models with their search options, and one thread (the
 // caller of run(): the server's main thread, the one that loaded the models) runs one beam search
 // (decode/beam_search.h BeamSearch) that sentences join between decoding steps and leave as soon
-// as they are finished. Requests waiting when the search has room join it between steps (in
-// groups: join_sentences of them, or any once the oldest has waited join_wait), instead of
+// as they are finished. Requests waiting when the search has room join it at its next step (or
+// in groups: join_sentences of them, or any once the oldest has waited join_wait), instead of
 // waiting for a whole batch to finish; the search holds at most `batch_sentences`
 // sentences and `batch_tokens` source tokens (translate's batch limits). An idle server waits at
 // most `max_wait` for company before it starts a search (or until `batch_tokens` are queued).
@@ -45,10 +45,11 @@ namespace dragoman::serve {
 
 struct BatchingOptions {
   std::chrono::microseconds max_wait{5000};  // how long the oldest request waits for company
-  // A running search takes new sentences once this many wait (or as many as it has room for), or
-  // the oldest has waited join_wait: each joining costs an encoder pass and a copy of the
-  // decoder state, worth it for a group, not for every sentence at every step.
-  std::int64_t join_sentences = 16;
+  // A running search takes new sentences once this many wait, or the oldest has waited
+  // join_wait (each joining is an encoder pass and a copy of the decoder state). On the CPU
+  // joining at every step was as fast as joining by 8, 16 or 32 (bench/search_bench.cpp), with
+  // the shortest waits: hence 1.
+  std::int64_t join_sentences = 1;
   std::chrono::microseconds join_wait{60000};
   std::int64_t max_queue_sentences = 10000;  // queued sentences beyond which requests are refused
 };
