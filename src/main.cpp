@@ -138,11 +138,8 @@ int main(int argc, char** argv) {
       ->excludes(log_level_option);
 
   const std::vector<Subcommand> commands = {
-      dragoman::cli::add_average_checkpoints(app),
-      dragoman::cli::add_build_vocab(app),
-      dragoman::cli::add_score_bleu(app),
-      dragoman::cli::add_serve(app),
-      dragoman::cli::add_train(app),
+      dragoman::cli::add_average_checkpoints(app), dragoman::cli::add_build_vocab(app), dragoman::cli::add_score(app),
+      dragoman::cli::add_score_bleu(app),          dragoman::cli::add_serve(app),       dragoman::cli::add_train(app),
       dragoman::cli::add_translate(app),
   };
 
@@ -151,7 +148,7 @@ int main(int argc, char** argv) {
       std::none_of(commands.begin(), commands.end(), [&](const Subcommand& c) { return c.app->get_name() == name; })) {
     return usage_error(app, unknown_subcommand_message(name, commands));
   }
-  if (name == "translate") use_short_openmp_spins(argv);
+  if (name == "translate" || name == "score") use_short_openmp_spins(argv);  // score decodes as translate
   // Before any other thread exists (after the re-exec above, which would keep the signal mask):
   // SIGINT and SIGTERM go to one thread of our own, never to a thread doing work (cli/stop_signal.h).
   dragoman::cli::start_signal_thread();

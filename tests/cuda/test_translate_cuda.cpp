@@ -5,7 +5,8 @@
 // itself on the GPU decodes as the model alone, and the cross-attention recorded there (alignments)
 // is the CPU's within 1e-4. Sentences joining a running search on the GPU (serve's continuous
 // batching: per-row positions, the caches scattered, states appended on the device) find what the
-// GPU finds for them in one batch.
+// GPU finds for them in one batch. Force decoding (dragoman score) on the GPU gives the CPU's scores
+// within 1e-4, and each the beam search's log-probability of the translation it scores.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "decode/beam_search.h"
 #include "decode/decoding_model.h"
+#include "decode/scorer.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
 #include "eval/corpus.h"
@@ -197,6 +199,32 @@ TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[c
     }
   }
   CHECK(same * 50 >= sources.size() * 49);
+}
+
+TEST_CASE("force decoding on a GPU scores as the CPU, and as beam search scored its translations",
+          "[cuda][translate]") {
+  const TrainedModel& trained = trained_model();
+  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
+  std::vector<std::vector<std::int32_t>> sources;
+  for (const std::string& line : test::read_lines(trained.task.valid.source))
+    sources.push_back(vocabulary.encode(line));
+  const Transformer cpu_model = load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr);
+  const Transformer gpu_model =
+      load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr, Device::cuda(0));
+  SearchOptions o;
+  o.beam = 4;
+  const auto found = beam_search(gpu_model, sources, o);
+  std::vector<std::vector<std::int32_t>> targets;
+  for (const auto& hypotheses : found) targets.push_back(hypotheses.front().tokens);
+  const auto on_gpu = force_decode(TransformerDecoding(gpu_model), sources, targets, 2048, 64);
+  const auto on_cpu = force_decode(TransformerDecoding(cpu_model), sources, targets, 2048, 64);
+  REQUIRE(on_gpu.size() == sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    INFO("line " << i);
+    CHECK(on_gpu[i].log_prob == Approx(on_cpu[i].log_prob).margin(1e-4));
+    CHECK(on_gpu[i].log_prob == Approx(found[i].front().log_prob).margin(1e-4));
+    REQUIRE(on_gpu[i].token_log_probs.size() == targets[i].size() + 1);
+  }
 }
 
 }  // namespace dragoman

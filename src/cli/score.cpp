@@ -1,0 +1,167 @@
+// `dragoman score`: the log-probability of given translations under a model or an ensemble (force
+// decoding, decode/scorer.h): one line per sentence pair, the score, and with --token-scores each
+// target piece's log-probability and then EOS's. For filtering data and reranking.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/validators.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "core/timing.h"
+#include "decode/decoding_models.h"
+#include "decode/scorer.h"
+#include "decode/translator.h"
+#include "io/atomic_file.h"
+#include "io/text_lines.h"
+#include "kernels/cpu/gemm.h"
+
+namespace dragoman::cli {
+namespace {
+
+// A target line of SentencePiece pieces separated by spaces (--pieces) as ids; an unknown piece is
+// an error naming the file, the line and the piece.
+std::vector<std::int32_t> piece_ids(const std::unordered_map<std::string, std::int32_t>& ids, std::string_view line,
+                                    const std::string& where) {
+  std::vector<std::int32_t> out;
+  std::size_t start = 0;
+  while (start < line.size()) {
+    std::size_t end = line.find(' ', start);
+    if (end == std::string_view::npos) end = line.size();
+    if (end > start) {
+      const std::string piece(line.substr(start, end - start));
+      const auto it = ids.find(piece);
+      if (it == ids.end())
+        throw Error("score: " + where + ": '" + piece + "' is not a piece of the model's vocabulary");
+      out.push_back(it->second);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+struct ScoreOptions {
+  std::vector<std::string> models;
+  std::string source, target, output = "-";
+  bool normalize = false, token_scores = false, deterministic = false, pieces = false;
+  std::int64_t batch_tokens = 0, batch_sentences = 0;
+  std::string device = "cpu", precision = "fp32";
+  int threads = 0;
+};
+
+int run_score(const ScoreOptions& o) {
+  set_compute_threads(resolve_threads(o.threads, "score: --threads"));
+  cpu::set_row_invariant_products(o.deterministic);
+  const TextLines sources = read_text_lines(o.source), targets = read_text_lines(o.target);
+  if (sources.lines.size() != targets.lines.size()) {
+    throw Error("score: " + sources.name + " has " + std::to_string(sources.lines.size()) + " lines but " +
+                targets.name + " has " + std::to_string(targets.lines.size()) + ": one translation per source line");
+  }
+  std::optional<AtomicFileWriter> file;
+  if (o.output != "-") file.emplace(o.output);
+  const Device device = Device::parse(o.device);
+  const DecodingModels models = load_decoding_models(o.models, o.precision, device);
+  const Vocabulary& vocabulary = *models.vocabulary;
+  const std::int64_t max_positions = models.decoding().config().max_positions;
+  std::unordered_map<std::string, std::int32_t> ids;  // piece -> id, for --pieces
+  if (o.pieces) {
+    for (std::int32_t id = 0; id < static_cast<std::int32_t>(vocabulary.size()); ++id) ids[vocabulary.piece(id)] = id;
+  }
+  std::vector<std::vector<std::int32_t>> source_ids, target_ids;
+  for (std::size_t i = 0; i < sources.lines.size(); ++i) {
+    const std::string line = std::to_string(i + 1);
+    source_ids.push_back(vocabulary.encode(sources.lines[i]));
+    target_ids.push_back(o.pieces ? piece_ids(ids, targets.lines[i], targets.name + ":" + line)
+                                  : vocabulary.encode(targets.lines[i]));
+    if (source_ids.back().empty()) {
+      throw Error("score: " + sources.name + ":" + line + ": an empty source line (nothing to translate from)");
+    }
+    if (static_cast<std::int64_t>(source_ids.back().size()) > max_positions) {
+      throw Error("score: " + sources.name + ":" + line + ": " + std::to_string(source_ids.back().size()) +
+                  " pieces, more than the model's " + std::to_string(max_positions) + " positions");
+    }
+    if (static_cast<std::int64_t>(target_ids.back().size()) >= max_positions) {
+      throw Error("score: " + targets.name + ":" + line + ": " + std::to_string(target_ids.back().size()) +
+                  " pieces and EOS, more than the model's " + std::to_string(max_positions) + " positions");
+    }
+  }
+  TranslatorOptions limits = TranslatorOptions::for_device(device);
+  if (o.batch_tokens > 0) limits.batch_tokens = o.batch_tokens;
+  if (o.batch_sentences > 0) limits.batch_sentences = o.batch_sentences;
+  const Clock::time_point start = Clock::now();
+  const std::vector<ForcedScore> scores =
+      force_decode(models.decoding(), source_ids, target_ids, limits.batch_tokens, limits.batch_sentences);
+  std::string text;
+  std::int64_t tokens = 0;
+  for (const ForcedScore& s : scores) {
+    const auto length = static_cast<double>(s.token_log_probs.size());
+    tokens += static_cast<std::int64_t>(s.token_log_probs.size());
+    text += fmt::format("{}", o.normalize ? s.log_prob / length : s.log_prob);
+    if (o.token_scores) {
+      text += '\t';
+      for (std::size_t j = 0; j < s.token_log_probs.size(); ++j) {
+        text += (j > 0 ? " " : "") + fmt::format("{}", s.token_log_probs[j]);
+      }
+    }
+    text += '\n';
+  }
+  if (file) {
+    file->append(text);
+    file->commit();
+  } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    throw Error("score: cannot write to standard output");
+  }
+  const double seconds = seconds_since(start);
+  spdlog::info("score: {} sentence pairs, {} target tokens (EOS included) in {:.2f} s: {:.1f} pairs/s", scores.size(),
+               tokens, seconds, static_cast<double>(scores.size()) / std::max(seconds, 1e-9));
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_score(CLI::App& app) {
+  auto o = std::make_shared<ScoreOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "score",
+      "Score given translations: log p(target | source) under a model or an ensemble (force decoding), one line per "
+      "sentence pair, for filtering data and reranking");
+  sub->add_option("--model,-m", o->models, "Model file; more than once for an ensemble (as translate)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--source,-s", o->source, "Source sentences, one per line ('-': standard input)")->required();
+  sub->add_option("--target,-t", o->target, "Their translations, one per line")->required();
+  sub->add_option("--output,-o", o->output, "Scores, one per line, written atomically ('-': standard output)")
+      ->capture_default_str();
+  sub->add_flag("--normalize", o->normalize,
+                "The score divided by the target's length in pieces, EOS included (the mean per piece)");
+  sub->add_flag("--pieces", o->pieces,
+                "The target lines are SentencePiece pieces separated by spaces (translate's JSON 'pieces' without "
+                "</s>), scored as they are instead of encoding the text");
+  sub->add_flag("--token-scores", o->token_scores,
+                "After the score and a tab, each target piece's log-probability and then EOS's");
+  sub->add_option("--batch-tokens", o->batch_tokens,
+                  "Source tokens per batch, padding counted (default: 2048 on the CPU, 16384 on a GPU)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
+  sub->add_option("--batch-sentences", o->batch_sentences,
+                  "Sentences per batch, at most (default: 64 on the CPU, 1024 on a GPU)")
+      ->check(integer_in(1, std::int64_t{1} << 30));
+  sub->add_option("--device", o->device, "cpu or cuda:N")->check(device_name())->capture_default_str();
+  sub->add_option("--precision", o->precision, "fp32, bf16, fp16 or int8 (CPU), as translate")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
+      ->capture_default_str();
+  add_threads_option(sub, o->threads, "Compute threads");
+  sub->add_flag("--deterministic", o->deterministic,
+                "Batch-invariant scores (as translate --deterministic): with it, the scores of translate "
+                "--deterministic's own outputs are translate's log-probabilities, bit for bit");
+  return {sub, [o] { return run_score(*o); }};
+}
+
+}  // namespace dragoman::cli
