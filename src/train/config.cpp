@@ -191,6 +191,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"adam_beta2", training.adam_beta2},
             {"adam_eps", training.adam_eps},
             {"weight_decay", training.weight_decay},
+            {"ema_decay", training.ema_decay},
             {"clip_norm", training.clip_norm},
             {"log_every", training.log_every},
             {"valid_every", training.valid_every},
@@ -255,6 +256,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.number("adam_beta2", c.training.adam_beta2);
       r.number("adam_eps", c.training.adam_eps);
       r.number("weight_decay", c.training.weight_decay);
+      r.number("ema_decay", c.training.ema_decay);
       r.number("clip_norm", c.training.clip_norm);
       r.integer("log_every", c.training.log_every);
       r.integer("valid_every", c.training.valid_every);
@@ -336,6 +338,9 @@ void TrainConfig::validate() const {
     fail("set training.max_steps, training.max_epochs or training.max_minutes");
   }
   if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
+  if (!(training.ema_decay >= 0 && training.ema_decay < 1)) {
+    fail("training.ema_decay must be in [0, 1) (0: no moving average; 0.9999 is usual)");
+  }
   if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "linear" && training.lr_decay != "cosine") {
     fail("training.lr_decay must be inverse_sqrt, linear or cosine");
   }

@@ -38,13 +38,17 @@ struct TrainingConfig {
   // decaying lr_decay the run measures its pace, fixes the number of updates that fits and anneals
   // to zero at it; with inverse_sqrt the budget only stops the run.
   double max_minutes = 0.0;
-  double lr_factor = 1.0;           // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
-  double lr = 0.0;                  // > 0: the peak instead: lr * min(step / warmup, sqrt(warmup / step))
+  double lr_factor = 1.0;  // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+  double lr = 0.0;         // > 0: the peak instead: lr * min(step / warmup, sqrt(warmup / step))
   std::int64_t warmup_steps = 4000;
   // After the warmup: inverse_sqrt (the paper), or linear / cosine decay to 0 at max_steps, or at
   // the updates that fit max_minutes (train/schedule.h).
   std::string lr_decay = "inverse_sqrt";
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
+  // An exponential moving average of the weights (Marian's exponential smoothing, fairseq's EMA):
+  // ema = decay * ema + (1 - decay) * weights after every update, kept in fp32 beside the master
+  // weights, in the checkpoints, written as its own model file and used by validation (0: off).
+  double ema_decay = 0.0;
   double clip_norm = 0.0;  // 0: no clipping
   std::int64_t log_every = 100;
   std::int64_t valid_every = 1000;  // 0: no validation

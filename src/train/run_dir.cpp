@@ -58,6 +58,13 @@ std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step,
   return checkpoint_file(run_dir, step, kind, ".safetensors");
 }
 
+std::string ema_model_path(const std::string& model_path) {
+  const std::string suffix = ".safetensors";
+  if (model_path.size() < suffix.size() || model_path.compare(model_path.size() - suffix.size(), suffix.size(), suffix))
+    return model_path + ".ema";
+  return model_path.substr(0, model_path.size() - suffix.size()) + ".ema" + suffix;
+}
+
 std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step, CheckpointKind kind) {
   return checkpoint_file(run_dir, step, kind, ".state.safetensors");
 }

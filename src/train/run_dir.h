@@ -26,6 +26,9 @@ std::string checkpoint_model_path(const std::string& run_dir, std::int64_t step,
                                   CheckpointKind kind = CheckpointKind::kRegular);
 std::string checkpoint_state_path(const std::string& run_dir, std::int64_t step,
                                   CheckpointKind kind = CheckpointKind::kRegular);
+// The moving average's model file beside a checkpoint's model file (training.ema_decay):
+// checkpoint-00001000.safetensors -> checkpoint-00001000.ema.safetensors.
+std::string ema_model_path(const std::string& model_path);
 
 // The steps of the run directory's complete regular checkpoints (model and state file), ascending.
 std::vector<std::int64_t> checkpoint_steps(const std::string& run_dir);

@@ -57,6 +57,7 @@ void save_train_state(const std::string& path, const TrainState& state) {
   }
   file.tensors.push_back(to_safetensor("adam_m", state.adam_m));
   file.tensors.push_back(to_safetensor("adam_v", state.adam_v));
+  if (state.ema.defined()) file.tensors.push_back(to_safetensor("ema", state.ema));
   write_safetensors(path, file);
 }
 
@@ -104,7 +105,7 @@ TrainState load_train_state(const std::string& path) {
     }
   }
   if (file.metadata.count("batches_per_update") != 0) s.batches_per_update = integer("batches_per_update");  // newer
-  if (file.metadata.count("budget_updates") != 0) {  // newer
+  if (file.metadata.count("budget_updates") != 0) {                                                          // newer
     s.budget_updates = integer("budget_updates");
     s.budget_fixed_at = integer("budget_fixed_at");
     real("budget_minutes_bits", s.budget_minutes);
@@ -117,7 +118,12 @@ TrainState load_train_state(const std::string& path) {
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {
     throw Error(path + ": training state lacks matching adam_m and adam_v tensors");
   }
-  for (const SafeTensor* t : {m, v}) {
+  const SafeTensor* ema = file.find("ema");
+  if (ema != nullptr && (ema->shape != m->shape || ema->dtype != m->dtype)) {
+    throw Error(path + ": training state tensor 'ema' does not match adam_m's shape and dtype");
+  }
+  for (const SafeTensor* t : {m, v, ema}) {
+    if (t == nullptr) continue;
     if (const std::int64_t bad = t->first_non_finite(); bad >= 0) {
       throw Error(path + ": training state tensor '" + t->name + "' holds a non-finite value at element " +
                   std::to_string(bad) + " (the file is damaged)");
@@ -125,6 +131,7 @@ TrainState load_train_state(const std::string& path) {
   }
   s.adam_m = from_safetensor(*m);
   s.adam_v = from_safetensor(*v);
+  if (ema != nullptr) s.ema = from_safetensor(*ema);
   return s;
 }
 

@@ -37,6 +37,7 @@ struct TrainState {
   std::int64_t budget_fixed_at = 0;
   double budget_minutes = 0;
   Tensor adam_m, adam_v;  // [parameters]
+  Tensor ema;             // [parameters], f32: the weights' moving average (training.ema_decay; else undefined)
 };
 
 void save_train_state(const std::string& path, const TrainState& state);

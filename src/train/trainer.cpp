@@ -88,6 +88,7 @@ TrainResult Trainer::run() {
     if (processes_.size > 1 && !writer_) wait_for_writer();
     obtain_vocabulary();
     resume_or_initialize();
+    start_ema();
     const std::string reason = finished_reason();
     if (reason.empty()) load_corpora();
     if (processes_.size > 1 && writer_) wait_for_writer();
@@ -170,6 +171,7 @@ TrainResult Trainer::run() {
       ops::adam_step(params.values(), params.grads(), worker_adam_m(w), worker_adam_v(w), hyper, params.mirror());
       ops::add_(window_sums[w], update_sums[w]);
     });
+    if (state_.ema.defined()) update_ema();
     if (fp16) grow_loss_scale();
     ++state_.step;
     ++updates_here_;

@@ -62,7 +62,14 @@ class Trainer {
   std::string finished_reason() const;
   void load_corpora();
   void save_checkpoint(CheckpointKind kind);
+  // The moving average of the weights (training.ema_decay): started (from the weights) or taken
+  // from the checkpoint, updated after each update, and swapped into the model (validation, its
+  // model file) and back.
+  void start_ema();
+  void update_ema();
+  void swap_ema();
   void validate(TrainResult& result);
+  void validate_model(TrainResult& result);  // validate()'s work, on the weights in model_
   double translate_valid();
   void append_metrics(const nlohmann::json& line);
   std::string last_good_state() const;

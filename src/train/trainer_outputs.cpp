@@ -16,6 +16,7 @@
 #include "eval/corpus.h"
 #include "io/atomic_file.h"
 #include "model/checkpoint.h"
+#include "ops/elementwise.h"
 
 namespace dragoman::trainer_detail {
 
@@ -55,13 +56,22 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
   info.step = state_.step;
   info.vocabulary = vocab_->bytes();
   save_model(model_path, *model_, info);
-  save_train_state(state_path, state_);
   const fs::path dir = fs::path(run_) / "checkpoints";
+  if (state_.ema.defined()) {  // the moving average as a model file of its own, before the state
+    swap_ema();
+    save_model(ema_model_path(model_path), *model_, info);
+    swap_ema();
+  }
+  save_train_state(state_path, state_);
   link_atomically(model_path, (dir / "checkpoint-last.safetensors").string());
   link_atomically(state_path, (dir / "checkpoint-last.state.safetensors").string());
+  if (state_.ema.defined()) {
+    link_atomically(ema_model_path(model_path), (dir / "checkpoint-last.ema.safetensors").string());
+  }
   for (const CheckpointRef& old : resumable_checkpoints(run_)) {
     if (old.kind == CheckpointKind::kInterrupted && !(kind == old.kind && old.step == state_.step)) {
       fs::remove(checkpoint_model_path(run_, old.step, old.kind));
+      fs::remove(ema_model_path(checkpoint_model_path(run_, old.step, old.kind)));
       fs::remove(checkpoint_state_path(run_, old.step, old.kind));
     }
   }
@@ -69,6 +79,7 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
     const std::vector<std::int64_t> steps = checkpoint_steps(run_);
     for (std::size_t i = 0; i + static_cast<std::size_t>(config_.checkpoint.keep_last) < steps.size(); ++i) {
       fs::remove(checkpoint_model_path(run_, steps[i]));
+      fs::remove(ema_model_path(checkpoint_model_path(run_, steps[i])));
       fs::remove(checkpoint_state_path(run_, steps[i]));
     }
   }
@@ -108,7 +119,56 @@ double Trainer::translate_valid() {
   return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
 }
 
+// With a moving average (training.ema_decay) validation judges it, not the last weights: its loss
+// and BLEU are reported, and checkpoint-best holds it.
 void Trainer::validate(TrainResult& result) {
+  if (!state_.ema.defined()) return validate_model(result);
+  swap_ema();
+  try {
+    validate_model(result);
+  } catch (...) {
+    swap_ema();
+    throw;
+  }
+  swap_ema();
+}
+
+void Trainer::start_ema() {
+  const double decay = config_.training.ema_decay;
+  if (decay == 0) {
+    state_.ema = Tensor();  // (a run that had one and turned it off)
+    return;
+  }
+  const Tensor& weights = model_->parameters().values();
+  if (!state_.ema.defined()) {  // a new run, or one that turns it on: from the weights as they are
+    state_.ema = weights.clone();
+    if (state_.step > 0) spdlog::info("train: the moving average of the weights starts at step {}", state_.step);
+    return;
+  }
+  if (state_.ema.numel() != weights.numel() || state_.ema.dtype() != weights.dtype()) {
+    throw Error("train: the checkpoint's moving average does not match the model's weights");
+  }
+  state_.ema = state_.ema.to(weights.device());
+}
+
+void Trainer::update_ema() {
+  // ema = decay * ema + (1 - decay) * weights, element by element (the same on every device).
+  const double decay = config_.training.ema_decay;
+  Tensor share = model_->parameters().values().clone();
+  ops::scale_(share, 1.0 - decay);
+  ops::scale_(state_.ema, decay);
+  ops::add_(state_.ema, share);
+}
+
+void Trainer::swap_ema() {
+  ParameterSet& params = model_->parameters();
+  const Tensor weights = params.values().clone();
+  params.values().copy_from(state_.ema);
+  state_.ema.copy_from(weights);
+  params.refresh_compute_values();
+}
+
+void Trainer::validate_model(TrainResult& result) {
   const TrainingConfig& t = config_.training;
   // The dev set's loss sums stay on the model's device until the last batch (keeps no activations).
   Tensor sums = Tensor::zeros({2}, DType::kF64, model_->parameters().values().device());
@@ -204,6 +264,5 @@ void Trainer::log_window(double loss, double nll, double lr, double grad_norm, d
   }
   append_metrics(metrics);
 }
-
 
 }  // namespace dragoman::trainer_detail

@@ -16,8 +16,8 @@
 namespace dragoman::test {
 
 std::string scratch_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("dragoman_test_" + std::to_string(::getpid()) + "_" + name);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dragoman_test_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -71,7 +71,8 @@ ReversalFiles write_reversal_corpus(const std::string& dir, const std::string& n
 std::string write_letters_vocabulary(const std::string& dir) {
   std::string text;
   for (int repeat = 0; repeat < 20; ++repeat) {
-    for (char c = 'a'; c <= 'j'; ++c) text += std::string(1, c) + " " + std::string(1, static_cast<char>('a' + (c - 'a' + repeat) % 10)) + "\n";
+    for (char c = 'a'; c <= 'j'; ++c)
+      text += std::string(1, c) + " " + std::string(1, static_cast<char>('a' + (c - 'a' + repeat) % 10)) + "\n";
   }
   const std::string input = dir + "/letters.txt";
   write_text(input, text);
@@ -188,6 +189,14 @@ void check_resume_is_bit_identical(const ReversalTask& task, TrainConfig config)
   CHECK(strip_speed(read_metrics(resumed.run_dir)) == strip_speed(read_metrics(straight.run_dir)));
   CHECK(a.loss_scale == b.loss_scale);
   CHECK(a.skipped_steps == b.skipped_steps);
+  // The moving average of the weights (training.ema_decay), and its model file.
+  REQUIRE(a.ema.defined() == (config.training.ema_decay > 0));
+  REQUIRE(b.ema.defined() == a.ema.defined());
+  if (a.ema.defined()) {
+    CHECK(a.ema.to_vector<float>() == b.ema.to_vector<float>());
+    CHECK(weights(ema_model_path(checkpoint_model_path(resumed.run_dir, steps))) ==
+          weights(ema_model_path(checkpoint_model_path(straight.run_dir, steps))));
+  }
 }
 
 }  // namespace dragoman::test
