@@ -48,6 +48,21 @@ const TrainedModel& trained_model() {
   return trained;
 }
 
+// The trained model's dev sentences, encoded.
+std::vector<std::vector<std::int32_t>> dev_sources() {
+  const TrainedModel& trained = trained_model();
+  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
+  std::vector<std::vector<std::int32_t>> sources;
+  for (const std::string& line : test::read_lines(trained.task.valid.source))
+    sources.push_back(vocabulary.encode(line));
+  return sources;
+}
+
+// The trained model in f32 on `device`.
+Transformer trained_f32(Device device) {
+  return load_model(trained_model().path, ParameterPrecision::decoding(DType::kF32), nullptr, device);
+}
+
 }  // namespace
 
 TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BLEU >= 95 against them",
@@ -118,14 +133,9 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
 }
 
 TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate]") {
-  const TrainedModel& trained = trained_model();
-  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
-  std::vector<std::vector<std::int32_t>> sources;
-  for (const std::string& line : test::read_lines(trained.task.valid.source))
-    sources.push_back(vocabulary.encode(line));
-  const Transformer cpu_model = load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr);
-  const Transformer gpu_model =
-      load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr, Device::cuda(0));
+  const std::vector<std::vector<std::int32_t>> sources = dev_sources();
+  const Transformer cpu_model = trained_f32(Device::cpu());
+  const Transformer gpu_model = trained_f32(Device::cuda(0));
   SearchOptions o;
   o.beam = 4;
   o.nbest = 2;
@@ -158,13 +168,8 @@ TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate
 }
 
 TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[cuda][translate]") {
-  const TrainedModel& trained = trained_model();
-  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
-  std::vector<std::vector<std::int32_t>> sources;
-  for (const std::string& line : test::read_lines(trained.task.valid.source))
-    sources.push_back(vocabulary.encode(line));
-  const Transformer gpu_model =
-      load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr, Device::cuda(0));
+  const std::vector<std::vector<std::int32_t>> sources = dev_sources();
+  const Transformer gpu_model = trained_f32(Device::cuda(0));
   const TransformerDecoding decoding(gpu_model);
   SearchOptions o;
   o.beam = 4;
@@ -203,14 +208,9 @@ TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[c
 
 TEST_CASE("force decoding on a GPU scores as the CPU, and as beam search scored its translations",
           "[cuda][translate]") {
-  const TrainedModel& trained = trained_model();
-  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
-  std::vector<std::vector<std::int32_t>> sources;
-  for (const std::string& line : test::read_lines(trained.task.valid.source))
-    sources.push_back(vocabulary.encode(line));
-  const Transformer cpu_model = load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr);
-  const Transformer gpu_model =
-      load_model(trained.path, ParameterPrecision::decoding(DType::kF32), nullptr, Device::cuda(0));
+  const std::vector<std::vector<std::int32_t>> sources = dev_sources();
+  const Transformer cpu_model = trained_f32(Device::cpu());
+  const Transformer gpu_model = trained_f32(Device::cuda(0));
   SearchOptions o;
   o.beam = 4;
   const auto found = beam_search(gpu_model, sources, o);
