@@ -29,6 +29,17 @@ std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<s
   return batches;
 }
 
+Translation prepare_source(std::vector<std::int32_t>& source, std::int64_t max_positions) {
+  Translation t;
+  if (static_cast<std::int64_t>(source.size()) > max_positions) {
+    source.resize(static_cast<std::size_t>(max_positions));
+    t.truncated = true;
+  }
+  t.source_tokens = static_cast<std::int64_t>(source.size());
+  if (source.empty()) t.nbest.emplace_back();  // nothing to translate: an empty translation
+  return t;
+}
+
 std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found) {
   std::vector<TranslatedHypothesis> nbest;
   for (const Hypothesis& h : found) {
@@ -116,16 +127,9 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
   std::vector<std::int64_t> lengths(sources.size());
   std::int64_t done = 0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    if (static_cast<std::int64_t>(sources[i].size()) > max_positions) {
-      sources[i].resize(static_cast<std::size_t>(max_positions));
-      results[i].truncated = true;
-    }
-    lengths[i] = static_cast<std::int64_t>(sources[i].size());
-    results[i].source_tokens = lengths[i];
-    if (lengths[i] == 0) {
-      results[i].nbest.emplace_back();  // nothing to translate: an empty translation
-      ++done;
-    }
+    results[i] = prepare_source(sources[i], max_positions);
+    lengths[i] = results[i].source_tokens;
+    if (lengths[i] == 0) ++done;
   }
   const std::vector<std::vector<std::int64_t>> batches =
       length_sorted_batches(lengths, options_.batch_tokens, options_.batch_sentences);

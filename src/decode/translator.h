@@ -99,6 +99,11 @@ class Translator {
   void check() const;  // the vocabulary against the model, the options
 };
 
+// A source as translate and serve take it: cut to the model's `max_positions` tokens (reported as
+// truncated); the result's source_tokens set, and an empty source's one empty hypothesis (nothing
+// to search).
+Translation prepare_source(std::vector<std::int32_t>& source, std::int64_t max_positions);
+
 // The n-best list of a Translation: each hypothesis with its text (decoded by `vocabulary`).
 std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found);
 

@@ -18,6 +18,15 @@ bool same_search(const SearchOptions& a, const SearchOptions& b) {
          a.attention.head == b.attention.head;
 }
 
+namespace {
+
+// Whether two requests can share a search: the same model and search options.
+bool same_batch(const TranslationJob& a, std::size_t model, const SearchOptions& search) {
+  return a.model == model && same_search(a.search, search);
+}
+
+}  // namespace
+
 BatchingTranslator::BatchingTranslator(std::vector<Model> models, TranslatorOptions limits, BatchingOptions options,
                                        StepObserver observer)
     : models_(std::move(models)), limits_(std::move(limits)), options_(options), observer_(std::move(observer)) {
@@ -53,20 +62,10 @@ std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
   // As translate: a source beyond the model's positions is cut to them, an empty one translates to
   // an empty line without a search.
   const std::int64_t max_positions = models_[model].decoding->config().max_positions;
-  job->translations.resize(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    Translation& t = job->translations[i];
-    if (static_cast<std::int64_t>(sources[i].size()) > max_positions) {
-      sources[i].resize(static_cast<std::size_t>(max_positions));
-      t.truncated = true;
-    }
-    t.source_tokens = static_cast<std::int64_t>(sources[i].size());
-    job->tokens += t.source_tokens;
-    if (sources[i].empty()) {
-      t.nbest.emplace_back();
-    } else {
-      job->order.push_back(i);
-    }
+    job->translations.push_back(prepare_source(sources[i], max_positions));
+    job->tokens += job->translations.back().source_tokens;
+    if (!sources[i].empty()) job->order.push_back(i);
   }
   job->sources = std::move(sources);
   std::stable_sort(job->order.begin(), job->order.end(),
@@ -106,7 +105,7 @@ void BatchingTranslator::fail(TranslationJob& job, std::exception_ptr error) {
 bool BatchingTranslator::may_join() const {
   if (queue_.empty()) return false;
   const TranslationJob& oldest = *queue_.front();
-  if (oldest.model == search_model_ && same_search(oldest.search, search_->options())) return true;
+  if (same_batch(oldest, search_model_, search_->options())) return true;
   return std::chrono::steady_clock::now() - oldest.queued < options_.max_wait;
 }
 
@@ -131,7 +130,7 @@ void BatchingTranslator::take_queued(Joining& joining) {
     std::int64_t waiting = 0;
     auto oldest = std::chrono::steady_clock::now();
     for (const auto& job : queue_) {
-      if (job->model != search_model_ || !same_search(job->search, search_->options())) continue;
+      if (!same_batch(*job, search_model_, search_->options())) continue;
       waiting += static_cast<std::int64_t>(job->order.size() - job->joined);
       oldest = std::min(oldest, job->queued);
     }
@@ -139,7 +138,7 @@ void BatchingTranslator::take_queued(Joining& joining) {
   }
   for (auto it = queue_.begin(); it != queue_.end();) {
     TranslationJob& job = **it;
-    if (job.model != search_model_ || !same_search(job.search, search_->options())) {
+    if (!same_batch(job, search_model_, search_->options())) {
       ++it;
       continue;
     }
@@ -220,7 +219,7 @@ void BatchingTranslator::run(const std::function<bool()>& finished) {
         std::int64_t tokens = 0;
         const TranslationJob& oldest = *queue_.front();
         for (const auto& job : queue_) {
-          if (job->model == oldest.model && same_search(job->search, oldest.search)) tokens += job->tokens;
+          if (same_batch(*job, oldest.model, oldest.search)) tokens += job->tokens;
         }
         return tokens >= limits_.batch_tokens;
       });
