@@ -19,7 +19,8 @@
 #   1-ops-tests    dragoman_cuda_tests without [train] and [translate]: every kernel and op
 #                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
 #   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
-#   3-model-bench  model_bench on the GPU: the base and big training step in bf16
+#   3-model-bench  model_bench on the GPU: the base and big training step in bf16, with the default
+#                  attention kernels and with the naive ones (DRAGOMAN_CUDA_ATTENTION=naive)
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
 #   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4, beside MarianMT
@@ -133,7 +134,18 @@ translate_bench() {
     KEEP=$work/translate bash scripts/bench-translate-gpu.sh
 }
 
-export -f environment torch_reference translate_bench
+# The training step with the default attention kernels, then with the naive ones
+# (DRAGOMAN_CUDA_ATTENTION=naive, kernels/cuda/attention.h) for comparison.
+model_bench_both() {
+  local kernels
+  for kernels in auto naive; do
+    echo "## attention kernels: $kernels"
+    DRAGOMAN_CUDA_ATTENTION=$kernels "$bundle"/model_bench --device cuda:0 --models base,big --precision bf16 \
+      --tokens 16384 --length 32 --threads 1 --steps 5 || return
+  done
+}
+
+export -f environment torch_reference translate_bench model_bench_both
 export bundle work nccl_dirs cublas_dirs
 kernel_times() {
   local ncu
@@ -151,8 +163,7 @@ elif [[ $mode == first ]]; then
   export PYTHONUNBUFFERED=1
   step 1-ops-tests 150 "$bundle"/dragoman_cuda_tests '~[train]~[translate]' --durations yes
   step 2-train-cli 150 bash scripts/gpu-train-check.sh "$bundle"/dragoman "$work/train-cli"
-  step 3-model-bench 100 "$bundle"/model_bench --device cuda:0 --models base,big --precision bf16 --tokens 16384 \
-    --length 32 --threads 1 --steps 5
+  step 3-model-bench 100 model_bench_both
   step 4-torch-ref 120 torch_reference
   step 5-train-tests 180 "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes
   step 6-translate 300 translate_bench

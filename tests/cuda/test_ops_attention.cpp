@@ -14,18 +14,22 @@
 //   lse:             |got - cpu| <= r (|cpu| + 1),
 // r = test::reorder_tolerance<T>() (1e-5 for float accumulation, 1e-13 for double): some 20 times
 // the float order term, still far below one missing or doubled key.
-// Then ops::attention/attention_backward on GPU tensors (key_lengths on the CPU or the GPU) match the
-// CPU ops.
+// Every case runs on the naive kernels and (float, bf16, f16) on the tiled ones (attention_tiled.h),
+// with extra cases of several 32-query and 64-key tiles. Then ops::attention/attention_backward on
+// GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, with the default choice of
+// kernels (tiled: 9 queries) and the naive ones.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/tensor.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_tiled.h"
 #include "ops/attention.h"
 #include "parity_testing.h"
 
@@ -74,6 +78,12 @@ void check_case(const Case& c) {
   using A = acc_t<T>;
   const cuda::Stream stream = test::test_stream();
   const cpu::AttentionShape a = shape_of(c);
+  // Forced to the tiled kernels, the case must be one they take (else the naive ones would run).
+  if constexpr (!std::is_same_v<T, double>) {
+    if (cuda::attention_kernels() == cuda::AttentionKernels::tiled) {
+      REQUIRE(cuda::attention_detail::tiled_attention_takes<T>(a));
+    }
+  }
   const std::int64_t B = c.batch, H = c.heads, Tq = c.queries, S = c.keys, K = c.key_size, width = H * K;
   const double scale = 1.0 / std::sqrt(static_cast<double>(K));
   const std::uint64_t seed = 1234, rng_stream = 77;
@@ -208,6 +218,14 @@ void check_case(const Case& c) {
   test::check_bits(gdv.download(), got_dv, "dv, second run");
 }
 
+// Restores the default choice of kernels (attention_kernels()) when a test ends, passed or not.
+struct KernelsGuard {
+  KernelsGuard() = default;
+  KernelsGuard(const KernelsGuard&) = delete;
+  KernelsGuard& operator=(const KernelsGuard&) = delete;
+  ~KernelsGuard() { cuda::set_attention_kernels(cuda::AttentionKernels::automatic); }
+};
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order term", "[cuda][attention]", double,
@@ -215,62 +233,88 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
   using T = TestType;
   // B, H, T, S, K, causal, dropout, padded, cache
   const std::vector<Case> cases = {
-      {1, 1, 1, 1, 1, false, 0.0, false, false},    {2, 3, 7, 7, 7, true, 0.0, false, false},
-      {3, 2, 31, 33, 32, false, 0.1, true, false},  {2, 1, 33, 32, 33, true, 0.1, true, false},
-      {2, 2, 32, 31, 64, true, 0.0, true, false},   {2, 2, 5, 255, 64, false, 0.1, true, false},
-      {1, 4, 33, 33, 128, true, 0.1, false, false}, {3, 2, 1, 33, 32, true, 0.0, true, true},
-      {2, 3, 1, 255, 64, true, 0.1, false, true},   {1, 1, 1, 1, 7, true, 0.0, false, true},
+      {1, 1, 1, 1, 1, false, 0.0, false, false},
+      {2, 3, 7, 7, 7, true, 0.0, false, false},
+      {3, 2, 31, 33, 32, false, 0.1, true, false},
+      {2, 1, 33, 32, 33, true, 0.1, true, false},
+      {2, 2, 32, 31, 64, true, 0.0, true, false},
+      {2, 2, 5, 255, 64, false, 0.1, true, false},
+      {1, 4, 33, 33, 128, true, 0.1, false, false},
+      {3, 2, 1, 33, 32, true, 0.0, true, true},
+      {2, 3, 1, 255, 64, true, 0.1, false, true},
+      {1, 1, 1, 1, 7, true, 0.0, false, true},
+      // Several tiles of 32 queries and 64 keys (the tiled kernels), K not a multiple of 16, T > S.
+      {2, 3, 70, 130, 64, true, 0.1, true, false},
+      {1, 2, 65, 200, 96, false, 0.0, true, false},
+      {2, 2, 100, 40, 16, false, 0.1, false, false},
+      {3, 1, 97, 97, 5, true, 0.1, true, false},
   };
-  for (const Case& c : cases) {
-    INFO("B " << c.batch << ", H " << c.heads << ", T " << c.queries << ", S " << c.keys << ", K " << c.key_size
-              << (c.causal ? ", causal" : "") << ", dropout " << c.dropout << (c.padded ? ", padded" : "")
-              << (c.cache ? ", strided cache" : ""));
-    check_case<T>(c);
+  // Every case on both implementations (double: the naive kernels only), then back to the default.
+  std::vector<cuda::AttentionKernels> kernels = {cuda::AttentionKernels::naive};
+  if (!std::is_same_v<T, double>) kernels.push_back(cuda::AttentionKernels::tiled);
+  const KernelsGuard restore;
+  for (const cuda::AttentionKernels kernel : kernels) {
+    cuda::set_attention_kernels(kernel);
+    for (const Case& c : cases) {
+      INFO((kernel == cuda::AttentionKernels::tiled ? "tiled" : "naive")
+           << " kernels: B " << c.batch << ", H " << c.heads << ", T " << c.queries << ", S " << c.keys << ", K "
+           << c.key_size << (c.causal ? ", causal" : "") << ", dropout " << c.dropout << (c.padded ? ", padded" : "")
+           << (c.cache ? ", strided cache" : ""));
+      check_case<T>(c);
+    }
   }
 }
 
 TEST_CASE("attention ops on GPU tensors match the CPU ops", "[cuda][attention][ops]") {
   const Device gpu = Device::cuda(0);
-  for (const DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
-    INFO(dtype_name(dtype));
-    // B 2, T 9, S 11, H 3, K 8, causal with padding and dropout; k and v read through a cache view.
-    const Tensor q = Tensor::from_vector(random_values<float>(2 * 9 * 24, 41), {2, 9, 24}).to(dtype);
-    const Tensor cache = Tensor::from_vector(random_values<float>(2 * 16 * 48, 42), {2, 16, 48}).to(dtype);
-    const Tensor gcache = cache.to(gpu);
-    const Tensor k = cache.narrow(1, 0, 11).narrow(2, 0, 24), v = cache.narrow(1, 0, 11).narrow(2, 24, 24);
-    const Tensor gk = gcache.narrow(1, 0, 11).narrow(2, 0, 24), gv = gcache.narrow(1, 0, 11).narrow(2, 24, 24);
-    const Tensor dout = Tensor::from_vector(random_values<float>(2 * 9 * 24, 43), {2, 9, 24}).to(dtype);
-    const Tensor lengths = Tensor::from_vector(std::vector<std::int32_t>{11, 6}, {2});
-    ops::AttentionOptions o;
-    o.heads = 3;
-    o.causal = true;
-    o.query_offset = 2;
-    o.dropout = 0.1;
-    o.seed = 5;
-    o.rng_stream = 9;
-    // key_lengths on the CPU for the forward pass, on the GPU (as the model keeps them) for the backward.
-    ops::AttentionSaved saved, gsaved;
-    const Tensor out = ops::attention(q, k, v, lengths, o, &saved);
-    const Tensor gout = ops::attention(q.to(gpu), gk, gv, lengths, o, &gsaved);
-    CHECK(gout.device() == gpu);
-    CHECK(gsaved.lse.dtype() == accumulator_dtype(dtype));
-    const ops::AttentionGrads g = ops::attention_backward(q, k, v, lengths, o, saved, dout);
-    const ops::AttentionGrads gg = ops::attention_backward(q.to(gpu), gk, gv, lengths.to(gpu), o, gsaved, dout.to(gpu));
-    const double tol = dtype == DType::kF64 ? 1e-12 : dtype == DType::kF32 ? 1e-5 : dtype == DType::kF16 ? 4e-3 : 3e-2;
-    const auto close = [&](const Tensor& got, const Tensor& expected, const char* what) {
-      INFO(what);
-      const std::vector<double> e = expected.to(DType::kF64).to_vector<double>();
-      const std::vector<double> r = got.to(Device::cpu()).to(DType::kF64).to_vector<double>();
-      REQUIRE(r.size() == e.size());
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < e.size(); ++i) bad += !(std::fabs(r[i] - e[i]) <= tol * 4 * (1 + std::fabs(e[i])));
-      CHECK(bad == 0);
-    };
-    close(gout, out, "out");
-    close(gsaved.lse, saved.lse, "lse");
-    close(gg.dq, g.dq, "dq");
-    close(gg.dk, g.dk, "dk");
-    close(gg.dv, g.dv, "dv");
+  const KernelsGuard restore;
+  for (const auto kernels : {cuda::AttentionKernels::automatic, cuda::AttentionKernels::naive}) {
+    cuda::set_attention_kernels(kernels);
+    for (const DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
+      INFO(dtype_name(dtype) << (kernels == cuda::AttentionKernels::naive ? ", naive kernels" : ", default kernels"));
+      // B 2, T 9, S 11, H 3, K 8, causal with padding and dropout; k and v read through a cache view.
+      const Tensor q = Tensor::from_vector(random_values<float>(2 * 9 * 24, 41), {2, 9, 24}).to(dtype);
+      const Tensor cache = Tensor::from_vector(random_values<float>(2 * 16 * 48, 42), {2, 16, 48}).to(dtype);
+      const Tensor gcache = cache.to(gpu);
+      const Tensor k = cache.narrow(1, 0, 11).narrow(2, 0, 24), v = cache.narrow(1, 0, 11).narrow(2, 24, 24);
+      const Tensor gk = gcache.narrow(1, 0, 11).narrow(2, 0, 24), gv = gcache.narrow(1, 0, 11).narrow(2, 24, 24);
+      const Tensor dout = Tensor::from_vector(random_values<float>(2 * 9 * 24, 43), {2, 9, 24}).to(dtype);
+      const Tensor lengths = Tensor::from_vector(std::vector<std::int32_t>{11, 6}, {2});
+      ops::AttentionOptions o;
+      o.heads = 3;
+      o.causal = true;
+      o.query_offset = 2;
+      o.dropout = 0.1;
+      o.seed = 5;
+      o.rng_stream = 9;
+      // key_lengths on the CPU for the forward pass, on the GPU (as the model keeps them) for the backward.
+      ops::AttentionSaved saved, gsaved;
+      const Tensor out = ops::attention(q, k, v, lengths, o, &saved);
+      const Tensor gout = ops::attention(q.to(gpu), gk, gv, lengths, o, &gsaved);
+      CHECK(gout.device() == gpu);
+      CHECK(gsaved.lse.dtype() == accumulator_dtype(dtype));
+      const ops::AttentionGrads g = ops::attention_backward(q, k, v, lengths, o, saved, dout);
+      const ops::AttentionGrads gg =
+          ops::attention_backward(q.to(gpu), gk, gv, lengths.to(gpu), o, gsaved, dout.to(gpu));
+      const double tol = dtype == DType::kF64   ? 1e-12
+                         : dtype == DType::kF32 ? 1e-5
+                         : dtype == DType::kF16 ? 4e-3
+                                                : 3e-2;
+      const auto close = [&](const Tensor& got, const Tensor& expected, const char* what) {
+        INFO(what);
+        const std::vector<double> e = expected.to(DType::kF64).to_vector<double>();
+        const std::vector<double> r = got.to(Device::cpu()).to(DType::kF64).to_vector<double>();
+        REQUIRE(r.size() == e.size());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < e.size(); ++i) bad += !(std::fabs(r[i] - e[i]) <= tol * 4 * (1 + std::fabs(e[i])));
+        CHECK(bad == 0);
+      };
+      close(gout, out, "out");
+      close(gsaved.lse, saved.lse, "lse");
+      close(gg.dq, g.dq, "dq");
+      close(gg.dk, g.dk, "dk");
+      close(gg.dv, g.dv, "dv");
+    }
   }
 }
 

@@ -3,53 +3,29 @@
 // Compiled without FMA contraction (src/CMakeLists.txt), so each dot product rounds as on the CPU.
 #include "kernels/cuda/attention.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
-#include "core/philox.h"
-#include "kernels/common/dropout.h"
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_tiled.h"
 #include "kernels/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {
 
+using attention_detail::Dropout;
+using attention_detail::dropout_of;
+using attention_detail::exp_acc;
+using attention_detail::log_acc;
+using attention_detail::visible_keys;
+
 constexpr unsigned kThreads = 128;  // per block: one row (query or key) each
 constexpr unsigned kWarps = kThreads / 32;
 constexpr std::size_t kMaxSharedBytes = 48 * 1024;  // without the opt-in to larger dynamic shared memory
-
-// The number of keys query t may see (kernels/cpu/attention.cpp).
-__device__ inline std::int64_t visible_keys(const AttentionShape& a, std::int32_t key_length, std::int64_t t) {
-  std::int64_t n = key_length < a.keys ? key_length : a.keys;
-  if (a.causal && a.query_offset + t + 1 < n) n = a.query_offset + t + 1;
-  return n > 0 ? n : 0;
-}
-
-// Attention dropout: the factor of probability `index` of [B, H, T, S]: 1 without dropout, else
-// keep_scale or 0 by the CPU's keep test.
-template <typename A>
-struct Dropout {
-  bool on;
-  float threshold;  // p as a float
-  A keep_scale;     // 1 / (1 - p), computed in double and rounded to A, as on the CPU
-  std::uint64_t seed, rng_stream;
-
-  __device__ A mask(std::int64_t index) const {
-    if (!on) return A(1);
-    // philox::bits(seed, rng_stream, index), with the word picked by selects: indexing the block's
-    // array with index % 4 would put it in local memory.
-    const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(index) >> 2);
-    const int w = static_cast<int>(index & 3);
-    const std::uint32_t bits = w == 0 ? r.v[0] : w == 1 ? r.v[1] : w == 2 ? r.v[2] : r.v[3];
-    return common::dropout_keeps(bits, threshold) ? keep_scale : A(0);
-  }
-};
-
-// exp and log of the accumulator type: CUDA's expf/logf (within 2 ulps) for float, exp/log for double.
-__device__ inline float exp_acc(float x) { return expf(x); }
-__device__ inline double exp_acc(double x) { return ::exp(x); }
-__device__ inline float log_acc(float x) { return logf(x); }
-__device__ inline double log_acc(double x) { return ::log(x); }
 
 struct Add {
   template <typename A>
@@ -260,11 +236,6 @@ std::size_t shared_bytes_for(const char* kernel, std::int64_t elements) {
   return bytes;
 }
 
-template <typename T>
-Dropout<acc_t<T>> dropout_of(double p, std::uint64_t seed, std::uint64_t rng_stream) {
-  return {p > 0, static_cast<float>(p), static_cast<acc_t<T>>(1.0 / (1.0 - p)), seed, rng_stream};
-}
-
 // One block per row (a grid's x dimension holds up to 2^31 - 1 blocks).
 unsigned blocks(const char* kernel, std::int64_t rows) {
   if (rows > 0x7FFFFFFF)
@@ -274,17 +245,65 @@ unsigned blocks(const char* kernel, std::int64_t rows) {
 
 }  // namespace
 
+namespace {
+
+std::atomic<int> chosen_kernels{-1};  // an AttentionKernels, or -1 before the first call
+
+// Whether this call runs the tiled kernels (attention.h, attention_kernels()).
+template <typename T>
+bool use_tiled(const AttentionShape& a) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    const AttentionKernels kernels = attention_kernels();
+    if (kernels == AttentionKernels::naive || (kernels == AttentionKernels::automatic && a.queries <= 1)) return false;
+    return attention_detail::tiled_attention_takes<T>(a);
+  }
+}
+
+}  // namespace
+
+void set_attention_kernels(AttentionKernels kernels) { chosen_kernels = static_cast<int>(kernels); }
+
+AttentionKernels attention_kernels() {
+  int chosen = chosen_kernels.load();
+  if (chosen < 0) {
+    const char* value = std::getenv("DRAGOMAN_CUDA_ATTENTION");
+    const std::string name = value != nullptr ? value : "auto";
+    AttentionKernels kernels = AttentionKernels::automatic;
+    if (name == "naive") {
+      kernels = AttentionKernels::naive;
+    } else if (name == "tiled") {
+      kernels = AttentionKernels::tiled;
+    } else if (name != "auto" && !name.empty()) {
+      throw Error("DRAGOMAN_CUDA_ATTENTION is '" + name + "': expected auto, naive or tiled");
+    }
+    int expected = -1;
+    chosen_kernels.compare_exchange_strong(expected, static_cast<int>(kernels));
+    chosen = chosen_kernels.load();
+  }
+  return static_cast<AttentionKernels>(chosen);
+}
+
 template <typename T>
 void attention_forward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                        double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, acc_t<T>* lse,
                        T* out, Stream stream) {
   const std::int64_t rows = a.batch * a.heads * a.queries;
   if (rows <= 0) return;
+  if constexpr (!std::is_same_v<T, double>) {
+    if (use_tiled<T>(a)) {
+      attention_detail::tiled_attention_forward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
+                                                   out, stream);
+      return;
+    }
+  }
   using A = acc_t<T>;
   const std::size_t bytes =
       shared_bytes_for<T>("attention_forward", padded<A>(a.key_size) + padded<A>(a.keys) + padded<A>(kWarps));
   attention_forward_kernel<T><<<blocks("attention_forward", rows), kThreads, bytes, stream>>>(
-      a, q, k, v, key_lengths, static_cast<acc_t<T>>(scale), dropout_of<T>(dropout_p, seed, rng_stream), lse, out);
+      a, q, k, v, key_lengths, static_cast<acc_t<T>>(scale), dropout_of<acc_t<T>>(dropout_p, seed, rng_stream), lse,
+      out);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -292,9 +311,16 @@ template <typename T>
 void attention_backward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                         double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream,
                         const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv, acc_t<T>* workspace, Stream stream) {
+  if constexpr (!std::is_same_v<T, double>) {
+    if (use_tiled<T>(a)) {
+      attention_detail::tiled_attention_backward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
+                                                    dout, dq, dk, dv, workspace, stream);
+      return;
+    }
+  }
   const std::int64_t queries = a.batch * a.heads * a.queries, keys = a.batch * a.heads * a.keys;
   const acc_t<T> scale_acc = static_cast<acc_t<T>>(scale);
-  const Dropout<acc_t<T>> drop = dropout_of<T>(dropout_p, seed, rng_stream);
+  const Dropout<acc_t<T>> drop = dropout_of<acc_t<T>>(dropout_p, seed, rng_stream);
   using A = acc_t<T>;
   const std::size_t dq_bytes =
       shared_bytes_for<T>("attention_backward",

@@ -20,12 +20,14 @@
 // order; exp/log are CUDA's (within 2 ulp of float, not glibc's bits) and the softmax sum and delta
 // are summed in another order, so results are within a few float ulps of the CPU's before the
 // rounding to T.
-// Not optimised (simplicity first; flash-style tiling is future work, to be chosen by measurement):
-// each thread of the score phase reads a whole key row (uncoalesced), k and v are read once per
-// query and q and dout once per key, nothing is tiled through shared memory or tensor cores. Shared
-// memory holds two acc_t<T> arrays of S (forward, dq) or T (dk/dv) elements plus a row of q and
-// dout: the launchers throw when that exceeds 48 KiB (S or T above about 6,000 in float, 3,000 in
-// double).
+// These naive kernels are simple, not fast: each thread of the score phase reads a whole key row
+// (uncoalesced), k and v are read once per query and q and dout once per key. Shared memory holds
+// two acc_t<T> arrays of S (forward, dq) or T (dk/dv) elements plus a row of q and dout: the
+// launchers throw when that exceeds 48 KiB (S or T above about 6,000 in float, 3,000 in double).
+//
+// The tiled kernels (attention_tiled.h: 32 rows a block, tiles of 64 through shared memory, the
+// softmax online, as flash attention) compute the same contract for float, bf16 and f16 with K and
+// Kv up to 128, any S and T. Which kernels run is attention_kernels() below.
 // All pointers are device memory of the stream's device (the caller holds its DeviceGuard),
 // key_lengths included.
 #pragma once
@@ -39,6 +41,19 @@
 namespace dragoman::cuda {
 
 using cpu::AttentionShape;
+
+// Which kernels attention_forward/backward run:
+//   automatic (the default): the tiled kernels where they take the shape and there is more than one
+//     query (training, scoring, the encoder); the naive ones for one query (a decoding step: one
+//     block per (b, h) over the cache is what it needs) and for double;
+//   naive: always the naive kernels;
+//   tiled: the tiled kernels wherever they take the shape, one query too (the tests run every case
+//     both ways).
+// The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive or tiled; anything else is an error);
+// set_attention_kernels overrides it for the process (tests, benchmarks).
+enum class AttentionKernels { automatic, naive, tiled };
+void set_attention_kernels(AttentionKernels kernels);
+AttentionKernels attention_kernels();
 
 // lse: [B, H, T] of acc_t<T>, written when not null; key_lengths: i32 [B].
 template <typename T>

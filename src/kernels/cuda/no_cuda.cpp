@@ -232,6 +232,8 @@ void layer_norm_backward(const T*, const T*, const T*, const acc_t<T>*, const ac
 }
 
 // attention.h
+void set_attention_kernels(AttentionKernels) { no_cuda("set_attention_kernels"); }
+AttentionKernels attention_kernels() { no_cuda("attention_kernels"); }
 template <typename T>
 void attention_forward(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, double,
                        std::uint64_t, std::uint64_t, acc_t<T>*, T*, Stream) {
