@@ -16,8 +16,7 @@
 // the float order term, still far below one missing or doubled key.
 // Every case runs on the naive kernels and (float, bf16, f16) on the tiled ones (attention_tiled.h),
 // with extra cases of several 32-query and 64-key tiles. Then ops::attention/attention_backward on
-// GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, with the default choice of
-// kernels (tiled: 9 queries) and the naive ones.
+// GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, on both kernels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -268,10 +267,10 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
 TEST_CASE("attention ops on GPU tensors match the CPU ops", "[cuda][attention][ops]") {
   const Device gpu = Device::cuda(0);
   const KernelsGuard restore;
-  for (const auto kernels : {cuda::AttentionKernels::automatic, cuda::AttentionKernels::naive}) {
+  for (const auto kernels : {cuda::AttentionKernels::tiled, cuda::AttentionKernels::naive}) {
     cuda::set_attention_kernels(kernels);
     for (const DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
-      INFO(dtype_name(dtype) << (kernels == cuda::AttentionKernels::naive ? ", naive kernels" : ", default kernels"));
+      INFO(dtype_name(dtype) << (kernels == cuda::AttentionKernels::naive ? ", naive kernels" : ", tiled kernels"));
       // B 2, T 9, S 11, H 3, K 8, causal with padding and dropout; k and v read through a cache view.
       const Tensor q = Tensor::from_vector(random_values<float>(2 * 9 * 24, 41), {2, 9, 24}).to(dtype);
       const Tensor cache = Tensor::from_vector(random_values<float>(2 * 16 * 48, 42), {2, 16, 48}).to(dtype);

@@ -256,7 +256,8 @@ bool use_tiled(const AttentionShape& a) {
     return false;
   } else {
     const AttentionKernels kernels = attention_kernels();
-    if (kernels == AttentionKernels::naive || (kernels == AttentionKernels::automatic && a.queries <= 1)) return false;
+    if (kernels == AttentionKernels::naive || (kernels == AttentionKernels::automatic && a.queries < kTiledMinQueries))
+      return false;
     return attention_detail::tiled_attention_takes<T>(a);
   }
 }

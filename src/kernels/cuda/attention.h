@@ -43,15 +43,17 @@ namespace dragoman::cuda {
 using cpu::AttentionShape;
 
 // Which kernels attention_forward/backward run:
-//   automatic (the default): the tiled kernels where they take the shape and there is more than one
-//     query (training, scoring, the encoder); the naive ones for one query (a decoding step: one
-//     block per (b, h) over the cache is what it needs) and for double;
+//   automatic (the default): the tiled kernels where they take the shape and there are at least
+//     kTiledMinQueries queries (training, scoring, the encoder of a sentence that long); the naive
+//     ones for fewer (a decoding step: one query of self-attention, a beam's few queries of
+//     cross-attention, where a tile of 32 query rows would be mostly idle) and for double;
 //   naive: always the naive kernels;
 //   tiled: the tiled kernels wherever they take the shape, one query too (the tests run every case
 //     both ways).
 // The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive or tiled; anything else is an error);
 // set_attention_kernels overrides it for the process (tests, benchmarks).
 enum class AttentionKernels { automatic, naive, tiled };
+inline constexpr std::int64_t kTiledMinQueries = 16;  // half a tile of queries
 void set_attention_kernels(AttentionKernels kernels);
 AttentionKernels attention_kernels();
 
