@@ -170,7 +170,7 @@ elif [[ $mode == first ]]; then
 else
   shared_memory='[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'
   step 1-memcheck 130 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$gpu_op_tags"
-  step 2-racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
+  step 2-racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
   step 3-synccheck 50 compute-sanitizer --tool synccheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
