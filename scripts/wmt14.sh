@@ -7,7 +7,13 @@
 #              train.SRC, train.TGT, newstest2013.* and newstest2014.* (plain text, one sentence a line),
 #              nothing is downloaded: give your own files this way.
 #   DRAGOMAN   the binary (default build/src/dragoman)
-#   TRAIN_ARGS extra arguments for `dragoman train` (e.g. "--set training.update_freq=16")
+#   TRAIN_ARGS extra arguments for `dragoman train` (e.g. "--set training.update_freq=16", "--devices all")
+#   TRANSLATE_ARGS extra arguments for `dragoman translate` (e.g. "--device cuda:0 --precision bf16")
+#   MODEL      the model that translates the test set: averaged (default: the last 5 or 20
+#              checkpoints averaged, as the paper did) or ema (the moving average of the weights,
+#              training.ema_decay EMA_DECAY, default 0.9999, set for the training run)
+# Prints sacreBLEU's BLEU and chrF, then the paper's tokenized BLEU (score-bleu --paper TGT: Moses
+# tokenizer, compound splitting, multi-bleu.perl): the number to hold against the paper's table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pair=${1:?usage: scripts/wmt14.sh en-de|en-fr [base|big] [RUN_DIR]}
@@ -19,6 +25,8 @@ case $pair in
   *) echo "wmt14: unknown pair $pair (en-de or en-fr)" >&2; exit 2 ;;
 esac
 [[ $size == base || $size == big ]] || { echo "wmt14: model size must be base or big" >&2; exit 2; }
+model=${MODEL:-averaged}
+[[ $model == averaged || $model == ema ]] || { echo "wmt14: MODEL must be averaged or ema, not '$model'" >&2; exit 2; }
 run=${3:-runs/wmt14-$pair-$size}
 data=${DATA_DIR:-data/wmt14-$pair}
 dragoman=${DRAGOMAN:-build/src/dragoman}
@@ -58,8 +66,8 @@ if ! have_data; then
     tar -xf "$file" -C "$data/raw"
   done
   [[ $pair == en-fr ]] && for f in "$data"/raw/giga-fren.release2.fixed.*.gz; do gunzip -kf "$f"; done
-  corpora=("$data"/raw/training/europarl-v7.$tgt-en "$data"/raw/commoncrawl.$tgt-en
-           "$data"/raw/training/news-commentary-v9.$tgt-en)
+  corpora=("$data/raw/training/europarl-v7.$tgt-en" "$data/raw/commoncrawl.$tgt-en"
+           "$data/raw/training/news-commentary-v9.$tgt-en")
   [[ $pair == en-fr ]] && corpora+=("$data"/raw/un/undoc.2000.fr-en "$data"/raw/giga-fren.release2.fixed)
   : >"$data/train.$src.part"
   : >"$data/train.$tgt.part"
@@ -80,7 +88,8 @@ echo "wmt14: $(wc -l <"$data/train.$src") training pairs in $data"
 
 # --- 2. train (builds the shared vocabulary into the run directory) ------------------------------
 model_args=()
-[[ $size == big ]] && model_args=(--set model.d_model=1024 --set model.d_ff=4096 --set model.heads=16
+[[ $model == ema ]] && model_args=(--set "training.ema_decay=${EMA_DECAY:-0.9999}")
+[[ $size == big ]] && model_args+=(--set model.d_model=1024 --set model.d_ff=4096 --set model.heads=16
                                   --set "model.dropout=$([[ $pair == en-fr ]] && echo 0.1 || echo 0.3)"
                                   --set training.max_steps=300000 --set checkpoint.keep_last=20)
 # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
@@ -89,9 +98,17 @@ model_args=()
   --set "data.valid_source=$data/newstest2013.$src" --set "data.valid_target=$data/newstest2013.$tgt" \
   ${TRAIN_ARGS:-}
 
-# --- 3-5. average, translate, score --------------------------------------------------------------
-"$dragoman" average-checkpoints --run "$run" --last "$average" --output "$run/averaged.safetensors"
-"$dragoman" translate --model "$run/averaged.safetensors" --input "$data/newstest2014.$src" \
-  --output "$run/newstest2014.$tgt" --beam 4 --length-penalty 0.6 --max-length-a 1 --max-length-b 50
+# --- 3-5. average (or the moving average), translate, score -------------------------------------
+if [[ $model == averaged ]]; then
+  "$dragoman" average-checkpoints --run "$run" --last "$average" --output "$run/averaged.safetensors"
+  weights=$run/averaged.safetensors
+else
+  weights=$run/checkpoints/checkpoint-last.ema.safetensors
+fi
+# shellcheck disable=SC2086  # TRANSLATE_ARGS is a list of arguments
+"$dragoman" translate --model "$weights" --input "$data/newstest2014.$src" \
+  --output "$run/newstest2014.$tgt" --beam 4 --length-penalty 0.6 --max-length-a 1 --max-length-b 50 \
+  ${TRANSLATE_ARGS:-}
+echo "wmt14: newstest2014 translated with $weights; sacreBLEU's BLEU and chrF, then the paper's tokenized BLEU:"
 "$dragoman" score-bleu --ref "$data/newstest2014.$tgt" --input "$run/newstest2014.$tgt" -m bleu,chrf \
-  | tee "$run/newstest2014.bleu"
+  --paper "$tgt" | tee "$run/newstest2014.bleu"

@@ -12,6 +12,7 @@
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/corpus.h"
+#include "eval/paper_bleu.h"
 #include "eval/report.h"
 #include "io/text_lines.h"
 
@@ -41,6 +42,9 @@ struct ScoreBleuOptions {
   bool short_signature = false;
   bool force = false;
   int threads = 0;
+  std::string paper_lang;  // --paper LANG: also the paper's tokenized BLEU
+  bool paper_keep_compounds = false;
+  bool paper_aggressive_dashes = false;
 };
 
 std::unique_ptr<eval::Metric> make_metric(const std::string& name, const ScoreBleuOptions& o) {
@@ -75,6 +79,9 @@ void run_score_bleu(ScoreBleuOptions o) {
   o.metrics.erase(std::unique(o.metrics.begin(), o.metrics.end()), o.metrics.end());
   if (o.sentence_level && o.metrics.size() > 1) {
     throw CLI::ValidationError("--sentence-level", "takes exactly one metric, got " + std::to_string(o.metrics.size()));
+  }
+  if (o.sentence_level && !o.paper_lang.empty()) {
+    throw CLI::ValidationError("--paper", "is a corpus score: it does not go with --sentence-level");
   }
   const TextLines hyps = read_text_lines(o.input);
   std::vector<TextLines> refs;
@@ -133,8 +140,23 @@ void run_score_bleu(ScoreBleuOptions o) {
 
   std::vector<eval::MetricResult> results;
   for (const auto& metric : metrics) results.push_back(eval::corpus_score(*metric, corpus, threads));
-  write_stdout(o.json ? eval::format_results_json(results, width)
-                      : eval::format_results_text(results, width, o.score_only, o.short_signature));
+  std::string description;  // the paper's BLEU, last
+  if (!o.paper_lang.empty()) {
+    eval::PaperBleuOptions p;
+    p.lang = o.paper_lang;
+    p.split_compounds = !o.paper_keep_compounds;
+    p.aggressive_dash_splits = o.paper_aggressive_dashes;
+    const eval::PaperBleu paper(p);
+    results.push_back(eval::corpus_score(paper, corpus, threads));
+    description = paper.description();
+  }
+  if (o.json) {
+    write_stdout(eval::format_results_json(results, width));
+    return;
+  }
+  std::string text = eval::format_results_text(results, width, o.score_only, o.short_signature);
+  if (!description.empty() && !o.score_only) text.insert(text.size() - 1, "  (" + description + ")");
+  write_stdout(text);
 }
 
 }  // namespace
@@ -197,6 +219,26 @@ Subcommand add_score_bleu(CLI::App& app) {
          "Decimals of the score (default 2)")
       ->check(integer_in(0, 17))
       ->group("Output");
+  CLI::Option* paper =
+      sub->add_option("--paper", o->paper_lang,
+                      "Also the paper's tokenized BLEU, on its own line after sacreBLEU's: the Moses tokenizer for "
+                      "this language (the target language: de, fr, en, ...) on hypotheses and references, compound "
+                      "splitting (a ##AT##-##AT## b), multi-bleu.perl's BLEU (docs/WMT14.md)")
+          ->check([](const std::string& lang) {
+            return lang.empty() || lang.size() > 8 ||
+                           lang.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos
+                       ? std::string("expected a language code in lower case (de, fr, en, ...)")
+                       : std::string();
+          })
+          ->group("Paper BLEU");
+  sub->add_flag("--paper-keep-compounds", o->paper_keep_compounds,
+                "With --paper: no ##AT## compound splitting (plain Moses-tokenized BLEU)")
+      ->needs(paper)
+      ->group("Paper BLEU");
+  sub->add_flag("--paper-aggressive-dashes", o->paper_aggressive_dashes,
+                "With --paper: Moses' -a (a @-@ b) before the compound splitting")
+      ->needs(paper)
+      ->group("Paper BLEU");
   sub->add_flag("--json", o->json, "JSON output (sacreBLEU's -f json, plus full-precision statistics)")
       ->group("Output");
   sub->add_flag("--short", o->short_signature, "Short signature (sacreBLEU's --short)")->group("Output");

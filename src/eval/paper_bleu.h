@@ -1,0 +1,46 @@
+// The paper's BLEU: tokenized BLEU as "Attention Is All You Need" (and GNMT, ConvS2S, fairseq's and
+// tensor2tensor's WMT14 scripts) reported it, beside sacreBLEU's detokenized number. Hypotheses and
+// references are tokenized with the Moses tokenizer for the target language (eval/moses_tokenizer.h,
+// exact against sacremoses), compounds are split ("a-b" -> "a ##AT##-##AT## b", tensor2tensor's
+// get_ende_bleu.sh), and BLEU is computed on those tokens as multi-bleu.perl does: no further
+// tokenization, case-sensitive, no smoothing (sacreBLEU with --tokenize none --smooth-method none).
+// On WMT14 English-German it is typically 0.5-1 point above sacreBLEU's 13a number (docs/WMT14.md).
+#pragma once
+
+#include <string>
+
+#include "eval/bleu.h"
+#include "eval/metric.h"
+#include "eval/moses_tokenizer.h"
+
+namespace dragoman::eval {
+
+struct PaperBleuOptions {
+  std::string lang = "en";              // the Moses tokenizer's language (the target language)
+  bool split_compounds = true;          // the ##AT## compound splitting
+  bool aggressive_dash_splits = false;  // Moses' -a ("a-b" -> "a @-@ b") before it
+};
+
+class PaperBleu final : public Metric {
+ public:
+  explicit PaperBleu(PaperBleuOptions options);
+
+  std::string key() const override { return "BLEU"; }
+  std::size_t stats_size() const override { return bleu_.stats_size(); }
+  void segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs, std::int64_t* out) const override;
+  // BLEU's result with "tok:moses-LANG" (+"-a" for aggressive dashes, +"+atat" for compound
+  // splitting) and "smooth:none" in the signature.
+  MetricResult result(const std::int64_t* stats, std::size_t nrefs) const override;
+
+  // One line as the metric sees it: Moses-tokenized, compounds split.
+  std::string tokenize(std::string_view line) const;
+  // "tokenized BLEU as in the paper: Moses tokenizer -l de, ##AT## compound splitting, multi-bleu.perl"
+  std::string description() const;
+
+ private:
+  PaperBleuOptions options_;
+  MosesTokenizer moses_;
+  Bleu bleu_;
+};
+
+}  // namespace dragoman::eval
