@@ -146,6 +146,12 @@ void run_score_bleu(ScoreBleuOptions o) {
     p.lang = o.paper_lang;
     p.split_compounds = !o.paper_keep_compounds;
     p.aggressive_dash_splits = o.paper_aggressive_dashes;
+    if (!eval::MosesTokenizer::has_prefixes(p.lang)) {
+      spdlog::warn(
+          "--paper {}: the Moses tokenizer has no nonbreaking prefixes for '{}' and uses the English ones "
+          "(as sacremoses does)",
+          p.lang, p.lang);
+    }
     const eval::PaperBleu paper(p);
     results.push_back(eval::corpus_score(paper, corpus, threads));
     description = paper.description();

@@ -179,6 +179,13 @@ const char* prefix_lines(const std::string& lang) {
 
 }  // namespace
 
+bool MosesTokenizer::has_prefixes(const std::string& lang) {
+  for (std::size_t i = 0; i < moses::kPrefixesSize; ++i) {
+    if (lang == moses::kPrefixes[i].lang) return true;
+  }
+  return false;
+}
+
 MosesTokenizer::MosesTokenizer(std::string lang) : lang_(std::move(lang)) {
   const std::u32string lines = utf8::decode(prefix_lines(lang_));
   std::size_t start = 0;

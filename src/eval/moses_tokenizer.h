@@ -25,6 +25,8 @@ class MosesTokenizer {
   explicit MosesTokenizer(std::string lang);
 
   const std::string& lang() const { return lang_; }
+  // Whether sacremoses has a nonbreaking prefix list for `lang` (else the English one is used).
+  static bool has_prefixes(const std::string& lang);
   // sacremoses' MosesTokenizer(lang).tokenize(text, aggressive_dash_splits, return_str=True, escape)
   // with the tokens joined by single spaces (no leading or trailing space).
   std::u32string tokenize(std::u32string_view text, bool aggressive_dash_splits = false, bool escape = true) const;

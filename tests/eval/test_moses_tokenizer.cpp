@@ -31,6 +31,8 @@ TEST_CASE("Moses tokenizer on literal examples", "[moses]") {
   CHECK(de.tokenize_utf8("„Ja“, sagte er.") == "„ Ja “ , sagte er .");
   CHECK(fr.tokenize_utf8("L'homme qu'il voit.") == "L&apos; homme qu&apos; il voit .");
   CHECK(MosesTokenizer("xx").tokenize_utf8("it's Mr. X") == "it &apos; s Mr. X");  // English prefixes
+  CHECK(MosesTokenizer::has_prefixes("de"));
+  CHECK(!MosesTokenizer::has_prefixes("xx"));
 }
 
 TEST_CASE("compound splitting as tensor2tensor's get_ende_bleu.sh", "[moses]") {
