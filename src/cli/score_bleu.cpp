@@ -42,8 +42,8 @@ struct ScoreBleuOptions {
   bool short_signature = false;
   bool force = false;
   int threads = 0;
-  std::string paper_lang;  // --paper LANG: also the paper's tokenized BLEU
-  bool paper_keep_compounds = false;
+  std::string paper_lang;                // --paper LANG: also the paper's tokenized BLEU
+  std::string paper_compounds = "auto";  // split, keep, or auto: split for German only
   bool paper_aggressive_dashes = false;
 };
 
@@ -144,7 +144,7 @@ void run_score_bleu(ScoreBleuOptions o) {
   if (!o.paper_lang.empty()) {
     eval::PaperBleuOptions p;
     p.lang = o.paper_lang;
-    p.split_compounds = !o.paper_keep_compounds;
+    p.split_compounds = o.paper_compounds == "split" || (o.paper_compounds == "auto" && p.lang == "de");
     p.aggressive_dash_splits = o.paper_aggressive_dashes;
     if (!eval::MosesTokenizer::has_prefixes(p.lang)) {
       spdlog::warn(
@@ -228,8 +228,8 @@ Subcommand add_score_bleu(CLI::App& app) {
   CLI::Option* paper =
       sub->add_option("--paper", o->paper_lang,
                       "Also the paper's tokenized BLEU, on its own line after sacreBLEU's: the Moses tokenizer for "
-                      "this language (the target language: de, fr, en, ...) on hypotheses and references, compound "
-                      "splitting (a ##AT##-##AT## b), multi-bleu.perl's BLEU (docs/WMT14.md)")
+                      "this language (the target language: de, fr, en, ...) on hypotheses and references, for "
+                      "German compound splitting (a ##AT##-##AT## b), multi-bleu.perl's BLEU (docs/WMT14.md)")
           ->check([](const std::string& lang) {
             return lang.empty() || lang.size() > 8 ||
                            lang.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos
@@ -237,8 +237,11 @@ Subcommand add_score_bleu(CLI::App& app) {
                        : std::string();
           })
           ->group("Paper BLEU");
-  sub->add_flag("--paper-keep-compounds", o->paper_keep_compounds,
-                "With --paper: no ##AT## compound splitting (plain Moses-tokenized BLEU)")
+  sub->add_option("--paper-compounds", o->paper_compounds,
+                  "With --paper: the ##AT## compound splitting of hyphenated words: auto (for German only, as "
+                  "tensor2tensor's get_ende_bleu.sh and the papers that followed), split, or keep")
+      ->check(CLI::IsMember({"auto", "split", "keep"}))
+      ->capture_default_str()
       ->needs(paper)
       ->group("Paper BLEU");
   sub->add_flag("--paper-aggressive-dashes", o->paper_aggressive_dashes,

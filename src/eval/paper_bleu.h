@@ -1,10 +1,10 @@
 // The paper's BLEU: tokenized BLEU as "Attention Is All You Need" (and GNMT, ConvS2S, fairseq's and
 // tensor2tensor's WMT14 scripts) reported it, beside sacreBLEU's detokenized number. Hypotheses and
 // references are tokenized with the Moses tokenizer for the target language (eval/moses_tokenizer.h,
-// exact against sacremoses), compounds are split ("a-b" -> "a ##AT##-##AT## b", tensor2tensor's
-// get_ende_bleu.sh), and BLEU is computed on those tokens as multi-bleu.perl does: no further
-// tokenization, case-sensitive, no smoothing (sacreBLEU with --tokenize none --smooth-method none).
-// On WMT14 English-German it is typically 0.5-1 point above sacreBLEU's 13a number (docs/WMT14.md).
+// exact against sacremoses), for German compounds are split ("a-b" -> "a ##AT##-##AT## b",
+// tensor2tensor's get_ende_bleu.sh; the caller chooses), and BLEU is computed on those tokens as multi-bleu.perl does:
+// no further tokenization, case-sensitive, no smoothing (sacreBLEU with --tokenize none --smooth-method none). On WMT14
+// English-German it is typically 0.5-1 point above sacreBLEU's 13a number (docs/WMT14.md).
 #pragma once
 
 #include <string>
@@ -17,7 +17,7 @@ namespace dragoman::eval {
 
 struct PaperBleuOptions {
   std::string lang = "en";              // the Moses tokenizer's language (the target language)
-  bool split_compounds = true;          // the ##AT## compound splitting
+  bool split_compounds = true;          // the ##AT## compound splitting (score-bleu: German only by default)
   bool aggressive_dash_splits = false;  // Moses' -a ("a-b" -> "a @-@ b") before it
 };
 

@@ -54,7 +54,8 @@ from_stdin=$("$dragoman" score-bleu -r "$ref" <"$hyp")
 if [[ "$from_file" == "$from_stdin" && -n "$from_file" ]]; then passes=$((passes + 1)); else
   echo "FAIL stdin: '$from_stdin' != '$from_file'"; failures=$((failures + 1)); fi
 
-# The paper's tokenized BLEU (--paper LANG): a second line after sacreBLEU's, which says what it is;
+# The paper's tokenized BLEU (--paper LANG): a second line after sacreBLEU's, which says what it is
+# (compound splitting by default for German only);
 # the number itself is checked against sacremoses + sacreBLEU in tests/eval/test_moses_tokenizer.cpp.
 expect paper 0 "^BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:moses-de\+atat\|smooth:none\|$sig = [0-9]+\.[0-9]{2} .*\(tokenized BLEU as in the paper: Moses tokenizer -l de, ##AT## compound splitting, multi-bleu\.perl\)$" \
   -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de
@@ -64,9 +65,15 @@ plain=$("$dragoman" score-bleu -r "$ref" -i "$hyp")
 if [[ $paper_lines -eq 2 && "$first_line" == "$plain" ]]; then passes=$((passes + 1)); else
   echo "FAIL paper-lines: $paper_lines lines, first '$first_line' (plain '$plain')"; failures=$((failures + 1)); fi
 expect paper-score-only 0 "^[0-9]+\.[0-9]{4}$" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de -b
-expect paper-keep-compounds 0 "tok:moses-fr\|smooth:none" -- "$dragoman" score-bleu -r "$fixtures/fr.ref" \
-  -i "$fixtures/fr.hyp" --paper fr --paper-keep-compounds
-expect paper-aggressive 0 "tok:moses-en-a\+atat\|" -- "$dragoman" score-bleu -r "$fixtures/en.ref" \
+expect paper-french-keeps-compounds 0 "tok:moses-fr\|smooth:none" -- "$dragoman" score-bleu -r "$fixtures/fr.ref" \
+  -i "$fixtures/fr.hyp" --paper fr
+expect paper-french-split 0 "tok:moses-fr\+atat\|smooth:none" -- "$dragoman" score-bleu -r "$fixtures/fr.ref" \
+  -i "$fixtures/fr.hyp" --paper fr --paper-compounds split
+expect paper-german-keep 0 "tok:moses-de\|smooth:none.*Moses tokenizer -l de, multi-bleu" -- "$dragoman" score-bleu \
+  -r "$ref" -i "$hyp" --paper de --paper-compounds keep
+expect paper-bad-compounds 2 "--paper-compounds" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de \
+  --paper-compounds maybe
+expect paper-aggressive 0 "tok:moses-en-a\|" -- "$dragoman" score-bleu -r "$fixtures/en.ref" \
   -i "$fixtures/en.hyp" --paper en --paper-aggressive-dashes
 expect paper-json 0 '"description": "tokenized BLEU as in the paper' -- "$dragoman" score-bleu -r "$ref" -i "$hyp" \
   --paper de --json
@@ -74,7 +81,7 @@ expect paper-bad-language 2 "expected a language code in lower case" -- "$dragom
   --paper DE
 expect paper-sentence-level 2 "does not go with --sentence-level" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" \
   --paper de --sentence-level
-expect paper-option-alone 2 "requires --paper" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper-keep-compounds
+expect paper-option-alone 2 "requires --paper" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper-compounds keep
 
 # Bad input: clear errors naming files and lines, exit code 1, inputs untouched.
 head -n 3 "$ref" >"$tmp/short.ref"

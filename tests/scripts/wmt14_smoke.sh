@@ -7,7 +7,7 @@
 # Usage: wmt14_smoke.sh REPO_ROOT DRAGOMAN
 set -uo pipefail
 root=$1
-dragoman=$2
+dragoman=$(realpath "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 demo=$root/data/demo
