@@ -238,6 +238,13 @@ namespace {
 // compiler may swap the operands of an addition).
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
 
+// Two arrays of the same bytes (empty ones too: memcmp may not be given the null data() of an
+// empty vector).
+template <typename T>
+bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
 // The spec of the sums (vector_math.h): 16 lanes, lane l adding the terms i % 16 == l in order of i
 // from +0, then the fixed tree (l + 8, + 4, + 2, + 1). `combine` is + for sums, the NaN-ignoring
 // max for maxima (from `start`).
@@ -326,7 +333,7 @@ TEST_CASE("vector_math: the levels agree bit for bit on the element-wise kernels
       std::vector<float> a = x, b = x;
       k->subtract_f32(a.data(), n, 0.75f);
       base.subtract_f32(b.data(), n, 0.75f);
-      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+      CHECK(same_bytes(a, b));
       a = random_row(n, 8, 1.0f);
       b = a;
       k->add_weighted_rows_f32(weights.data(), rows.data(), n + 1, 6, n, a.data());
@@ -367,9 +374,9 @@ TEST_CASE("vector_math: adam_f32 at every level gives common::adam_update's bits
           INFO(cpu::cpu_isa_name(k->isa) << ", n = " << n << ", step " << step << ", decay " << decay);
           std::vector<float> p = param, mm = m, vv = v;
           k->adam_f32(p.data(), grad.data(), mm.data(), vv.data(), n, s);
-          CHECK(std::memcmp(p.data(), want_p.data(), p.size() * sizeof(float)) == 0);
-          CHECK(std::memcmp(mm.data(), want_m.data(), mm.size() * sizeof(float)) == 0);
-          CHECK(std::memcmp(vv.data(), want_v.data(), vv.size() * sizeof(float)) == 0);
+          CHECK(same_bytes(p, want_p));
+          CHECK(same_bytes(mm, want_m));
+          CHECK(same_bytes(vv, want_v));
         }
       }
     }
@@ -459,7 +466,7 @@ TEST_CASE("vector_math: the training step's attention loops (keys transposed, ra
         std::vector<float> expected(static_cast<std::size_t>(n) + 1, 5.0f), got = expected;
         const float largest = k->scaled_dots_f32(q.data(), keys.data(), stride, n, K, 0.176f, expected.data());
         const float largest_t = k->scaled_dots_transposed_f32(q.data(), kt.data(), ld, n, K, 0.176f, got.data());
-        CHECK(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)) == 0);  // got[n] untouched
+        CHECK(same_bytes(expected, got));  // got[n] untouched
         CHECK(same_bits(largest, largest_t));
 
         // rows[s] += a[s] * x and out += sum over s of a[s] * rows[s] with a zero weight kept:
@@ -478,7 +485,7 @@ TEST_CASE("vector_math: the training step's attention loops (keys transposed, ra
         for (std::int64_t s = 0; s < n; ++s) {
           for (std::int64_t i = 0; i < K; ++i) out_expected[i] += a[s] * keys[s * stride + i];
         }
-        CHECK(std::memcmp(out.data(), out_expected.data(), out.size() * sizeof(float)) == 0);
+        CHECK(same_bytes(out, out_expected));
         if (n > 1) CHECK(std::isnan(out[0]));
       }
     }

@@ -42,6 +42,7 @@ inline V exp_polynomial(V r) {
 }
 
 inline float exp_approx(float x) {
+  if (x != x) return x;  // NaN: before the conversion to an integer below, which NaN would make undefined
   constexpr float kHigh = 88.3762626647949f, kLow = -87.3365447504019f;
   float c = x > kHigh ? kHigh : x;
   c = c < kLow ? kLow : c;
@@ -50,13 +51,15 @@ inline float exp_approx(float x) {
   float r = c - n * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4, the first part exact
   r = r - n * -2.12194440e-4f;
   const float p = exp_polynomial(r);
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
+  // 2^n: n is within [-126, 128] after the clamp, so n + 127 is a positive biased exponent (shifted
+  // as unsigned: a left shift of a negative int is undefined in C++17).
+  const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;
   y = x < kLow ? 0.0f : y;
   y = x > kHigh ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
+  return y;
 }
 
 // max of x[0 .. n) (NaN entries ignored); -inf for n = 0.
