@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs Dragoman's build and test dependencies from Debian packages, idempotently.
 # The CUDA toolkit (nvcc, cuBLAS, cuBLASLt, NCCL) is expected at /usr/local/cuda and is not installed
-# here; without it the build is CPU-only (DRAGOMAN_CUDA=AUTO).
+# here; without it the build is CPU-only (DRAGOMAN_CUDA=AUTO). Arguments are more packages, for a
+# script that needs them (scripts/fuzz.sh: clang and libFuzzer's runtime).
+#   scripts/install-deps.sh [PACKAGE...]
 set -euo pipefail
 
 packages=(
@@ -15,6 +17,7 @@ packages=(
   python3 python3-venv curl
   librsvg2-bin
   trans-de-en
+  "$@"
 )
 
 missing=()

@@ -19,7 +19,7 @@ class ContentHash {
       add_word(word);
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
+    if (i < bytes.size()) std::memcpy(&tail, bytes.data() + i, bytes.size() - i);  // (an empty view's data may be null)
     add_word(tail);
     return *this;
   }

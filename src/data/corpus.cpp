@@ -157,10 +157,19 @@ bool read_cache(const std::string& path, std::uint64_t key, EncodedCorpus& c) {
   FilterCounts& k = c.counts;
   if (!r.get(k.total) || !r.get(k.empty) || !r.get(k.too_long) || !r.get(k.bad_ratio) || !r.get(k.kept)) return false;
   if (!r.get(n) || !r.get(n_src) || !r.get(n_tgt)) return false;
-  if (n < 0 || n_src < 0 || n_tgt < 0 || n != k.kept || k.total != k.empty + k.too_long + k.bad_ratio + k.kept) {
+  // total = empty + too_long + bad_ratio + kept, checked by subtraction (a sum could overflow).
+  std::int64_t rest = k.total;
+  for (const std::int64_t part : {k.empty, k.too_long, k.bad_ratio, k.kept}) {
+    if (part < 0 || part > rest) return false;
+    rest -= part;
+  }
+  if (rest != 0 || n != k.kept || n_src < 0 || n_tgt < 0) return false;
+  const std::size_t remaining = bytes.size() - (sizeof kCacheMagic + 2 * 8 + 8 * 8);
+  // Counts beyond what the bytes could hold would overflow the size below.
+  if (static_cast<std::uint64_t>(n) > remaining / 24 || static_cast<std::uint64_t>(n_src) > remaining / 4 ||
+      static_cast<std::uint64_t>(n_tgt) > remaining / 4) {
     return false;
   }
-  const std::size_t remaining = bytes.size() - (sizeof kCacheMagic + 2 * 8 + 8 * 8);
   const std::size_t expected = static_cast<std::size_t>(3 * n + 2) * 8 + static_cast<std::size_t>(n_src + n_tgt) * 4;
   if (remaining != expected) return false;
   c.src_offsets.resize(static_cast<std::size_t>(n) + 1);

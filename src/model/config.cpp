@@ -46,15 +46,16 @@ void ModelConfig::validate() const {
   }
   if (!(layer_norm_eps > 0)) fail("layer_norm_eps must be > 0");
   if (src_vocab_size < 4 || tgt_vocab_size < 4) {
-    fail("src_vocab_size and tgt_vocab_size must be >= 4 (pad, unk, bos, eos), got " +
-         std::to_string(src_vocab_size) + " and " + std::to_string(tgt_vocab_size));
+    fail("src_vocab_size and tgt_vocab_size must be >= 4 (pad, unk, bos, eos), got " + std::to_string(src_vocab_size) +
+         " and " + std::to_string(tgt_vocab_size));
   }
   if (share_embeddings && src_vocab_size != tgt_vocab_size) {
     fail("share_embeddings needs one vocabulary, but src_vocab_size is " + std::to_string(src_vocab_size) +
          " and tgt_vocab_size is " + std::to_string(tgt_vocab_size));
   }
   const std::int64_t smallest = std::min(src_vocab_size, tgt_vocab_size);
-  for (const auto& [name, id] : {std::pair{"pad_id", pad_id}, std::pair{"bos_id", bos_id}, std::pair{"eos_id", eos_id}}) {
+  for (const auto& [name, id] :
+       {std::pair{"pad_id", pad_id}, std::pair{"bos_id", bos_id}, std::pair{"eos_id", eos_id}}) {
     if (id < 0 || id >= smallest) fail(std::string(name) + " " + std::to_string(id) + " is outside the vocabulary");
   }
   if (pad_id == bos_id || pad_id == eos_id || bos_id == eos_id) fail("pad_id, bos_id and eos_id must differ");
@@ -88,9 +89,12 @@ nlohmann::json ModelConfig::to_json() const {
 ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string& source, bool validate) {
   if (!json.is_object()) throw Error(source + ": model config must be a JSON object");
   ModelConfig c;
-  for (const auto& [key, value] : json.items()) {
-    const auto wrong = [&, &k = key](const char* expected) {
-      throw Error(source + ": model config key '" + k + "' must be " + expected + ", got " + value.dump());
+  for (const auto& item : json.items()) {
+    // Named references, not a structured binding: lambdas capture them (C++17, and clang 14).
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
+    const auto wrong = [&](const char* expected) {
+      throw Error(source + ": model config key '" + key + "' must be " + expected + ", got " + value.dump());
     };
     const auto integer = [&](auto& field) {
       if (!value.is_number_integer()) wrong("an integer");
@@ -105,32 +109,56 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
       field = value.get<bool>();
     };
     const auto choice = [&](const char* a, const char* b) {
-      if (!value.is_string() || (value != a && value != b)) wrong((std::string("\"") + a + "\" or \"" + b + "\"").c_str());
+      if (!value.is_string() || (value != a && value != b))
+        wrong((std::string("\"") + a + "\" or \"" + b + "\"").c_str());
       return value == a;
     };
-    if (key == "encoder_layers") integer(c.encoder_layers);
-    else if (key == "decoder_layers") integer(c.decoder_layers);
-    else if (key == "d_model") integer(c.d_model);
-    else if (key == "d_ff") integer(c.d_ff);
-    else if (key == "heads") integer(c.heads);
-    else if (key == "d_k") integer(c.d_k);
-    else if (key == "d_v") integer(c.d_v);
-    else if (key == "dropout") number(c.dropout);
-    else if (key == "attention_dropout") number(c.attention_dropout);
-    else if (key == "relu_dropout") number(c.relu_dropout);
-    else if (key == "label_smoothing") number(c.label_smoothing);
-    else if (key == "positions") c.positions = choice("sinusoidal", "learned") ? PositionKind::kSinusoidal : PositionKind::kLearned;
-    else if (key == "max_positions") integer(c.max_positions);
-    else if (key == "share_embeddings") boolean(c.share_embeddings);
-    else if (key == "tie_output") boolean(c.tie_output);
-    else if (key == "norm") c.norm = choice("post", "pre") ? NormPlacement::kPost : NormPlacement::kPre;
-    else if (key == "layer_norm_eps") number(c.layer_norm_eps);
-    else if (key == "src_vocab_size") integer(c.src_vocab_size);
-    else if (key == "tgt_vocab_size") integer(c.tgt_vocab_size);
-    else if (key == "pad_id") integer(c.pad_id);
-    else if (key == "bos_id") integer(c.bos_id);
-    else if (key == "eos_id") integer(c.eos_id);
-    else throw Error(source + ": unknown model config key '" + key + "'");
+    if (key == "encoder_layers")
+      integer(c.encoder_layers);
+    else if (key == "decoder_layers")
+      integer(c.decoder_layers);
+    else if (key == "d_model")
+      integer(c.d_model);
+    else if (key == "d_ff")
+      integer(c.d_ff);
+    else if (key == "heads")
+      integer(c.heads);
+    else if (key == "d_k")
+      integer(c.d_k);
+    else if (key == "d_v")
+      integer(c.d_v);
+    else if (key == "dropout")
+      number(c.dropout);
+    else if (key == "attention_dropout")
+      number(c.attention_dropout);
+    else if (key == "relu_dropout")
+      number(c.relu_dropout);
+    else if (key == "label_smoothing")
+      number(c.label_smoothing);
+    else if (key == "positions")
+      c.positions = choice("sinusoidal", "learned") ? PositionKind::kSinusoidal : PositionKind::kLearned;
+    else if (key == "max_positions")
+      integer(c.max_positions);
+    else if (key == "share_embeddings")
+      boolean(c.share_embeddings);
+    else if (key == "tie_output")
+      boolean(c.tie_output);
+    else if (key == "norm")
+      c.norm = choice("post", "pre") ? NormPlacement::kPost : NormPlacement::kPre;
+    else if (key == "layer_norm_eps")
+      number(c.layer_norm_eps);
+    else if (key == "src_vocab_size")
+      integer(c.src_vocab_size);
+    else if (key == "tgt_vocab_size")
+      integer(c.tgt_vocab_size);
+    else if (key == "pad_id")
+      integer(c.pad_id);
+    else if (key == "bos_id")
+      integer(c.bos_id);
+    else if (key == "eos_id")
+      integer(c.eos_id);
+    else
+      throw Error(source + ": unknown model config key '" + key + "'");
   }
   if (!validate) return c;
   try {

@@ -17,8 +17,9 @@ using nlohmann::json;
 json parse_json(const std::string& body) {
   try {
     return json::parse(body);
-  } catch (const json::parse_error& e) {
-    // nlohmann checks UTF-8 in strings: its message says "ill-formed UTF-8" then.
+  } catch (const json::exception& e) {
+    // nlohmann checks UTF-8 in strings: its message says "ill-formed UTF-8" then. A number too
+    // large for a double is out_of_range (406), not parse_error: both are invalid JSON here.
     bad(std::string("invalid JSON: ") + e.what());
   }
 }

@@ -118,7 +118,12 @@ Vocabulary Vocabulary::from_bytes(const std::string& bytes, const std::string& n
   v.name_ = name;
   v.bytes_ = bytes;
   v.processor_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const sentencepiece::util::Status status = v.processor_->LoadFromSerializedProto(bytes);
+  sentencepiece::util::Status status;
+  try {
+    status = v.processor_->LoadFromSerializedProto(bytes);
+  } catch (const std::exception& e) {  // its trie builder throws on some malformed models (an empty piece)
+    throw Error(name + ": not a usable SentencePiece model: " + e.what());
+  }
   if (!status.ok()) throw Error(name + ": not a SentencePiece model: " + status.ToString());
   const auto special = [&](const char* what, std::int32_t expected, int actual) {
     if (actual != expected) {

@@ -14,6 +14,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "io/text_lines.h"
+#include "text/utf8.h"
 
 namespace dragoman {
 namespace {
@@ -75,15 +77,16 @@ void merge(nlohmann::json& base, const nlohmann::json& top) {
 // Each file is checked on its own first, so an error names the file that has the bad key.
 nlohmann::json load_yaml_chain(const std::string& path, int depth) {
   if (depth > 8) throw Error(path + ": more than 8 nested `base:` files (a cycle?)");
-  YAML::Node root;
+  if (!std::filesystem::is_regular_file(path)) throw Error("cannot read config file " + path);
+  // Read as UTF-8 text first (YAML is UTF-8; yaml-cpp would turn invalid bytes into U+FFFD
+  // silently): an invalid byte is an error naming the file and line.
+  const TextLines text = read_text_lines(path);
+  nlohmann::json json;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read config file " + path);
-  } catch (const YAML::Exception& e) {
-    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+    json = yaml_to_json(YAML::Load(std::string(text.data.begin(), text.data.end())), path);
+  } catch (const YAML::Exception& e) {  // syntax, or a key that is not a plain string (a list, a map)
+    throw Error(path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": invalid YAML: " + e.msg);
   }
-  nlohmann::json json = yaml_to_json(root, path);
   if (json.is_null()) json = nlohmann::json::object();
   if (!json.is_object()) throw Error(path + ": expected a mapping with sections model, data, training, checkpoint");
   nlohmann::json merged = nlohmann::json::object();
@@ -293,6 +296,10 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
       throw Error("--set " + override_text + ": expected section.key=value");
     }
     const std::string section = override_text.substr(0, dot), key = override_text.substr(dot + 1, eq - dot - 1);
+    if (const std::size_t bad = utf8::find_invalid(override_text); bad != std::string::npos) {
+      throw Error("--set: invalid UTF-8 at byte " + std::to_string(bad + 1) + " of '" +
+                  utf8::replace_invalid(override_text) + "'");
+    }
     nlohmann::json value;
     try {
       value = yaml_to_json(YAML::Load(override_text.substr(eq + 1)), "--set");

@@ -3,9 +3,11 @@
 // made from changes or it is damaged).
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "data/corpus.h"
 #include "train/train_testing.h"
 
@@ -109,6 +111,12 @@ TEST_CASE("corpus: empty, too long and badly proportioned pairs are dropped and 
   CHECK(data::load_parallel_corpus(o, f.vocab, "", 1).counts.kept == 3);
 }
 
+TEST_CASE("corpus: the content hash of an empty view (its data() may be null)", "[data]") {
+  // Found by fuzzing under UBSan: memcpy from a null pointer for an empty input file.
+  CHECK(ContentHash().add(std::string_view()).value() == ContentHash().add(std::string_view("", 0)).value());
+  CHECK(ContentHash().add(std::string_view()).value() != ContentHash().add("a").value());
+}
+
 TEST_CASE("corpus: the cache is used when valid and rebuilt when its inputs change", "[data]") {
   Fixture f;
   const std::string cache = f.dir + "/corpus.cache";
@@ -153,6 +161,23 @@ TEST_CASE("corpus: the cache is used when valid and rebuilt when its inputs chan
     altered[altered.size() - 9] = static_cast<char>(altered[altered.size() - 9] + 1);  // the last token
     test::write_text(cache, altered);
     CHECK(data::load_parallel_corpus(o, f.vocab, cache, 1).tgt_tokens == first.tgt_tokens);
+    CHECK(test::read_text(cache) == cached);
+  }
+  SECTION("a cache whose counts are too large for its bytes, with a matching checksum") {
+    // n (= kept, and total) near 2^62: its arrays' size would overflow; the cache is rebuilt.
+    std::string altered = cached.substr(0, cached.size() - 8);
+    const std::int64_t huge = (std::int64_t{1} << 62) + 1;
+    std::int64_t total = 0;
+    std::memcpy(&total, altered.data() + 32, 8);
+    std::memcpy(altered.data() + 32, &(total += huge), 8);  // counts.total
+    std::int64_t kept = 0;
+    std::memcpy(&kept, altered.data() + 64, 8);
+    std::memcpy(altered.data() + 64, &(kept += huge), 8);  // counts.kept
+    std::memcpy(altered.data() + 72, &kept, 8);            // n
+    const std::uint64_t checksum = ContentHash().add(altered).value();
+    altered.append(reinterpret_cast<const char*>(&checksum), 8);
+    test::write_text(cache, altered);
+    CHECK(data::load_parallel_corpus(o, f.vocab, cache, 1).src_tokens == first.src_tokens);
     CHECK(test::read_text(cache) == cached);
   }
   // The inputs are never modified.

@@ -25,9 +25,33 @@ std::filesystem::path temp_dir() {
 std::string corpus_file() {
   static const std::string path = [] {
     const auto file = temp_dir() / "corpus.de";
-    const char* words[] = {"die", "Katze", "sitzt", "auf", "der", "Matte", "und", "schläft", "im", "Haus",
-                           "Straße", "Verhandlungen", "Zusammenarbeit", "morgen", "heute", "über", "Äpfel", "Bäume",
-                           "wir", "gehen", "schnell", "nach", "Hause", "Übersetzung", "Maschine", "lernt", "gut"};
+    const char* words[] = {"die",
+                           "Katze",
+                           "sitzt",
+                           "auf",
+                           "der",
+                           "Matte",
+                           "und",
+                           "schläft",
+                           "im",
+                           "Haus",
+                           "Straße",
+                           "Verhandlungen",
+                           "Zusammenarbeit",
+                           "morgen",
+                           "heute",
+                           "über",
+                           "Äpfel",
+                           "Bäume",
+                           "wir",
+                           "gehen",
+                           "schnell",
+                           "nach",
+                           "Hause",
+                           "Übersetzung",
+                           "Maschine",
+                           "lernt",
+                           "gut"};
     std::ofstream out(file);
     std::uint32_t state = 12345;
     for (int line = 0; line < 2000; ++line) {
@@ -105,7 +129,12 @@ TEST_CASE("build-vocab errors name the problem", "[text]") {
   o = small_options();
   o.vocab_size = 100000;
   CHECK_THROWS_WITH(Vocabulary::train(o), Catch::Contains("Vocabulary size too high"));
-  CHECK_THROWS_WITH(Vocabulary::from_bytes("not a model", "x.model"), Catch::Contains("x.model: not a SentencePiece model"));
+  CHECK_THROWS_WITH(Vocabulary::from_bytes("not a model", "x.model"),
+                    Catch::Contains("x.model: not a SentencePiece model"));
+  // Found by fuzzing: a unigram model with an empty piece made SentencePiece's trie builder throw
+  // its own exception type out of the loader.
+  CHECK_THROWS_WITH(Vocabulary::load(DRAGOMAN_SOURCE_DIR "/fuzz/regressions/fuzz_vocab/unigram-empty-piece.model"),
+                    Catch::Contains("unigram-empty-piece.model: not a usable SentencePiece model"));
 }
 
 }  // namespace dragoman

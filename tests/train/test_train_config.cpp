@@ -82,6 +82,13 @@ TEST_CASE("train config: errors name the key and the file", "[train]") {
   CHECK_THROWS_WITH(load(kMinimal, {"max_steps=5"}), Contains("section.key=value"));
   CHECK_THROWS_WITH(load(kMinimal, {"training.max_steps=many"}), Contains("--set") && Contains("max_steps"));
   CHECK_THROWS_WITH(TrainConfig::load(dir + "/missing.yaml", {}), Contains("missing.yaml"));
+  // Found by fuzzing (fuzz/regressions/fuzz_config): yaml-cpp read invalid UTF-8 as U+FFFD, and
+  // a key that is a list escaped as yaml-cpp's own exception.
+  CHECK_THROWS_WITH(load("model:\n  d_model: 64\ndata:\n  train_tsv: a\xff.tsv\n"),
+                    Contains("bad.yaml:4: invalid UTF-8"));
+  CHECK_THROWS_WITH(load("? [a, b]\n: 1\n"), Contains("bad.yaml") && Contains("invalid YAML"));
+  CHECK_THROWS_WITH(load("model:\n  ? {d_model: 1}\n  : 2\n"), Contains("bad.yaml") && Contains("invalid YAML"));
+  CHECK_THROWS_WITH(load(kMinimal, {"data.train_tsv=x\xfe.tsv"}), Contains("--set: invalid UTF-8 at byte 17"));
 }
 
 TEST_CASE("train config: `--set section.key=` puts a key back to its default", "[train]") {
