@@ -34,7 +34,7 @@ mkdir -p "$findings"
 # unbounded allocation from a size field (no input here needs more than a few MB).
 common=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1)
 
-declare -A max_len=([fuzz_safetensors]=65536)
+declare -A max_len=([fuzz_safetensors]=65536 [fuzz_score_bleu]=4096 [fuzz_translate]=2048)
 status=0
 table="| target | regressions | seconds | runs | runs/s | coverage (edges) | corpus | result |"$'\n'"|---|---:|---:|---:|---:|---:|---:|---|"
 for target in "${targets[@]}"; do

@@ -20,6 +20,21 @@
 namespace dragoman {
 namespace {
 
+// "SOURCE:LINE" of a node (its line when yaml-cpp knows it).
+std::string where(const YAML::Node& node, const std::string& source) {
+  return source + (node.Mark().is_null() ? "" : ":" + std::to_string(node.Mark().line + 1));
+}
+
+// A scalar's text, which must be valid UTF-8: yaml-cpp also reads UTF-16 and UTF-32 (NUL bytes
+// make it guess so), and its escapes ("\xF5", "\U0011FFFF") can make what UTF-8 cannot hold.
+std::string scalar_text(const YAML::Node& node, const std::string& source) {
+  const std::string& text = node.Scalar();
+  if (utf8::find_invalid(text) != std::string::npos) {
+    throw Error(where(node, source) + ": '" + utf8::replace_invalid(text) + "' is not valid UTF-8 text");
+  }
+  return text;
+}
+
 // A YAML node as JSON: plain scalars become booleans, integers or numbers when they read as one;
 // quoted scalars stay strings.
 nlohmann::json yaml_to_json(const YAML::Node& node, const std::string& source) {
@@ -33,12 +48,15 @@ nlohmann::json yaml_to_json(const YAML::Node& node, const std::string& source) {
     }
     case YAML::NodeType::Map: {
       nlohmann::json object = nlohmann::json::object();
-      for (const auto& item : node) object[item.first.as<std::string>()] = yaml_to_json(item.second, source);
+      for (const auto& item : node) {
+        if (!item.first.IsScalar()) throw Error(where(item.first, source) + ": a key that is not a name");
+        object[scalar_text(item.first, source)] = yaml_to_json(item.second, source);
+      }
       return object;
     }
     case YAML::NodeType::Scalar: break;
   }
-  const std::string text = node.Scalar();
+  const std::string text = scalar_text(node, source);
   if (node.Tag() == "!") return text;  // quoted
   if (text == "true" || text == "True" || text == "yes") return true;
   if (text == "false" || text == "False" || text == "no") return false;
@@ -81,6 +99,10 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
   // Read as UTF-8 text first (YAML is UTF-8; yaml-cpp would turn invalid bytes into U+FFFD
   // silently): an invalid byte is an error naming the file and line.
   const TextLines text = read_text_lines(path);
+  for (std::size_t i = 0; i < text.lines.size(); ++i) {
+    if (text.lines[i].find('\0') != std::string_view::npos)
+      throw_input_error(path, i + 1, "a NUL byte (not a text file)");
+  }
   nlohmann::json json;
   try {
     json = yaml_to_json(YAML::Load(std::string(text.data.begin(), text.data.end())), path);
@@ -300,6 +322,7 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
       throw Error("--set: invalid UTF-8 at byte " + std::to_string(bad + 1) + " of '" +
                   utf8::replace_invalid(override_text) + "'");
     }
+    if (override_text.find('\0') != std::string::npos) throw Error("--set: a NUL byte in '" + override_text + "'");
     nlohmann::json value;
     try {
       value = yaml_to_json(YAML::Load(override_text.substr(eq + 1)), "--set");
