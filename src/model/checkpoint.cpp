@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -90,7 +91,28 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("model_config is not valid JSON: ") + e.what());
   }
-  Transformer model(ModelConfig::from_json(config_json, name + " (model_config)"), precision, device);
+  const ModelConfig config = ModelConfig::from_json(config_json, name + " (model_config)");
+  // The file's tensors must be the config's parameters, shapes included, before memory is sized by
+  // the config: a damaged or hostile config (2^30 layers, d_model 2^20) is refused here instead of
+  // sizing allocations that exhaust the machine. Each layer has tensors, so the layer counts are
+  // bounded by the file first (the list of parameter names is as long as the layers).
+  std::map<std::string, const SafeTensor*> by_name;
+  for (const SafeTensor& t : file.tensors) {
+    if (t.name != kVocabularyTensor) by_name.emplace(t.name, &t);
+  }
+  if (config.encoder_layers + config.decoder_layers > static_cast<std::int64_t>(by_name.size())) {
+    fail("model_config has " + std::to_string(config.encoder_layers) + " + " + std::to_string(config.decoder_layers) +
+         " layers, but the file holds only " + std::to_string(by_name.size()) + " parameter tensors");
+  }
+  for (const ParameterSpec& spec : transformer_parameter_specs(config)) {
+    const auto it = by_name.find(spec.name);
+    if (it == by_name.end()) fail("missing parameter '" + spec.name + "'");
+    if (it->second->shape != spec.shape) {
+      fail("tensor '" + spec.name + "' has shape " + shape_string(it->second->shape) + ", the config needs " +
+           shape_string(spec.shape));
+    }
+  }
+  Transformer model(config, precision, device);
 
   ModelFileInfo read_info;
   if (const auto it = file.metadata.find("step"); it != file.metadata.end()) {

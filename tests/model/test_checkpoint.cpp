@@ -7,10 +7,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/safetensors.h"
@@ -106,6 +108,29 @@ TEST_CASE("Model files that do not match are refused with the reason", "[model]"
   f = good;
   f.tensors[0].dtype = DType::kI32;
   CHECK_THROWS_WITH(load(f), Catch::Contains("expected F32, F64, BF16 or F16"));
+
+  // A config whose sizes the file cannot back is refused before anything is allocated by it
+  // (2^30 layers once took a translate run to 24 GB and the OOM killer).
+  const auto with_config = [&](const std::function<void(nlohmann::json&)>& change) {
+    SafeTensorsFile changed = good;
+    nlohmann::json json = nlohmann::json::parse(changed.metadata["model_config"]);
+    change(json);
+    changed.metadata["model_config"] = json.dump();
+    return changed;
+  };
+  CHECK_THROWS_WITH(
+      load(with_config([](nlohmann::json& c) { c["encoder_layers"] = std::int64_t{1} << 30; })),
+      Catch::Contains("model_config has 1073741824 + ") && Catch::Contains("layers, but the file holds only"));
+  CHECK_THROWS_WITH(load(with_config([](nlohmann::json& c) {
+                      c["d_model"] = std::int64_t{1} << 20;
+                      c["d_ff"] = std::int64_t{1} << 22;
+                    })),
+                    Catch::Contains("the config needs [") && Catch::Contains("1048576"));
+  CHECK_THROWS_WITH(load(with_config([](nlohmann::json& c) {
+                      c["src_vocab_size"] = std::int64_t{1} << 40;
+                      c["tgt_vocab_size"] = std::int64_t{1} << 40;
+                    })),
+                    Catch::Contains("the config needs [1099511627776, 16]"));
 }
 
 TEST_CASE("Truncated or corrupted model files are errors, never crashes", "[model]") {
