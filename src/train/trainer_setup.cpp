@@ -24,7 +24,6 @@ namespace dragoman::trainer_detail {
 
 namespace {
 
-
 // The keys that define a run: once it has a checkpoint, changing any of them needs --overwrite.
 // They fix the model, the vocabulary, the data and its order (seed, batch size, accumulation).
 // Everything else (run length, learning rate and optimizer settings, clipping, logging, validation,
@@ -324,7 +323,20 @@ void Trainer::resume_or_initialize() {
                 " set aside as *.damaged in " + (fs::path(run_) / "checkpoints").string() +
                 "); restore one, or use --overwrite to start afresh");
   }
-  model_ = std::make_unique<Transformer>(mc, precision_, device_);
+  try {
+    model_ = std::make_unique<Transformer>(mc, precision_, device_);
+  } catch (const OutOfMemory& e) {  // a config far too large for the machine: say which config
+    double parameters = 0;
+    for (const ParameterSpec& spec : transformer_parameter_specs(mc)) {
+      double n = 1;
+      for (const std::int64_t d : spec.shape) n *= static_cast<double>(d);
+      parameters += n;
+    }
+    throw Error(fmt::format(
+        "train: the model config has {:.3g} parameters ({:.3g} GB with gradients and Adam's moments in fp32), "
+        "more than {} can hold ({}); lower model.d_model, d_ff, the layers or the vocabulary",
+        parameters, parameters * 16 / 1e9, device_.str(), e.what()));
+  }
   model_->initialize(config_.training.seed);  // the same weights on every device (Philox, per element)
   state_ = TrainState();
   state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);

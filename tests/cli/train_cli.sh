@@ -81,6 +81,8 @@ check average-nothing-written test ! -e "$tmp/x.safetensors"
 printf 'training:\n  max_step: 5\n' >"$tmp/bad.yaml"
 expect unknown-key 1 "bad.yaml.*training.max_step" -- "$dragoman" train -c "$tmp/bad.yaml" --run "$tmp/x"
 expect bad-set 1 "--set model.heads=two" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/x" --set model.heads=two
+expect model-too-large 1 "the model config has .* parameters .* lower model.d_model" -- "$dragoman" train \
+  -c "$tmp/c.yaml" --run "$tmp/too-large" --set model.d_model=1048576 --set model.d_ff=1048576
 expect missing-config 2 "bad2.yaml" -- "$dragoman" train -c "$tmp/bad2.yaml" --run "$tmp/x"
 head -n 299 "$tmp/train.tgt" >"$tmp/short.tgt"
 expect line-counts 1 "train.src has 300 lines but .*short.tgt has 299" -- \
