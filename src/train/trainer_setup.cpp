@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "core/build_info.h"
 #include "core/error.h"
@@ -323,19 +324,29 @@ void Trainer::resume_or_initialize() {
                 " set aside as *.damaged in " + (fs::path(run_) / "checkpoints").string() +
                 "); restore one, or use --overwrite to start afresh");
   }
-  try {
-    model_ = std::make_unique<Transformer>(mc, precision_, device_);
-  } catch (const OutOfMemory& e) {  // a config far too large for the machine: say which config
-    double parameters = 0;
-    for (const ParameterSpec& spec : transformer_parameter_specs(mc)) {
-      double n = 1;
-      for (const std::int64_t d : spec.shape) n *= static_cast<double>(d);
-      parameters += n;
-    }
-    throw Error(fmt::format(
+  // A config far too large for the machine is refused naming the config: on the CPU before any
+  // allocation (weights, gradients and Adam's two moments in fp32 beyond the physical memory), on
+  // a GPU when its allocator runs out.
+  double parameters = 0;
+  for (const ParameterSpec& spec : transformer_parameter_specs(mc)) {
+    double n = 1;
+    for (const std::int64_t d : spec.shape) n *= static_cast<double>(d);
+    parameters += n;
+  }
+  const auto too_large = [&](const std::string& why) {
+    return Error(fmt::format(
         "train: the model config has {:.3g} parameters ({:.3g} GB with gradients and Adam's moments in fp32), "
         "more than {} can hold ({}); lower model.d_model, d_ff, the layers or the vocabulary",
-        parameters, parameters * 16 / 1e9, device_.str(), e.what()));
+        parameters, parameters * 16 / 1e9, device_.str(), why));
+  };
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (device_.is_cpu() && physical > 0 && parameters * 16 > physical) {
+    throw too_large(fmt::format("{:.3g} GB of memory", physical / 1e9));
+  }
+  try {
+    model_ = std::make_unique<Transformer>(mc, precision_, device_);
+  } catch (const OutOfMemory& e) {
+    throw too_large(e.what());
   }
   model_->initialize(config_.training.seed);  // the same weights on every device (Philox, per element)
   state_ = TrainState();
