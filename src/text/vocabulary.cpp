@@ -167,6 +167,11 @@ Vocabulary::Spans Vocabulary::encode_with_spans(std::string_view text) const {
   const sentencepiece::ImmutableSentencePieceText proto = processor_->EncodeAsImmutableProto(text);
   Spans out;
   for (const auto& piece : proto.pieces()) {
+    if (piece.begin() > piece.end() || piece.end() > text.size()) {
+      throw Error(name_ + ": encoding gave a piece at bytes " + std::to_string(piece.begin()) + "-" +
+                  std::to_string(piece.end()) + " of a " + std::to_string(text.size()) +
+                  "-byte text: a malformed vocabulary");
+    }
     out.ids.push_back(static_cast<std::int32_t>(piece.id()));
     out.spans.emplace_back(piece.begin(), piece.end());
   }
@@ -182,8 +187,17 @@ std::string Vocabulary::decode_with_spans(const std::vector<std::int32_t>& ids,
                 std::to_string(ids.size()) + " ids");
   }
   spans.clear();
-  for (const auto& piece : proto.pieces()) spans.emplace_back(piece.begin(), piece.end());
-  return proto.text();
+  const std::string& text = proto.text();
+  for (const auto& piece : proto.pieces()) {
+    // A malformed model can make SentencePiece report spans past its own text (found by fuzzing).
+    if (piece.begin() > piece.end() || piece.end() > text.size()) {
+      throw Error(name_ + ": decoding gave a piece at bytes " + std::to_string(piece.begin()) + "-" +
+                  std::to_string(piece.end()) + " of a " + std::to_string(text.size()) +
+                  "-byte text: a malformed vocabulary");
+    }
+    spans.emplace_back(piece.begin(), piece.end());
+  }
+  return text;
 }
 
 void Vocabulary::save(const std::string& prefix) const {
