@@ -138,8 +138,13 @@ int main(int argc, char** argv) {
       ->excludes(log_level_option);
 
   const std::vector<Subcommand> commands = {
-      dragoman::cli::add_average_checkpoints(app), dragoman::cli::add_build_vocab(app), dragoman::cli::add_score(app),
-      dragoman::cli::add_score_bleu(app),          dragoman::cli::add_serve(app),       dragoman::cli::add_train(app),
+      dragoman::cli::add_average_checkpoints(app),
+      dragoman::cli::add_build_vocab(app),
+      dragoman::cli::add_convert(app),
+      dragoman::cli::add_score(app),
+      dragoman::cli::add_score_bleu(app),
+      dragoman::cli::add_serve(app),
+      dragoman::cli::add_train(app),
       dragoman::cli::add_translate(app),
   };
 

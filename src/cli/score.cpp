@@ -80,7 +80,7 @@ int run_score(const ScoreOptions& o) {
     const std::string line = std::to_string(i + 1);
     source_ids.push_back(vocabulary.encode(sources.lines[i]));
     target_ids.push_back(o.pieces ? piece_ids(ids, targets.lines[i], targets.name + ":" + line)
-                                  : vocabulary.encode(targets.lines[i]));
+                                  : vocabulary.encode_target(targets.lines[i]));
     if (source_ids.back().empty()) {
       throw Error("score: " + sources.name + ":" + line + ": an empty source line (nothing to translate from)");
     }

@@ -7,6 +7,22 @@
 
 namespace dragoman {
 
+Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) {
+  if (info.imported.empty()) return Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
+  const auto part = [&](const std::string& name) -> const std::string& {
+    const auto it = info.imported.find(name);
+    if (it == info.imported.end()) throw Error(file + ": the model file has no tensor " + name);
+    return it->second;
+  };
+  const auto side = [&](const std::string& which) {
+    const std::string prefix = "vocabulary." + which;
+    return Vocabulary::with_table(part(prefix + ".sentencepiece"),
+                                  PieceTable::from_json(part(prefix + ".pieces"), file + " (" + prefix + ".pieces)"),
+                                  file + " (" + prefix + ")");
+  };
+  return Vocabulary::pair(side("source"), side("target"));
+}
+
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
                                     const Device& device) {
   if (files.empty()) throw Error("translate: no model file");
@@ -18,12 +34,13 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
   for (const std::string& file : files) {
     ModelFileInfo info;
     auto model = std::make_unique<Transformer>(load_model(file, ParameterPrecision::decoding(dtype), &info, device));
-    if (info.vocabulary.empty()) {
+    if (info.vocabulary.empty() && info.imported.empty()) {
       throw Error(file +
                   ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
-                  "written by dragoman train or average-checkpoints");
+                  "written by dragoman train, average-checkpoints or convert");
     }
-    if (!out.infos.empty() && info.vocabulary != out.infos.front().vocabulary) {
+    if (!out.infos.empty() &&
+        (info.vocabulary != out.infos.front().vocabulary || info.imported != out.infos.front().imported)) {
       throw Error("ensemble: " + files.front() + " and " + file +
                   " hold different vocabularies: the models of an ensemble must share one vocabulary");
     }
@@ -38,8 +55,7 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
     out.models.push_back(std::move(model));
     out.infos.push_back(std::move(info));
   }
-  out.vocabulary = std::make_unique<Vocabulary>(
-      Vocabulary::from_bytes(out.infos.front().vocabulary, files.front() + " (vocabulary)"));
+  out.vocabulary = std::make_unique<Vocabulary>(model_vocabulary(out.infos.front(), files.front()));
   if (out.models.size() == 1) {
     out.decoder = std::make_unique<TransformerDecoding>(*out.models.front());
   } else {

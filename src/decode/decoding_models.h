@@ -25,6 +25,9 @@ struct DecodingModels {
   const DecodingModel& decoding() const { return *decoder; }
 };
 
+// The vocabulary a model file holds: its SentencePiece model, or an imported model's two sides.
+Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
+
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,

@@ -63,10 +63,10 @@ Translator::Translator(const DecodingModel& model, const Vocabulary& vocabulary,
 
 void Translator::check() const {
   const ModelConfig& c = model_.config();
-  if (vocabulary_.size() != c.src_vocab_size || vocabulary_.size() != c.tgt_vocab_size) {
-    throw Error("translate: the vocabulary has " + std::to_string(vocabulary_.size()) +
-                " pieces but the model's vocabularies have " + std::to_string(c.src_vocab_size) + " (source) and " +
-                std::to_string(c.tgt_vocab_size) + " (target)");
+  if (vocabulary_.size() != c.src_vocab_size || vocabulary_.target_size() != c.tgt_vocab_size) {
+    throw Error("translate: the vocabulary has " + std::to_string(vocabulary_.size()) + " (source) and " +
+                std::to_string(vocabulary_.target_size()) + " (target) pieces but the model's vocabularies have " +
+                std::to_string(c.src_vocab_size) + " and " + std::to_string(c.tgt_vocab_size));
   }
   if (options_.search.beam < 1) throw Error("translate: the beam must be >= 1");
   if (options_.search.nbest < 1 || options_.search.nbest > options_.search.beam) {

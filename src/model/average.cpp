@@ -23,7 +23,7 @@ AveragedModel average_model_files(const std::vector<std::string>& paths) {
       throw Error("average-checkpoints: " + paths[i] + " has another model config than " + paths[0] + " (" +
                   first_json_difference(sum.config().to_json(), model.config().to_json()) + ")");
     }
-    if (info.vocabulary != first_info.vocabulary) {
+    if (info.vocabulary != first_info.vocabulary || info.imported != first_info.imported) {
       throw Error("average-checkpoints: " + paths[i] + " has another vocabulary than " + paths[0]);
     }
     ops::add_(sum.parameters().values(), model.parameters().values());
@@ -35,6 +35,7 @@ AveragedModel average_model_files(const std::vector<std::string>& paths) {
   out.model.parameters().values().copy_from(sum.parameters().values().to(DType::kF32));
   out.info.step = newest_step;
   out.info.vocabulary = first_info.vocabulary;
+  out.info.imported = first_info.imported;
   nlohmann::json names = nlohmann::json::array();
   for (const std::string& path : paths) names.push_back(std::filesystem::path(path).filename().string());
   out.info.metadata["averaged_from"] = names.dump();

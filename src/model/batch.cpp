@@ -64,7 +64,9 @@ std::int64_t Batch::validate(const ModelConfig& config) const {
     fail("shapes do not agree: src " + src.describe() + ", tgt_in " + tgt_in.describe() + ", tgt_out " +
          tgt_out.describe());
   }
-  const auto check = [&](const Tensor& ids, const Tensor& lengths, const char* what, std::int64_t vocab) {
+  // A target input starts with bos_id, which may be pad_id (MarianMT starts decoding from <pad>).
+  const auto check = [&](const Tensor& ids, const Tensor& lengths, const char* what, std::int64_t vocab,
+                         bool starts_with_bos = false) {
     const std::int64_t b = ids.dim(0), len = ids.dim(1);
     const std::int32_t* p = ids.data<std::int32_t>();
     for (std::int64_t i = 0; i < b; ++i) {
@@ -73,6 +75,7 @@ std::int64_t Batch::validate(const ModelConfig& config) const {
       for (std::int64_t j = 0; j < len; ++j) {
         const std::int32_t id = p[i * len + j];
         if (id < 0 || id >= vocab) fail(std::string(what) + " id " + std::to_string(id) + " outside the vocabulary");
+        if (starts_with_bos && j == 0 && id == config.bos_id) continue;
         if ((j < n) == (id == config.pad_id)) {
           fail(std::string(what) + " row " + std::to_string(i) + " position " + std::to_string(j) +
                (j < n ? " is padding inside the sentence" : " should be padding"));
@@ -81,7 +84,7 @@ std::int64_t Batch::validate(const ModelConfig& config) const {
     }
   };
   check(src, src_lengths, "source", config.src_vocab_size);
-  check(tgt_in, tgt_lengths, "target input", config.tgt_vocab_size);
+  check(tgt_in, tgt_lengths, "target input", config.tgt_vocab_size, true);
   check(tgt_out, tgt_lengths, "target output", config.tgt_vocab_size);
   if (src.dim(1) > config.max_positions || tgt_in.dim(1) > config.max_positions) {
     fail("sequence longer than max_positions " + std::to_string(config.max_positions));

@@ -1,8 +1,10 @@
 // Model files (see checkpoint.h).
 #include "model/checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -15,6 +17,11 @@ namespace {
 
 const std::set<std::string> kReservedMetadata = {"format", "format_version", "model_config", "step",
                                                  "dragoman_version"};
+
+bool is_imported_vocabulary(const std::string& name) {
+  return std::find(std::begin(kImportedVocabularyTensors), std::end(kImportedVocabularyTensors), name) !=
+         std::end(kImportedVocabularyTensors);
+}
 
 }  // namespace
 
@@ -54,6 +61,12 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
     SafeTensor vocab{kVocabularyTensor, DType::kU8, {static_cast<std::int64_t>(info.vocabulary.size())}, {}};
     vocab.data.assign(info.vocabulary.begin(), info.vocabulary.end());
     file.tensors.push_back(std::move(vocab));
+  }
+  for (const auto& [name, bytes] : info.imported) {
+    if (!is_imported_vocabulary(name)) throw Error("model file: '" + name + "' is not a vocabulary tensor");
+    SafeTensor part{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
+    part.data.assign(bytes.begin(), bytes.end());
+    file.tensors.push_back(std::move(part));
   }
   return file;
 }
@@ -98,7 +111,7 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
   // bounded by the file first (the list of parameter names is as long as the layers).
   std::map<std::string, const SafeTensor*> by_name;
   for (const SafeTensor& t : file.tensors) {
-    if (t.name != kVocabularyTensor) by_name.emplace(t.name, &t);
+    if (t.name != kVocabularyTensor && !is_imported_vocabulary(t.name)) by_name.emplace(t.name, &t);
   }
   if (config.encoder_layers + config.decoder_layers > static_cast<std::int64_t>(by_name.size())) {
     fail("model_config has " + std::to_string(config.encoder_layers) + " + " + std::to_string(config.decoder_layers) +
@@ -136,6 +149,13 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
       if (t.dtype != DType::kU8 || t.shape.size() != 1) fail(std::string(kVocabularyTensor) + " must be a u8 vector");
       read_info.vocabulary.resize(static_cast<std::size_t>(t.numel()));
       read(i, read_info.vocabulary.data());
+      continue;
+    }
+    if (is_imported_vocabulary(t.name)) {
+      if (t.dtype != DType::kU8 || t.shape.size() != 1) fail(t.name + " must be a u8 vector");
+      std::string& bytes = read_info.imported[t.name];
+      bytes.resize(static_cast<std::size_t>(t.numel()));
+      read(i, bytes.data());
       continue;
     }
     if (!params.contains(t.name)) fail("unexpected tensor '" + t.name + "' (not a parameter of this model config)");

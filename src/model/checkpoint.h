@@ -3,6 +3,9 @@
 //   __metadata__: format = "dragoman-model", format_version = "1", model_config = the resolved
 //                 ModelConfig as JSON, step = the training step, dragoman_version
 //   vocabulary.sentencepiece: u8 [n], the SentencePiece model (absent when the model has none)
+//   or, for an imported model (docs/MODELS.md), the source and target sides each as a SentencePiece
+//   model and a piece table (text/vocabulary.h PieceTable as JSON): vocabulary.source.sentencepiece,
+//   vocabulary.source.pieces, vocabulary.target.sentencepiece, vocabulary.target.pieces (u8 [n])
 // A model file alone is enough to translate. Writes are atomic (io/atomic_file.h). Loading checks
 // the format, the version, the config, and that the tensors are exactly the config's parameters
 // with the right shapes; every failure is a dragoman::Error naming the file and the problem.
@@ -21,10 +24,14 @@ namespace dragoman {
 inline constexpr const char* kModelFormat = "dragoman-model";
 inline constexpr int kModelFormatVersion = 1;
 inline constexpr const char* kVocabularyTensor = "vocabulary.sentencepiece";
+inline constexpr const char* kImportedVocabularyTensors[] = {
+    "vocabulary.source.sentencepiece", "vocabulary.source.pieces", "vocabulary.target.sentencepiece",
+    "vocabulary.target.pieces"};
 
 struct ModelFileInfo {
   std::int64_t step = 0;
   std::string vocabulary;                       // SentencePiece model bytes; empty if none
+  std::map<std::string, std::string> imported;  // an imported model's kImportedVocabularyTensors
   std::map<std::string, std::string> metadata;  // more __metadata__ entries (not the reserved keys)
 };
 

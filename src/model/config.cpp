@@ -1,11 +1,19 @@
 // ModelConfig (see config.h).
 #include "model/config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
 namespace dragoman {
+
+namespace {
+constexpr const char* kSinusoidNames[] = {"interleaved", "concatenated", "tensor2tensor"};
+}  // namespace
 
 ModelConfig ModelConfig::transformer_base() { return ModelConfig(); }
 
@@ -17,6 +25,8 @@ ModelConfig ModelConfig::transformer_big() {
   c.dropout = 0.3;
   return c;
 }
+
+double ModelConfig::embedding_scale() const { return scale_embeddings ? std::sqrt(static_cast<double>(d_model)) : 1.0; }
 
 void ModelConfig::validate() const {
   const auto fail = [](const std::string& what) { throw Error("invalid model config: " + what); };
@@ -44,6 +54,9 @@ void ModelConfig::validate() const {
   if (positions == PositionKind::kSinusoidal && d_model % 2 != 0) {
     fail("sinusoidal positions need an even d_model, got " + std::to_string(d_model));
   }
+  if (positions == PositionKind::kSinusoidal && sinusoids == SinusoidLayout::kTensor2Tensor && d_model < 4) {
+    fail("tensor2tensor sinusoids need d_model >= 4, got " + std::to_string(d_model));
+  }
   if (!(layer_norm_eps > 0)) fail("layer_norm_eps must be > 0");
   if (src_vocab_size < 4 || tgt_vocab_size < 4) {
     fail("src_vocab_size and tgt_vocab_size must be >= 4 (pad, unk, bos, eos), got " + std::to_string(src_vocab_size) +
@@ -58,7 +71,7 @@ void ModelConfig::validate() const {
        {std::pair{"pad_id", pad_id}, std::pair{"bos_id", bos_id}, std::pair{"eos_id", eos_id}}) {
     if (id < 0 || id >= smallest) fail(std::string(name) + " " + std::to_string(id) + " is outside the vocabulary");
   }
-  if (pad_id == bos_id || pad_id == eos_id || bos_id == eos_id) fail("pad_id, bos_id and eos_id must differ");
+  if (pad_id == eos_id || bos_id == eos_id) fail("eos_id must differ from pad_id and bos_id");
 }
 
 nlohmann::json ModelConfig::to_json() const {
@@ -74,7 +87,11 @@ nlohmann::json ModelConfig::to_json() const {
           {"relu_dropout", relu_dropout},
           {"label_smoothing", label_smoothing},
           {"positions", positions == PositionKind::kSinusoidal ? "sinusoidal" : "learned"},
+          {"sinusoids", kSinusoidNames[static_cast<int>(sinusoids)]},
           {"max_positions", max_positions},
+          {"scale_embeddings", scale_embeddings},
+          {"activation", activation == Activation::kRelu ? "relu" : "swish"},
+          {"output_bias", output_bias},
           {"share_embeddings", share_embeddings},
           {"tie_output", tie_output},
           {"norm", norm == NormPlacement::kPost ? "post" : "pre"},
@@ -137,8 +154,19 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
       number(c.label_smoothing);
     else if (key == "positions")
       c.positions = choice("sinusoidal", "learned") ? PositionKind::kSinusoidal : PositionKind::kLearned;
-    else if (key == "max_positions")
+    else if (key == "sinusoids") {
+      const auto* name = std::find_if(std::begin(kSinusoidNames), std::end(kSinusoidNames),
+                                      [&](const char* n) { return value.is_string() && value == n; });
+      if (name == std::end(kSinusoidNames)) wrong("\"interleaved\", \"concatenated\" or \"tensor2tensor\"");
+      c.sinusoids = static_cast<SinusoidLayout>(name - std::begin(kSinusoidNames));
+    } else if (key == "max_positions")
       integer(c.max_positions);
+    else if (key == "scale_embeddings")
+      boolean(c.scale_embeddings);
+    else if (key == "activation")
+      c.activation = choice("relu", "swish") ? Activation::kRelu : Activation::kSwish;
+    else if (key == "output_bias")
+      boolean(c.output_bias);
     else if (key == "share_embeddings")
       boolean(c.share_embeddings);
     else if (key == "tie_output")

@@ -11,7 +11,12 @@
 namespace dragoman {
 
 enum class PositionKind { kSinusoidal, kLearned };
+// The sinusoid table's layout (docs/MODEL.md): the paper's interleaved sin/cos pairs; the sines then
+// the cosines at the same frequencies (Hugging Face's MarianMT); the sines then the cosines at
+// tensor2tensor's frequencies 10000^(-i / (D/2 - 1)) (Marian, fairseq).
+enum class SinusoidLayout { kInterleaved, kConcatenated, kTensor2Tensor };
 enum class NormPlacement { kPost, kPre };
+enum class Activation { kRelu, kSwish };  // the feed-forward layer's: max(x, 0) or x * sigmoid(x)
 
 struct ModelConfig {
   std::int64_t encoder_layers = 6;
@@ -26,7 +31,11 @@ struct ModelConfig {
   double relu_dropout = 0.0;
   double label_smoothing = 0.1;
   PositionKind positions = PositionKind::kSinusoidal;
+  SinusoidLayout sinusoids = SinusoidLayout::kInterleaved;
   std::int64_t max_positions = 1024;
+  bool scale_embeddings = true;  // token embeddings times sqrt(d_model)
+  Activation activation = Activation::kRelu;
+  bool output_bias = false;  // the output projection has a bias (output.bias; Marian's logits bias)
   bool share_embeddings = true;
   bool tie_output = true;
   NormPlacement norm = NormPlacement::kPost;
@@ -34,7 +43,7 @@ struct ModelConfig {
   std::int64_t src_vocab_size = 0;
   std::int64_t tgt_vocab_size = 0;
   std::int32_t pad_id = 0;
-  std::int32_t bos_id = 2;
+  std::int32_t bos_id = 2;  // the decoder's start token (its first input, never generated); may be pad_id
   std::int32_t eos_id = 3;
 
   // The paper's models (Table 3 "base" and "big"), vocabulary sizes left 0 for the data to set.
@@ -43,6 +52,8 @@ struct ModelConfig {
 
   std::int64_t key_size() const { return d_k > 0 ? d_k : d_model / heads; }    // K
   std::int64_t value_size() const { return d_v > 0 ? d_v : d_model / heads; }  // Kv
+  // The token embeddings' factor: sqrt(d_model), or 1 without scale_embeddings.
+  double embedding_scale() const;
 
   // Throws dragoman::Error naming the first invalid field and why.
   void validate() const;

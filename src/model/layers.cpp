@@ -71,16 +71,19 @@ AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActiva
 
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act) {
-  const Tensor hidden = apply(p.fc1, x, true);  // [B, L, F]
+  const bool relu = p.activation == Activation::kRelu;
+  const Tensor pre = relu ? Tensor() : apply(p.fc1, x);                  // [B, L, F]
+  const Tensor hidden = relu ? apply(p.fc1, x, true) : ops::swish(pre);  // [B, L, F]
   const Tensor dropped = relu_dropout.apply(hidden);
-  if (act != nullptr) *act = {x, hidden, dropped, relu_dropout};
+  if (act != nullptr) *act = {x, pre, hidden, dropped, relu_dropout};
   return apply(p.fc2, dropped);  // [B, L, D]
 }
 
 Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {
   Linear &fc1 = p.fc1, &fc2 = p.fc2;
   const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);  // [B, L, F]
-  const Tensor dhidden = ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
+  const Tensor dhidden = act.pre.defined() ? ops::swish_backward(act.pre, act.relu_dropout.apply(ddropped))
+                                           : ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
   return ops::linear_backward(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias);  // [B, L, D]
 }
 

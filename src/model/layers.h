@@ -55,6 +55,7 @@ struct AttentionParams {
 
 struct FeedForwardParams {
   Linear fc1, fc2;  // [F, D], [D, F]
+  Activation activation = Activation::kRelu;
 };
 
 // One dropout site: its probability and its place in the counter-based random numbers (its Philox rng_stream). p == 0
@@ -115,12 +116,13 @@ AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActiva
 
 struct FeedForwardActivations {
   Tensor x;        // [B, L, D]
-  Tensor hidden;   // relu(fc1(x)) [B, L, F]
+  Tensor pre;      // fc1(x) [B, L, F] (Swish: its backward reads the input; undefined for ReLU)
+  Tensor hidden;   // act(fc1(x)) [B, L, F]
   Tensor dropped;  // relu dropout of hidden
   Dropout relu_dropout;
 };
 
-// fc2(dropout(relu(fc1(x)))).   -> [B, L, D]
+// fc2(dropout(act(fc1(x)))), act = p.activation (ReLU or Swish).   -> [B, L, D]
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act);
 Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy);

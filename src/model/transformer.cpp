@@ -102,6 +102,7 @@ std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& c) {
   if (!c.tie_output) {
     specs.push_back({"output.weight", {c.tgt_vocab_size, c.d_model}, ParameterInit::kXavierUniform, 0});
   }
+  if (c.output_bias) specs.push_back({"output.bias", {c.tgt_vocab_size}, ParameterInit::kZeros, 0});
   if (c.positions == PositionKind::kLearned) {
     for (const char* side : {"encoder", "decoder"}) {
       specs.push_back(
@@ -158,8 +159,8 @@ AttentionParams bind_attention(ParameterSet& p, const std::string& name) {
   return a;  // qkv and kv: pack_weights's
 }
 
-FeedForwardParams bind_ffn(ParameterSet& p, const std::string& name) {
-  return {bind_linear(p, name + ".fc1"), bind_linear(p, name + ".fc2")};
+FeedForwardParams bind_ffn(ParameterSet& p, const std::string& name, Activation activation) {
+  return {bind_linear(p, name + ".fc1"), bind_linear(p, name + ".fc2"), activation};
 }
 
 }  // namespace
@@ -209,22 +210,23 @@ Transformer::Transformer(const ModelConfig& config, const ParameterPrecision& pr
   v.src_embed = matrix(config_.share_embeddings ? "embed.weight" : "encoder.embed.weight");
   v.tgt_embed = matrix(config_.share_embeddings ? "embed.weight" : "decoder.embed.weight");
   v.output = config_.tie_output ? v.tgt_embed : matrix("output.weight");
+  if (config_.output_bias) v.output_bias = matrix("output.bias");
   if (config_.positions == PositionKind::kLearned) {
     v.src_positions = matrix("encoder.positions.weight");
     v.tgt_positions = matrix("decoder.positions.weight");
   } else {
-    sinusoids_ = ops::sinusoidal_positions(config_.max_positions, config_.d_model, dtype).to(device);
+    sinusoids_ = ops::sinusoidal_positions(config_.max_positions, config_.d_model, dtype, config_.sinusoids).to(device);
   }
   for (std::int64_t i = 0; i < config_.encoder_layers; ++i) {
     const std::string layer = "encoder.layers." + std::to_string(i);
     v.encoder.push_back({bind_attention(p, layer + ".self_attn"), bind_norm(p, layer + ".self_attn_norm"),
-                         bind_ffn(p, layer + ".ffn"), bind_norm(p, layer + ".ffn_norm")});
+                         bind_ffn(p, layer + ".ffn", config_.activation), bind_norm(p, layer + ".ffn_norm")});
   }
   for (std::int64_t i = 0; i < config_.decoder_layers; ++i) {
     const std::string layer = "decoder.layers." + std::to_string(i);
     v.decoder.push_back({bind_attention(p, layer + ".self_attn"), bind_attention(p, layer + ".cross_attn"),
                          bind_norm(p, layer + ".self_attn_norm"), bind_norm(p, layer + ".cross_attn_norm"),
-                         bind_ffn(p, layer + ".ffn"), bind_norm(p, layer + ".ffn_norm")});
+                         bind_ffn(p, layer + ".ffn", config_.activation), bind_norm(p, layer + ".ffn_norm")});
   }
   if (config_.norm == NormPlacement::kPre) {
     v.encoder_final = bind_norm(p, "encoder.final_norm");
@@ -277,7 +279,7 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
     save->decoder.resize(v.decoder.size());
   }
   DropoutSites sites = options.training ? DropoutSites(options.seed, options.step) : DropoutSites();
-  const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
+  const double embed_scale = c.embedding_scale();
   const auto attention_options = [&](bool causal) {
     ops::AttentionOptions o;
     o.heads = c.heads;
@@ -354,7 +356,7 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   // Output projection and loss.
   const std::int64_t rows = batch.tgt_out.numel();
   Tensor logits = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
-                                                     : ops::linear(y, v.output.weight, Tensor()))
+                                                     : ops::linear(y, v.output.weight, v.output_bias.weight))
                       .view({rows, c.tgt_vocab_size});  // [B*T, V]
   // Training: the loss fused with its gradient (logits become dlogits); otherwise log-probabilities.
   // The sums go into the caller's accumulator when given (not read back), else come back here.
@@ -386,15 +388,14 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
   const ModelConfig& c = config_;
   Views& v = *views_;  // the gradient views are written
   const Batch& batch = act->batch;
-  const double embed_scale = std::sqrt(static_cast<double>(c.d_model));
+  const double embed_scale = c.embedding_scale();
 
   // Loss and output projection.
   Tensor dlogits = act->dlogits;  // [B*T, V], unscaled
   if (grad_scale != 1.0) ops::scale_(dlogits, grad_scale);
-  Tensor no_dbias;  // the output projection has no bias
   Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight,
                                    dlogits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}),
-                                   v.output.dweight, no_dbias);  // [B, T, D]
+                                   v.output.dweight, v.output_bias.dweight);  // [B, T, D] (no bias: undefined)
   if (c.norm == NormPlacement::kPre) {
     dy = ops::layer_norm_backward(dy, act->decoder_last, v.decoder_final.weight, act->decoder_final,
                                   v.decoder_final.dweight, v.decoder_final.dbias);

@@ -37,7 +37,7 @@ Tensor Transformer::encode(const Tensor& src, const Tensor& src_lengths) const {
   ops::AttentionOptions options;
   options.heads = c.heads;
   const Tensor positions = c.positions == PositionKind::kLearned ? v.src_positions.weight : sinusoids_;
-  Tensor x = ops::embedding(src, v.src_embed.weight, positions, 0, std::sqrt(static_cast<double>(c.d_model)));
+  Tensor x = ops::embedding(src, v.src_embed.weight, positions, 0, c.embedding_scale());
   for (const auto& p : v.encoder) {
     x = model::residual_forward(
         c.norm, p.self_attn_norm, c.layer_norm_eps, x, Dropout{}, nullptr,
@@ -289,7 +289,7 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   if (t >= state.self_k.front().dim(1)) grow_cache(state, std::min(state.capacity, 2 * t));
   if (tokens.shape() != Shape{b}) throw Error("decode_step: expected " + std::to_string(b) + " tokens");
   const Tensor positions = c.positions == PositionKind::kLearned ? v.tgt_positions.weight : sinusoids_;
-  const double scale = std::sqrt(static_cast<double>(c.d_model));
+  const double scale = c.embedding_scale();
   // Every source at the same position (translate's batches): one position for all rows. Sources
   // that joined later (append_decoding) are at their own: each row's position, length and cache
   // position.
@@ -344,7 +344,7 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
     y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
   }
   Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
-                                                        : ops::linear(y, v.output.weight, Tensor()))
+                                                        : ops::linear(y, v.output.weight, v.output_bias.weight))
                          .view({b, c.tgt_vocab_size});  // [B, V]
   // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
   // blur the beam's scores (bf16 keeps 2 to 3 significant digits).

@@ -32,6 +32,7 @@ struct Transformer::Views {
     LayerNormParams ffn_norm;
   };
   Matrix src_embed, tgt_embed, output;  // [Vs, D], [Vt, D], [Vt, D] (may be the same views)
+  Matrix output_bias;                   // [Vt] (undefined without config.output_bias)
   Matrix src_positions, tgt_positions;  // [P, D] learned positions (undefined when sinusoidal)
   std::vector<EncoderLayer> encoder;
   std::vector<DecoderLayer> decoder;

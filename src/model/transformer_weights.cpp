@@ -49,6 +49,7 @@ void Transformer::quantize_int8() {
   }
   // The (tied) embedding's f32 rows stay for the inputs: the output projection gets an int8 copy.
   decoding_output_.weight = views_->output.weight;
+  decoding_output_.bias = views_->output_bias.weight;
   quantize(decoding_output_);
   quantized_ = true;
 }
@@ -137,7 +138,10 @@ std::size_t Transformer::pack_weights() {
     cross.kv = stacked({&cross.k, &cross.v});
     for (Linear* p : {&cross.q, &cross.out, &layer.ffn.fc1, &layer.ffn.fc2}) pack(*p);
   }
-  if (!decoding_output_.weight.defined()) decoding_output_.weight = views_->output.weight;
+  if (!decoding_output_.weight.defined()) {
+    decoding_output_.weight = views_->output.weight;
+    decoding_output_.bias = views_->output_bias.weight;
+  }
   pack(decoding_output_);
   packed_ = true;
   return packed_bytes_;

@@ -131,6 +131,52 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy) {
   return dx;
 }
 
+Tensor swish(const Tensor& x) {
+  constexpr const char* kOp = "swish";
+  detail::require_like(kOp, "x", x, x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel());
+      });
+      break;
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel(), on_device.stream);
+      });
+      break;
+    }
+  }
+  return y;
+}
+
+Tensor swish_backward(const Tensor& x, const Tensor& dy) {
+  constexpr const char* kOp = "swish_backward";
+  require_same_size(kOp, x, dy);
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
+      });
+      break;
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel(), on_device.stream);
+      });
+      break;
+    }
+  }
+  return dx;
+}
+
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream) {
   constexpr const char* kOp = "dropout";
   require(p >= 0 && p < 1, kOp, "probability must be in [0, 1), got " + std::to_string(p));

@@ -20,6 +20,10 @@ void scale_(Tensor& y, double s);
 Tensor relu(const Tensor& x);
 // dx = dy * (y > 0) from the forward output y.
 Tensor relu_backward(const Tensor& y, const Tensor& dy);
+// x * sigmoid(x) (Swish, SiLU).
+Tensor swish(const Tensor& x);
+// dx = dy * swish'(x) from the forward's input x.
+Tensor swish_backward(const Tensor& x, const Tensor& dy);
 
 // Inverted dropout with counter-based randomness (kernels/cpu/elementwise.h). p == 0 returns x
 // itself. The backward pass is the same call on the gradient with the same seed and rng_stream.

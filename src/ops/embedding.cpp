@@ -108,13 +108,14 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
   }
 }
 
-Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype) {
+Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype, SinusoidLayout layout) {
   constexpr const char* kOp = "sinusoidal_positions";
   require(d > 0 && d % 2 == 0, kOp, "d_model must be even, got " + std::to_string(d));
+  require(layout != SinusoidLayout::kTensor2Tensor || d >= 4, kOp, "tensor2tensor sinusoids need d_model >= 4");
   Tensor out = Tensor::empty({positions, d}, dtype);  // [P, D]
   detail::dispatch_storage(kOp, out, [&](auto zero) {
     using T = decltype(zero);
-    cpu::sinusoidal_positions<T>(out.data<T>(), positions, d);
+    cpu::sinusoidal_positions<T>(out.data<T>(), positions, d, static_cast<int>(layout));
   });
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "model/config.h"
 
 namespace dragoman::ops {
 
@@ -20,8 +21,9 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
                         std::int64_t position_offset, double scale);
 
-// The paper's sinusoidal position table, computed in double and rounded once to `dtype` (any float
-// dtype).   -> [P, D] (D even)
-Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype);
+// The sinusoidal position table in `layout` (kernels/cpu/embedding.h; the paper's by default),
+// computed in double and rounded once to `dtype` (any float dtype).   -> [P, D] (D even)
+Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype,
+                            SinusoidLayout layout = SinusoidLayout::kInterleaved);
 
 }  // namespace dragoman::ops

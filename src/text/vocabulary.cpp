@@ -4,8 +4,11 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
@@ -113,18 +116,103 @@ Vocabulary Vocabulary::train(const VocabularyOptions& o) {
   return from_bytes(bytes, "trained vocabulary");
 }
 
-Vocabulary Vocabulary::from_bytes(const std::string& bytes, const std::string& name) {
-  Vocabulary v;
-  v.name_ = name;
-  v.bytes_ = bytes;
-  v.processor_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+namespace {
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_processor(const std::string& bytes,
+                                                                      const std::string& name) {
+  auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
   sentencepiece::util::Status status;
   try {
-    status = v.processor_->LoadFromSerializedProto(bytes);
+    status = processor->LoadFromSerializedProto(bytes);
   } catch (const std::exception& e) {  // its trie builder throws on some malformed models (an empty piece)
     throw Error(name + ": not a usable SentencePiece model: " + e.what());
   }
   if (!status.ok()) throw Error(name + ": not a SentencePiece model: " + status.ToString());
+  return processor;
+}
+
+}  // namespace
+
+std::string PieceTable::to_json() const {
+  return nlohmann::json{
+      {"pieces", pieces}, {"unk_id", unk_id}, {"eos_id", eos_id}, {"append_eos", append_eos}, {"special", special}}
+      .dump();
+}
+
+PieceTable PieceTable::from_json(const std::string& json, const std::string& name) {
+  const auto fail = [&](const std::string& what) { throw Error(name + ": piece table: " + what); };
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) fail("not a JSON object");
+  PieceTable t;
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
+    if (key == "pieces") {
+      if (!value.is_array()) fail("'pieces' must be a list of strings");
+      for (const nlohmann::json& p : value) {
+        if (!p.is_string()) fail("'pieces' must be a list of strings");
+        t.pieces.push_back(p.get<std::string>());
+      }
+    } else if (key == "unk_id" || key == "eos_id") {
+      if (!value.is_number_integer()) fail("'" + key + "' must be an integer");
+      (key == "unk_id" ? t.unk_id : t.eos_id) = value.get<std::int32_t>();
+    } else if (key == "append_eos") {
+      if (!value.is_boolean()) fail("'append_eos' must be true or false");
+      t.append_eos = value.get<bool>();
+    } else if (key == "special") {
+      if (!value.is_array()) fail("'special' must be a list of ids");
+      for (const nlohmann::json& id : value) {
+        if (!id.is_number_integer()) fail("'special' must be a list of ids");
+        t.special.push_back(id.get<std::int32_t>());
+      }
+    } else {
+      fail("unknown key '" + key + "'");
+    }
+  }
+  const auto size = static_cast<std::int64_t>(t.pieces.size());
+  const auto check_id = [&](const char* what, std::int32_t id) {
+    if (id < 0 || id >= size)
+      fail(std::string(what) + " " + std::to_string(id) + " is outside the " + std::to_string(size) + " pieces");
+  };
+  check_id("unk_id", t.unk_id);
+  check_id("eos_id", t.eos_id);
+  for (const std::int32_t id : t.special) check_id("special id", id);
+  return t;
+}
+
+Vocabulary Vocabulary::with_table(const std::string& bytes, PieceTable table, const std::string& name) {
+  // The same checks as a stored table's (ids in range), and every piece once.
+  table = PieceTable::from_json(table.to_json(), name);
+  Vocabulary v;
+  v.name_ = name;
+  v.bytes_ = bytes;
+  v.processor_ = load_processor(bytes, name);
+  v.ids_ = std::make_unique<std::unordered_map<std::string, std::int32_t>>();
+  for (std::size_t id = 0; id < table.pieces.size(); ++id) {
+    if (!v.ids_->emplace(table.pieces[id], static_cast<std::int32_t>(id)).second) {
+      throw Error(name + ": piece table: the piece '" + table.pieces[id] + "' has two ids");
+    }
+  }
+  v.table_ = std::make_unique<PieceTable>(std::move(table));
+  return v;
+}
+
+Vocabulary Vocabulary::pair(Vocabulary source, Vocabulary target) {
+  if (source.target_ || target.target_) throw Error("Vocabulary::pair: a side is itself a pair");
+  source.target_ = std::make_unique<Vocabulary>(std::move(target));
+  return source;
+}
+
+std::int32_t Vocabulary::table_id(std::string_view piece) const {
+  const auto it = ids_->find(std::string(piece));
+  return it != ids_->end() ? it->second : table_->unk_id;
+}
+
+Vocabulary Vocabulary::from_bytes(const std::string& bytes, const std::string& name) {
+  Vocabulary v;
+  v.name_ = name;
+  v.bytes_ = bytes;
+  v.processor_ = load_processor(bytes, name);
   const auto special = [&](const char* what, std::int32_t expected, int actual) {
     if (actual != expected) {
       throw Error(name + ": " + what + " id is " + std::to_string(actual) + ", Dragoman needs " +
@@ -143,59 +231,131 @@ Vocabulary Vocabulary::load(const std::string& path) {
   return from_bytes(std::string(bytes.begin(), bytes.end()), path);
 }
 
-std::int64_t Vocabulary::size() const { return processor_->GetPieceSize(); }
+std::int64_t Vocabulary::size() const {
+  return table_ ? static_cast<std::int64_t>(table_->pieces.size()) : processor_->GetPieceSize();
+}
 
-std::string Vocabulary::piece(std::int32_t id) const { return processor_->IdToPiece(id); }
+std::string Vocabulary::piece(std::int32_t id) const {
+  const Vocabulary& t = target();
+  if (!t.table_) return t.processor_->IdToPiece(id);
+  if (id < 0 || id >= t.size()) throw Error(t.name_ + ": id " + std::to_string(id) + " is not in the vocabulary");
+  return t.table_->pieces[static_cast<std::size_t>(id)];
+}
 
-float Vocabulary::score(std::int32_t id) const { return processor_->GetScore(id); }
+float Vocabulary::score(std::int32_t id) const {
+  const Vocabulary& t = target();
+  return t.table_ ? 0.0f : t.processor_->GetScore(id);
+}
 
-std::vector<std::int32_t> Vocabulary::encode(std::string_view text) const {
+std::vector<std::int32_t> Vocabulary::encode_side(std::string_view text, bool add_eos) const {
+  std::vector<std::int32_t> out;
+  if (table_) {
+    std::vector<std::string> pieces;
+    const sentencepiece::util::Status status = processor_->Encode(text, &pieces);
+    if (!status.ok()) throw Error(name_ + ": encoding failed: " + status.ToString());
+    for (const std::string& p : pieces) out.push_back(table_id(p));
+    if (add_eos) out.push_back(table_->eos_id);
+    return out;
+  }
   std::vector<int> ids;
   const sentencepiece::util::Status status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(name_ + ": encoding failed: " + status.ToString());
   return {ids.begin(), ids.end()};
 }
 
-std::string Vocabulary::decode(const std::vector<std::int32_t>& ids) const {
-  std::string text;
-  const sentencepiece::util::Status status = processor_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
-  if (!status.ok()) throw Error(name_ + ": decoding failed: " + status.ToString());
-  return text;
+std::vector<std::int32_t> Vocabulary::encode(std::string_view text) const {
+  return encode_side(text, table_ && table_->append_eos);
 }
+
+std::vector<std::int32_t> Vocabulary::encode_target(std::string_view text) const {
+  return target().encode_side(text, false);
+}
+
+namespace {
+
+// A piece's span as SentencePiece reports it, checked: a malformed model can make SentencePiece
+// report spans past its own text (found by fuzzing).
+std::pair<std::size_t, std::size_t> checked_span(std::size_t begin, std::size_t end, std::size_t size,
+                                                 const std::string& name, const char* what) {
+  if (begin > end || end > size) {
+    throw Error(name + ": " + what + " gave a piece at bytes " + std::to_string(begin) + "-" + std::to_string(end) +
+                " of a " + std::to_string(size) + "-byte text: a malformed vocabulary");
+  }
+  return {begin, end};
+}
+
+}  // namespace
 
 Vocabulary::Spans Vocabulary::encode_with_spans(std::string_view text) const {
   const sentencepiece::ImmutableSentencePieceText proto = processor_->EncodeAsImmutableProto(text);
   Spans out;
   for (const auto& piece : proto.pieces()) {
-    if (piece.begin() > piece.end() || piece.end() > text.size()) {
-      throw Error(name_ + ": encoding gave a piece at bytes " + std::to_string(piece.begin()) + "-" +
-                  std::to_string(piece.end()) + " of a " + std::to_string(text.size()) +
-                  "-byte text: a malformed vocabulary");
-    }
-    out.ids.push_back(static_cast<std::int32_t>(piece.id()));
-    out.spans.emplace_back(piece.begin(), piece.end());
+    out.spans.push_back(checked_span(piece.begin(), piece.end(), text.size(), name_, "encoding"));
+    out.ids.push_back(table_ ? table_id(piece.piece()) : static_cast<std::int32_t>(piece.id()));
+  }
+  if (table_ && table_->append_eos) {
+    out.ids.push_back(table_->eos_id);
+    out.spans.emplace_back(text.size(), text.size());
   }
   return out;
 }
 
+std::string Vocabulary::decode(const std::vector<std::int32_t>& ids) const {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  if (target().table_) return decode_with_spans(ids, spans);
+  std::string text;
+  const sentencepiece::util::Status status =
+      target().processor_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
+  if (!status.ok()) throw Error(target().name_ + ": decoding failed: " + status.ToString());
+  return text;
+}
+
 std::string Vocabulary::decode_with_spans(const std::vector<std::int32_t>& ids,
                                           std::vector<std::pair<std::size_t, std::size_t>>& spans) const {
+  const Vocabulary& t = target();
+  spans.clear();
+  if (t.table_) {
+    // The table's pieces, the special ids left out (0-length spans where they stand).
+    std::vector<std::string> pieces;
+    std::vector<bool> kept;
+    for (const std::int32_t id : ids) {
+      const bool special = std::find(t.table_->special.begin(), t.table_->special.end(), id) != t.table_->special.end();
+      kept.push_back(!special);
+      if (!special) pieces.push_back(piece(id));
+    }
+    const sentencepiece::ImmutableSentencePieceText proto = t.processor_->DecodePiecesAsImmutableProto(pieces);
+    if (proto.pieces_size() != pieces.size()) {
+      throw Error(t.name_ + ": decoding gave " + std::to_string(proto.pieces_size()) + " pieces for " +
+                  std::to_string(pieces.size()));
+    }
+    // As MarianMT's tokenizer: no space before or after the text (a last piece "▁" decodes to one).
+    const std::string& full = proto.text();
+    const std::size_t first = std::min(full.find_first_not_of(' '), full.size());
+    const std::size_t last = full.find_last_not_of(' ') + 1;  // 0 when all spaces
+    const std::string text = last > first ? full.substr(first, last - first) : std::string();
+    const auto clamp = [&](std::size_t at) { return std::min(std::max(at, first), std::max(last, first)) - first; };
+    std::size_t next = 0, at = 0;
+    for (const bool k : kept) {
+      if (!k) {
+        spans.emplace_back(at, at);
+        continue;
+      }
+      const auto& piece = proto.pieces(static_cast<int>(next++));
+      const auto span = checked_span(piece.begin(), piece.end(), full.size(), t.name_, "decoding");
+      spans.emplace_back(clamp(span.first), clamp(span.second));
+      at = spans.back().second;
+    }
+    return text;
+  }
   const sentencepiece::ImmutableSentencePieceText proto =
-      processor_->DecodeIdsAsImmutableProto(std::vector<int>(ids.begin(), ids.end()));
+      t.processor_->DecodeIdsAsImmutableProto(std::vector<int>(ids.begin(), ids.end()));
   if (proto.pieces_size() != ids.size()) {
-    throw Error(name_ + ": decoding gave " + std::to_string(proto.pieces_size()) + " pieces for " +
+    throw Error(t.name_ + ": decoding gave " + std::to_string(proto.pieces_size()) + " pieces for " +
                 std::to_string(ids.size()) + " ids");
   }
-  spans.clear();
   const std::string& text = proto.text();
   for (const auto& piece : proto.pieces()) {
-    // A malformed model can make SentencePiece report spans past its own text (found by fuzzing).
-    if (piece.begin() > piece.end() || piece.end() > text.size()) {
-      throw Error(name_ + ": decoding gave a piece at bytes " + std::to_string(piece.begin()) + "-" +
-                  std::to_string(piece.end()) + " of a " + std::to_string(text.size()) +
-                  "-byte text: a malformed vocabulary");
-    }
-    spans.emplace_back(piece.begin(), piece.end());
+    spans.push_back(checked_span(piece.begin(), piece.end(), text.size(), t.name_, "decoding"));
   }
   return text;
 }

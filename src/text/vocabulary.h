@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,26 @@ struct VocabularyOptions {
   bool verbose = false;  // SentencePiece's own progress log on stderr
 };
 
+// How an imported model numbers its pieces (docs/MODELS.md): Marian's vocab.yml and MarianMT's
+// vocab.json give every piece its id, independently of the SentencePiece model that cuts the text
+// (whose own ids and special pieces are then not used). A piece the table lacks is unk_id; encoding
+// appends eos_id when append_eos (Marian and MarianMT end every source sentence with </s>);
+// decoding drops the `special` ids (as MarianMT's tokenizer does: </s>, <unk>, <pad>).
+struct PieceTable {
+  std::vector<std::string> pieces;  // by id
+  std::int32_t unk_id = 1;
+  std::int32_t eos_id = 0;
+  bool append_eos = false;
+  std::vector<std::int32_t> special;
+
+  std::string to_json() const;
+  // `name` is used in messages (a file, or a model file's tensor).
+  static PieceTable from_json(const std::string& json, const std::string& name);
+};
+
+// A model's vocabulary: text -> source ids (encode) and target ids -> text (decode). Dragoman's
+// own models have one SentencePiece model for both; an imported model may have one per side, each
+// with a PieceTable (Vocabulary::pair).
 class Vocabulary {
  public:
   // Trains a SentencePiece model on the inputs. Invalid UTF-8 is an error naming the file and line.
@@ -41,19 +62,29 @@ class Vocabulary {
   // A model from its serialized bytes (a .model file's content); `name` is used in messages.
   static Vocabulary from_bytes(const std::string& bytes, const std::string& name);
   static Vocabulary load(const std::string& path);
+  // An imported vocabulary side: SentencePiece bytes that cut the text, `table` that numbers pieces.
+  static Vocabulary with_table(const std::string& bytes, PieceTable table, const std::string& name);
+  // Source and target sides: encode (and encode_with_spans) use `source`; decode, decode_with_spans,
+  // piece and encode_target use `target`.
+  static Vocabulary pair(Vocabulary source, Vocabulary target);
 
   Vocabulary(Vocabulary&&) noexcept;
   Vocabulary& operator=(Vocabulary&&) noexcept;
   ~Vocabulary();
 
-  std::int64_t size() const;
-  const std::string& bytes() const { return bytes_; }  // the serialized model
-  std::string piece(std::int32_t id) const;
+  std::int64_t size() const;  // the source side's ids
+  std::int64_t target_size() const { return target().size(); }
+  const std::string& bytes() const { return bytes_; }       // the serialized model (of the source side)
+  const PieceTable* table() const { return table_.get(); }  // an imported side's; nullptr for ours
+  const Vocabulary& target() const { return target_ ? *target_ : *this; }
+  std::string piece(std::int32_t id) const;  // a target id's piece
   float score(std::int32_t id) const;
 
-  // Token ids of a sentence (no BOS/EOS added).
+  // Source token ids of a sentence (no BOS/EOS added, except the EOS of a table with append_eos).
   std::vector<std::int32_t> encode(std::string_view text) const;
-  // The text of token ids (special ids are dropped).
+  // Target token ids of a sentence (no BOS/EOS added).
+  std::vector<std::int32_t> encode_target(std::string_view text) const;
+  // The text of target token ids (special ids are dropped).
   std::string decode(const std::vector<std::int32_t>& ids) const;
 
   // The same, with each piece's bytes [begin, end) in `text` (SentencePiece's surface spans: the
@@ -72,9 +103,14 @@ class Vocabulary {
 
  private:
   Vocabulary() = default;
+  std::vector<std::int32_t> encode_side(std::string_view text, bool add_eos) const;
+  std::int32_t table_id(std::string_view piece) const;
   std::string name_;
   std::string bytes_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  std::unique_ptr<PieceTable> table_;
+  std::unique_ptr<std::unordered_map<std::string, std::int32_t>> ids_;  // table_'s pieces -> ids
+  std::unique_ptr<Vocabulary> target_;
 };
 
 }  // namespace dragoman

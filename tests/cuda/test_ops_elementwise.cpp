@@ -1,9 +1,9 @@
 // The element-wise CUDA kernels (kernels/cuda/elementwise.h) against their CPU specs for f64, f32,
 // bf16 and f16 at awkward sizes, with sentinels after every output: add, accumulate, scale, ReLU,
-// bias_add and dropout bit for bit; bias_backward bit for bit up to kColumnSumChunkRows rows and
-// within float reassociation beyond, the same bits on a second run; sum_squares within 1e-12
-// relative (double sums in another order), the same bits on a second run. Then the ops on GPU
-// tensors equal the ops on CPU tensors.
+// bias_add and dropout bit for bit; Swish within a few ulps (each device's exp); bias_backward bit for bit up to
+// kColumnSumChunkRows rows and within float reassociation beyond, the same bits on a second run; sum_squares within
+// 1e-12 relative (double sums in another order), the same bits on a second run. Then the ops on GPU tensors equal the
+// ops on CPU tensors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -64,6 +64,23 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
       cuda::relu_backward<T>(dy.get(), dg.get(), ddx.get(), n, stream);
       cpu::relu_backward<T>(expected.data(), b.data(), expected_dx.data(), n);
       test::check_bits(ddx.download(), expected_dx, "relu_backward");
+      ddx.check_sentinel();
+    }
+    {
+      // Swish: the same formula, each device's own exp (a few acc_t ulps apart).
+      const double tolerance = 4 * test::unit_roundoff<T>() + (std::is_same_v<T, double> ? 1e-14 : 1e-6);
+      const auto within = [&](const std::vector<T>& e) {
+        return [&e, tolerance](std::size_t i) { return tolerance * (1 + std::fabs(test::as_double(e[i]))); };
+      };
+      DeviceBuffer<T> dx(b), dg(a), dy(un), ddx(un);
+      cuda::swish_forward<T>(dx.get(), dy.get(), n, stream);
+      cpu::swish_forward<T>(b.data(), expected.data(), n);
+      test::check_close(dy.download(), expected, within(expected), "swish_forward");
+      dy.check_sentinel();
+      std::vector<T> expected_dx(un);
+      cuda::swish_backward<T>(dx.get(), dg.get(), ddx.get(), n, stream);
+      cpu::swish_backward<T>(b.data(), a.data(), expected_dx.data(), n);
+      test::check_close(ddx.download(), expected_dx, within(expected_dx), "swish_backward");
       ddx.check_sentinel();
     }
     for (const double p : {0.1, 0.5}) {

@@ -213,7 +213,8 @@ TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
   ModelConfig other = model.config();
   other.src_vocab_size = other.tgt_vocab_size = 30;
   const Transformer bigger(other, DType::kF64);
-  CHECK_THROWS_WITH(Translator(bigger, vocab, options(2, 1, 100)), Catch::Matchers::Contains("25 pieces"));
+  CHECK_THROWS_WITH(Translator(bigger, vocab, options(2, 1, 100)),
+                    Catch::Matchers::Contains("25 (source) and 25 (target) pieces"));
 }
 
 }  // namespace dragoman

@@ -52,9 +52,11 @@ void check_linear(const std::string& what, const std::function<double()>& loss, 
 
 // ---- model blocks (model/layers.h) --------------------------------------------------------------
 
-TEST_CASE("model feed_forward backward matches finite differences", "[ops]") {
+TEST_CASE("model feed_forward backward matches finite differences for ReLU and Swish", "[ops]") {
+  const Activation activation = GENERATE(Activation::kRelu, Activation::kSwish);
+  INFO((activation == Activation::kRelu ? "relu" : "swish"));
   const int64_t D = 4, F = 6;
-  model::FeedForwardParams p{make_linear(F, D, 70), make_linear(D, F, 72)};
+  model::FeedForwardParams p{make_linear(F, D, 70), make_linear(D, F, 72), activation};
   Tensor x = random64({2, 3, D}, 74);  // perturbed by check_gradient
   const Tensor r = random64({2, 3, D}, 75);
   const model::Dropout relu_dropout{0.2, 9, 10};

@@ -1,6 +1,7 @@
 // The whole Transformer's backward pass against float64 central finite differences, every parameter
 // tensor, for the three fixture configurations (post-norm shared/tied embeddings with sinusoids;
-// pre-norm, untied, learned positions, d_k != d_v; one encoder and three decoder layers), with
+// pre-norm, untied, learned positions, d_k != d_v; one encoder and three decoder layers) and the
+// options imported models use (Swish, output bias, other sinusoid layouts, <pad> as BOS), with
 // padding on both sides, label smoothing, and every dropout on (the masks are a function of
 // (seed, step), so the loss is a deterministic function of the parameters).
 #include <catch2/catch.hpp>
@@ -11,39 +12,66 @@
 
 namespace dragoman {
 
+namespace {
+
+// Every parameter tensor's gradient against central differences, with padding on both sides and
+// every dropout on.
+void check_every_parameter(ModelConfig config) {
+  config.dropout = 0.1;
+  config.attention_dropout = 0.1;
+  config.relu_dropout = 0.1;
+  if (config.label_smoothing == 0) config.label_smoothing = 0.1;
+  Transformer model(config, DType::kF64);
+  model.initialize(7);
+  // Move layer norms and biases away from their 1 / 0 starting values, so every term matters.
+  ParameterSet& params = model.parameters();
+  ops::add_(params.values(), test::random_tensor({params.size()}, DType::kF64, 99, 0.05));
+  // Sentences of lengths 1..5 on both sides: padding in the source and in the target.
+  const Batch batch =
+      Batch::from_sentences({{5, 6, 7, 8, 9}, {10}, {11, 12, 4}}, {{6, 7}, {8, 9, 10, 11, 5}, {}}, config);
+  const ForwardOptions options{true, 1234, 5};
+  params.zero_grads();
+  ForwardActivations saved;
+  model.forward_loss(batch, options, saved);
+  model.backward(std::move(saved), 1.0);
+  const auto loss = [&] { return model.loss(batch, options).loss_sum; };
+  // Step 1e-6: small enough that a ReLU input near 0 rarely changes sign inside [p - h, p + h]
+  // (1e-5 crossed one such kink in pre_untied_learned), large enough for float64 round-off.
+  for (const ParameterEntry& e : params.entries()) {
+    INFO("parameter " << e.spec.name);
+    Tensor value = params.value(e.spec.name);  // perturbed by check_gradient
+    const test::GradientCheck check = test::check_gradient(loss, value, params.grad(e.spec.name), 24, 1e-6);
+    INFO("worst element " << check.worst_index << ": numeric " << check.numeric << ", analytic " << check.analytic);
+    CHECK(check.checked > 0);
+    CHECK(check.worst_error < 1e-7);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("Transformer gradients match finite differences for every parameter", "[model]") {
   for (const std::string& name : test::kFixtureCases) {
-    SECTION(name) {
-      ModelConfig config = test::fixture_config(name);
-      config.dropout = 0.1;
-      config.attention_dropout = 0.1;
-      config.relu_dropout = 0.1;
-      if (config.label_smoothing == 0) config.label_smoothing = 0.1;
-      Transformer model(config, DType::kF64);
-      model.initialize(7);
-      // Move layer norms and biases away from their 1 / 0 starting values, so every term matters.
-      ParameterSet& params = model.parameters();
-      ops::add_(params.values(), test::random_tensor({params.size()}, DType::kF64, 99, 0.05));
-      // Sentences of lengths 1..5 on both sides: padding in the source and in the target.
-      const Batch batch = Batch::from_sentences({{5, 6, 7, 8, 9}, {10}, {11, 12, 4}},
-                                                {{6, 7}, {8, 9, 10, 11, 5}, {}}, config);
-      const ForwardOptions options{true, 1234, 5};
-      params.zero_grads();
-      ForwardActivations saved;
-      model.forward_loss(batch, options, saved);
-      model.backward(std::move(saved), 1.0);
-      const auto loss = [&] { return model.loss(batch, options).loss_sum; };
-      // Step 1e-6: small enough that a ReLU input near 0 rarely changes sign inside [p - h, p + h]
-      // (1e-5 crossed one such kink in pre_untied_learned), large enough for float64 round-off.
-      for (const ParameterEntry& e : params.entries()) {
-        INFO("parameter " << e.spec.name);
-        Tensor value = params.value(e.spec.name);  // perturbed by check_gradient
-        const test::GradientCheck check = test::check_gradient(loss, value, params.grad(e.spec.name), 24, 1e-6);
-        INFO("worst element " << check.worst_index << ": numeric " << check.numeric << ", analytic " << check.analytic);
-        CHECK(check.checked > 0);
-        CHECK(check.worst_error < 1e-7);
-      }
-    }
+    SECTION(name) { check_every_parameter(test::fixture_config(name)); }
+  }
+}
+
+TEST_CASE("Transformer gradients match finite differences with the imported models' options", "[model]") {
+  // Marian / MarianMT: Swish, an output bias, concatenated or tensor2tensor sinusoids, decoding
+  // started from <pad>; and unscaled embeddings with separate vocabularies.
+  ModelConfig config = test::fixture_config("post_shared_tied");
+  config.activation = Activation::kSwish;
+  config.output_bias = true;
+  SECTION("marian") {
+    config.sinusoids = SinusoidLayout::kTensor2Tensor;
+    config.bos_id = config.pad_id;
+    check_every_parameter(config);
+  }
+  SECTION("marianmt unscaled, separate vocabularies") {
+    config.sinusoids = SinusoidLayout::kConcatenated;
+    config.scale_embeddings = false;
+    config.share_embeddings = false;
+    config.tie_output = false;
+    check_every_parameter(config);
   }
 }
 

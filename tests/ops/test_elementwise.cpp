@@ -149,6 +149,19 @@ TEST_CASE("ops::relu gradients match finite differences", "[ops]") {
   check_gradient("x", loss, x, dx);
 }
 
+TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
+  Tensor x = random64({3, 7}, 14);  // perturbed by check_gradient
+  const Tensor r = random64({3, 7}, 15);
+  const auto loss = [&] { return dot(ops::swish(x), r); };
+  const Tensor dx = ops::swish_backward(x, r);
+  check_gradient("x", loss, x, dx);
+  // Literal values: swish(0) = 0, swish(1) = 1 / (1 + e^-1), swish(-50) = -50 e^-50 / (1 + e^-50).
+  const Tensor y = ops::swish(Tensor::from_vector<double>({0.0, 1.0, -50.0}, {3}));
+  CHECK(y.to_vector<double>()[0] == 0.0);
+  CHECK(y.to_vector<double>()[1] == Approx(0.7310585786300049).epsilon(1e-15));
+  CHECK(y.to_vector<double>()[2] == Approx(-50.0 / (1.0 + std::exp(50.0))).epsilon(1e-14));
+}
+
 TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
   Tensor x = random64({4, 6}, 12);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 13);
@@ -201,6 +214,20 @@ void check_elementwise_kernels(int64_t n) {
   cpu::relu_backward<T>(r.data(), b.data(), dr.data(), n);
   for (int64_t i = 0; i < n; ++i) exact[at(i)] = wa[at(i)] > 0 ? wb[at(i)] : 0.0;
   check_guarded_rounding("relu_backward", dr, exact, exact, 0.0);
+
+  // swish: computed in acc_t<T> with its exp, rounded once: within a few acc_t ulps of the exact value.
+  const double exp_error = std::is_same_v<A, double> ? 1e-14 : 1e-6;
+  test::GuardedBuffer<T> sw(n);
+  cpu::swish_forward<T>(a.data(), sw.data(), n);
+  for (int64_t i = 0; i < n; ++i) exact[at(i)] = wa[at(i)] / (1.0 + std::exp(-wa[at(i)]));
+  check_guarded_rounding("swish_forward", sw, exact, test::one_plus_abs(exact), exp_error);
+  test::GuardedBuffer<T> dsw(n);
+  cpu::swish_backward<T>(a.data(), b.data(), dsw.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double sig = 1.0 / (1.0 + std::exp(-wa[at(i)]));
+    exact[at(i)] = wb[at(i)] * sig * (1.0 + wa[at(i)] * (1.0 - sig));
+  }
+  check_guarded_rounding("swish_backward", dsw, exact, test::one_plus_abs(exact), exp_error);
 
   // dropout: x * keep_scale in acc_t<T>, keep_scale itself not rounded to T.
   const double p = 0.3;

@@ -47,7 +47,7 @@ TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinuso
   using T = TestType;
   const int64_t positions = 6, d = 8;
   std::vector<T> out(at(positions * d));
-  cpu::sinusoidal_positions<T>(out.data(), positions, d);
+  cpu::sinusoidal_positions<T>(out.data(), positions, d, 0);
   for (int64_t t = 0; t < positions; ++t) {
     for (int64_t i = 0; 2 * i < d; ++i) {
       const double angle = t / std::pow(10000.0, 2.0 * i / d);
@@ -62,6 +62,32 @@ TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinuso
   CHECK(out[at(d + 1)] == Approx(0.5403023058681398).margin(1e-7));
   CHECK(out[at(5 * d + 2)] == Approx(0.479425538604203).margin(1e-7));
   CHECK(out[at(5 * d + 3)] == Approx(0.8775825618903728).margin(1e-7));
+}
+
+TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts", "[kernels]") {
+  const int64_t positions = 6, d = 8, half = d / 2;
+  std::vector<double> concatenated(at(positions * d)), t2t(at(positions * d));
+  cpu::sinusoidal_positions<double>(concatenated.data(), positions, d, 1);
+  cpu::sinusoidal_positions<double>(t2t.data(), positions, d, 2);
+  for (int64_t t = 0; t < positions; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double paper = t * std::pow(10000.0, -2.0 * i / d);                 // MarianMT: the paper's frequencies
+      const double marian = t * std::exp(-i * std::log(10000.0) / (half - 1));  // Marian's formula
+      CHECK(concatenated[at(t * d + i)] == Approx(std::sin(paper)).margin(1e-15));
+      CHECK(concatenated[at(t * d + half + i)] == Approx(std::cos(paper)).margin(1e-15));
+      CHECK(t2t[at(t * d + i)] == Approx(std::sin(marian)).margin(1e-14));
+      CHECK(t2t[at(t * d + half + i)] == Approx(std::cos(marian)).margin(1e-14));
+    }
+  }
+  // Literal values: position 0 is (0, 0, 0, 0, 1, 1, 1, 1) in both; position 5 has angle
+  // 5 / 10000^(2/8) = 0.5 in column 1 (MarianMT) and 5 / 10000^(1/3) in column 1 (tensor2tensor),
+  // and tensor2tensor's last frequency is 1/10000 (MarianMT's: 1/10000^(6/8)).
+  for (int64_t i = 0; i < d; ++i) CHECK(concatenated[at(i)] == (i < half ? 0.0 : 1.0));
+  for (int64_t i = 0; i < d; ++i) CHECK(t2t[at(i)] == (i < half ? 0.0 : 1.0));
+  CHECK(concatenated[at(5 * d + 1)] == Approx(0.479425538604203).margin(1e-15));
+  CHECK(concatenated[at(5 * d + half + 1)] == Approx(0.8775825618903728).margin(1e-15));
+  CHECK(t2t[at(5 * d + 1)] == Approx(std::sin(5.0 / std::cbrt(10000.0))).margin(1e-15));
+  CHECK(t2t[at(5 * d + 3)] == Approx(std::sin(5e-4)).margin(1e-15));
 }
 
 TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[kernels]") {
@@ -105,7 +131,7 @@ TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[
 
 TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
   const int64_t V = 6, D = 5, P = 9, offset = 2;
-  const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});  // repeated ids; 2 and 4 unused
+  const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});        // repeated ids; 2 and 4 unused
   Tensor table = random64({V, D}, 50), positions = random64({P, D}, 51);  // perturbed by check_gradient
   const Tensor r = random64({2, 4, D}, 52);
   const double scale = std::sqrt(static_cast<double>(D));
@@ -253,7 +279,7 @@ TEST_CASE("cpu::sinusoidal_positions are the nearest elements to the double sinu
         using T = decltype(zero);
         const int64_t positions = 64, d = 512;
         test::GuardedBuffer<T> out(positions * d);
-        cpu::sinusoidal_positions<T>(out.data(), positions, d);
+        cpu::sinusoidal_positions<T>(out.data(), positions, d, 0);
         CHECK(out.intact());
         int64_t bad = 0;
         for (int64_t t = 0; t < positions; ++t) {

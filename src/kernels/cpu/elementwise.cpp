@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/philox.h"
+#include "kernels/common/activation.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -42,6 +43,18 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
     const T g = dy[i];  // read whatever y says: a conditional read kept GCC from vectorising the select
     dx[i] = load(y[i]) > 0 ? g : T();
   }
+}
+
+template <typename T>
+void swish_forward(const T* x, T* y, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = common::swish_element(x[i]);
+}
+
+template <typename T>
+void swish_backward(const T* x, const T* dy, T* dx, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = common::swish_backward_element(x[i], dy[i]);
 }
 
 template <typename T>
@@ -115,6 +128,8 @@ double sum_squares(const T* x, std::int64_t n) {
   template void scale<T>(T*, acc_t<T>, std::int64_t);                                         \
   template void relu_forward<T>(const T*, T*, std::int64_t);                                  \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t);                       \
+  template void swish_forward<T>(const T*, T*, std::int64_t);                                 \
+  template void swish_backward<T>(const T*, const T*, T*, std::int64_t);                      \
   template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t);                        \
   template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t);            \
   template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t); \

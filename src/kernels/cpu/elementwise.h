@@ -31,6 +31,14 @@ void relu_forward(const T* x, T* y, std::int64_t n);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n);
 
+// y = x * sigmoid(x) (Swish, SiLU), in acc_t<T>, rounded once (kernels/common/activation.h).
+//   [n] (y may alias x)
+template <typename T>
+void swish_forward(const T* x, T* y, std::int64_t n);
+// dx = dy * d swish(x) / dx from the forward's input x, rounded once.   [n] (dx may alias dy)
+template <typename T>
+void swish_backward(const T* x, const T* dy, T* dx, std::int64_t n);
+
 // y[r, c] = y[r, c] + b[c], rounded once.   y: [rows, cols], b: [cols] (both T: b is a weight the
 // forward reads)
 template <typename T>

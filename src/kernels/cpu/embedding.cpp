@@ -50,13 +50,16 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
 }
 
 template <typename T>
-void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d) {
+void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d, int layout) {
+  const std::int64_t half = d / 2;
+  const bool interleaved = layout == 0, t2t = layout == 2;
   for (std::int64_t t = 0; t < positions; ++t) {
-    for (std::int64_t i = 0; 2 * i < d; ++i) {
-      const double angle =
-          static_cast<double>(t) / std::pow(10000.0, static_cast<double>(2 * i) / static_cast<double>(d));
-      out[t * d + 2 * i] = round_once<T>(std::sin(angle));
-      if (2 * i + 1 < d) out[t * d + 2 * i + 1] = round_once<T>(std::cos(angle));
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double exponent = t2t ? static_cast<double>(i) / static_cast<double>(half - 1)
+                                  : static_cast<double>(2 * i) / static_cast<double>(d);
+      const double angle = static_cast<double>(t) / std::pow(10000.0, exponent);
+      out[t * d + (interleaved ? 2 * i : i)] = round_once<T>(std::sin(angle));
+      out[t * d + (interleaved ? 2 * i + 1 : half + i)] = round_once<T>(std::cos(angle));
     }
   }
 }
@@ -66,7 +69,7 @@ void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d) {
                                      std::int64_t, std::int64_t, double);                                              \
   template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \
                                       std::int64_t, std::int64_t, double);                                             \
-  template void sinusoidal_positions<T>(T*, std::int64_t, std::int64_t);
+  template void sinusoidal_positions<T>(T*, std::int64_t, std::int64_t, int);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(bf16)

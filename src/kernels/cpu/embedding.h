@@ -25,9 +25,12 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
                         std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
                         double scale);
 
-// The paper's sinusoids, interleaved: out[t, 2i] = sin(t / 10000^(2i/D)), out[t, 2i+1] = cos(same).
+// Sinusoids with frequencies w_i, i < D/2, in one of three layouts (model/config.h SinusoidLayout):
+//   interleaved (the paper):   out[t, 2i] = sin(t w_i), out[t, 2i+1] = cos(t w_i), w_i = 10000^(-2i/D)
+//   concatenated (MarianMT):   out[t, i] = sin(t w_i), out[t, D/2 + i] = cos(t w_i), the same w_i
+//   tensor2tensor (Marian):    as concatenated with w_i = 10000^(-i/(D/2 - 1)) (D >= 4)
 // Computed in double and rounded once to T (cpu::round_once).   out: [P, D], D even.
 template <typename T>
-void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d);
+void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d, int layout);
 
 }  // namespace dragoman::cpu

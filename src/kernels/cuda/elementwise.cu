@@ -4,6 +4,7 @@
 #include "kernels/cuda/elementwise.h"
 
 #include "core/philox.h"
+#include "kernels/common/activation.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
@@ -38,6 +39,16 @@ __global__ void relu_forward_kernel(const T* x, T* y, std::int64_t n) {
 template <typename T>
 __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = load(y[i]) > 0 ? dy[i] : T();
+}
+
+template <typename T>
+__global__ void swish_forward_kernel(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = common::swish_element(x[i]);
+}
+
+template <typename T>
+__global__ void swish_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = common::swish_backward_element(x[i], dy[i]);
 }
 
 template <typename T>
@@ -139,6 +150,20 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n, Stream stream
 }
 
 template <typename T>
+void swish_forward(const T* x, T* y, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  swish_forward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(x, y, n);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void swish_backward(const T* x, const T* dy, T* dx, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  swish_backward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(x, dy, dx, n);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void bias_add(T* y, const T* b, std::int64_t rows, std::int64_t cols, Stream stream) {
   if (rows <= 0 || cols <= 0) return;
   bias_add_kernel<T><<<launch::blocks_for(rows * cols), launch::kThreads, 0, stream>>>(y, b, rows, cols);
@@ -183,6 +208,8 @@ void sum_squares(const T* x, std::int64_t n, double* partials, double* result, S
   template void scale<T>(T*, acc_t<T>, std::int64_t, Stream);                                         \
   template void relu_forward<T>(const T*, T*, std::int64_t, Stream);                                  \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                       \
+  template void swish_forward<T>(const T*, T*, std::int64_t, Stream);                                 \
+  template void swish_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                      \
   template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                        \
   template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream); \
   template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream); \

@@ -33,6 +33,13 @@ void relu_forward(const T* x, T* y, std::int64_t n, Stream stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n, Stream stream);
 
+// y = x * sigmoid(x) (Swish).   [n] (y may alias x)
+template <typename T>
+void swish_forward(const T* x, T* y, std::int64_t n, Stream stream);
+// dx = dy * swish'(x), from the forward's input x.   [n] (dx may alias dy)
+template <typename T>
+void swish_backward(const T* x, const T* dy, T* dx, std::int64_t n, Stream stream);
+
 // y[r, c] = y[r, c] + b[c].   y: [rows, cols], b: [cols]
 template <typename T>
 void bias_add(T* y, const T* b, std::int64_t rows, std::int64_t cols, Stream stream);

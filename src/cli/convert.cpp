@@ -1,0 +1,67 @@
+// `dragoman convert`: another toolkit's trained model as one Dragoman model file, vocabularies
+// inside (docs/MODELS.md): a Hugging Face MarianMT directory, or a Marian model.npz with its
+// SentencePiece models and vocabulary.
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/validators.h"
+#include "convert/hf_marian.h"
+#include "core/error.h"
+#include "io/atomic_file.h"
+
+namespace dragoman::cli {
+namespace {
+
+struct ConvertOptions {
+  std::string from;
+  std::string input;
+  std::vector<std::string> vocabs;
+  std::vector<std::string> spms;
+  std::string output;
+};
+
+}  // namespace
+
+Subcommand add_convert(CLI::App& app) {
+  auto o = std::make_shared<ConvertOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "convert",
+      "Convert a trained Marian or OPUS-MT model (model.npz) or a Hugging Face MarianMT directory into one Dragoman "
+      "model file with its vocabularies (docs/MODELS.md)");
+  sub->add_option("--from", o->from, "The input's format: hf (a MarianMT directory) or marian (a model.npz)")
+      ->required()
+      ->check(CLI::IsMember({"hf", "marian"}));
+  sub->add_option("input", o->input, "The MarianMT directory, or Marian's model.npz")
+      ->required()
+      ->check(CLI::ExistingPath);
+  sub->add_option("--vocab", o->vocabs,
+                  "marian: the vocabulary (vocab.yml, or a .spm whose pieces are the ids); twice for separate source "
+                  "and target vocabularies")
+      ->expected(1, 2)
+      ->check(CLI::ExistingFile);
+  sub->add_option("--spm", o->spms,
+                  "marian: the SentencePiece models that cut the text (source.spm target.spm, or one for both)")
+      ->expected(1, 2)
+      ->check(CLI::ExistingFile);
+  sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();
+  return {sub, [o] {
+            check_writable(o->output);
+            ImportedModel model;
+            if (o->from == "hf") {
+              if (!o->vocabs.empty() || !o->spms.empty()) {
+                throw CLI::ValidationError("--vocab and --spm are for --from marian (a MarianMT directory holds them)");
+              }
+              model = read_hf_marian(o->input);
+            } else {
+              throw Error("convert: --from marian is not built yet");
+            }
+            write_imported_model(model, o->output, o->input);
+            const ModelConfig& c = model.config;
+            spdlog::info("convert: wrote {}: {} + {} layers, d_model {}, {} heads, d_ff {}, {}, vocabularies {} / {}",
+                         o->output, c.encoder_layers, c.decoder_layers, c.d_model, c.heads, c.d_ff,
+                         c.activation == Activation::kRelu ? "relu" : "swish", c.src_vocab_size, c.tgt_vocab_size);
+            return 0;
+          }};
+}
+
+}  // namespace dragoman::cli
