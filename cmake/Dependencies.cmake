@@ -7,6 +7,7 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(ICU REQUIRED COMPONENTS uc)
+find_package(ZLIB REQUIRED)  # .npz archives (Marian models, dragoman convert)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 # serve's HTTP server (Debian: libcpp-httplib-dev).

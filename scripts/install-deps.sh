@@ -12,7 +12,7 @@ packages=(
   libsentencepiece-dev sentencepiece
   catch2 libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin
-  libicu-dev
+  libicu-dev zlib1g-dev
   libcpp-httplib-dev
   python3 python3-venv curl
   librsvg2-bin

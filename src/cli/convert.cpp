@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "convert/hf_marian.h"
+#include "convert/marian_npz.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 
@@ -17,6 +18,7 @@ struct ConvertOptions {
   std::string input;
   std::vector<std::string> vocabs;
   std::vector<std::string> spms;
+  std::string sinusoids = "tensor2tensor";
   std::string output;
 };
 
@@ -31,7 +33,7 @@ Subcommand add_convert(CLI::App& app) {
   sub->add_option("--from", o->from, "The input's format: hf (a MarianMT directory) or marian (a model.npz)")
       ->required()
       ->check(CLI::IsMember({"hf", "marian"}));
-  sub->add_option("input", o->input, "The MarianMT directory, or Marian's model.npz")
+  sub->add_option("input", o->input, "The MarianMT directory, or Marian's model.npz or decoder.yml")
       ->required()
       ->check(CLI::ExistingPath);
   sub->add_option("--vocab", o->vocabs,
@@ -43,6 +45,11 @@ Subcommand add_convert(CLI::App& app) {
                   "marian: the SentencePiece models that cut the text (source.spm target.spm, or one for both)")
       ->expected(1, 2)
       ->check(CLI::ExistingFile);
+  sub->add_option("--sinusoids", o->sinusoids,
+                  "marian: the position table: tensor2tensor (Marian's own arithmetic) or concatenated (what the "
+                  "Hugging Face and CTranslate2 conversions of Marian models compute)")
+      ->check(CLI::IsMember({"tensor2tensor", "concatenated"}))
+      ->capture_default_str();
   sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();
   return {sub, [o] {
             check_writable(o->output);
@@ -53,7 +60,9 @@ Subcommand add_convert(CLI::App& app) {
               }
               model = read_hf_marian(o->input);
             } else {
-              throw Error("convert: --from marian is not built yet");
+              model = read_marian(
+                  {o->input, o->vocabs, o->spms,
+                   o->sinusoids == "tensor2tensor" ? SinusoidLayout::kTensor2Tensor : SinusoidLayout::kConcatenated});
             }
             write_imported_model(model, o->output, o->input);
             const ModelConfig& c = model.config;

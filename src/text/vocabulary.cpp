@@ -133,6 +133,13 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_processor(const std:
 
 }  // namespace
 
+std::vector<std::string> sentencepiece_pieces(const std::string& bytes, const std::string& name) {
+  const auto processor = load_processor(bytes, name);
+  std::vector<std::string> pieces;
+  for (int id = 0; id < processor->GetPieceSize(); ++id) pieces.push_back(processor->IdToPiece(id));
+  return pieces;
+}
+
 std::string PieceTable::to_json() const {
   return nlohmann::json{
       {"pieces", pieces}, {"unk_id", unk_id}, {"eos_id", eos_id}, {"append_eos", append_eos}, {"special", special}}

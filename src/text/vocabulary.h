@@ -52,6 +52,9 @@ struct PieceTable {
   static PieceTable from_json(const std::string& json, const std::string& name);
 };
 
+// The pieces of a SentencePiece model's bytes, by its own ids (Marian's .spm vocabularies).
+std::vector<std::string> sentencepiece_pieces(const std::string& bytes, const std::string& name);
+
 // A model's vocabulary: text -> source ids (encode) and target ids -> text (decode). Dragoman's
 // own models have one SentencePiece model for both; an imported model may have one per side, each
 // with a PieceTable (Vocabulary::pair).
