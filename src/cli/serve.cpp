@@ -20,6 +20,7 @@ namespace {
 
 struct ServeCliOptions {
   std::vector<std::string> models;  // PATH or NAME=PATH
+  bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
   std::string host = "127.0.0.1";
   int port = 8080;
   int beam = 4;
@@ -105,10 +106,18 @@ int run_serve(const ServeCliOptions& o) {
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
   }
+  // The default model's recommended settings (decoding_models.h) for the options not given.
+  const DecodingDefaults defaults = decoding_defaults(models.front().models.infos.front(), o.models.front());
+  if (!o.beam_given && defaults.beam) options.search.beam = *defaults.beam;
+  if (!o.alpha_given && defaults.alpha) options.search.alpha = *defaults.alpha;
+  if (!o.normalization_given && defaults.normalization) {
+    options.search.length_penalty = length_penalty_named(*defaults.normalization);
+  }
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
       "tokens, an idle server waiting up to {} ms for company",
-      o.beam, o.normalization, o.alpha, threads, base.batch_sentences, base.batch_tokens, o.max_wait_ms);
+      options.search.beam, !o.normalization_given && defaults.normalization ? *defaults.normalization : o.normalization,
+      options.search.alpha, threads, base.batch_sentences, base.batch_tokens, o.max_wait_ms);
   serve::run_server(models, options, signals.flag());
   return 0;
 }
@@ -185,7 +194,12 @@ Subcommand add_serve(CLI::App& app) {
   sub->add_flag("--nondeterministic", o->nondeterministic,
                 "Allow a sentence's scores to change in the last bits with the requests it is batched with "
                 "(faster on AVX2 CPUs in fp32; see translate --deterministic)");
-  return {sub, [o] { return run_serve(*o); }};
+  return {sub, [o, sub] {
+            o->beam_given = sub->count("--beam") > 0;
+            o->alpha_given = sub->count("--length-penalty") > 0;
+            o->normalization_given = sub->count("--length-normalization") > 0;
+            return run_serve(*o);
+          }};
 }
 
 }  // namespace dragoman::cli

@@ -40,6 +40,7 @@ namespace {
 
 struct TranslateCliOptions {
   std::vector<std::string> models;  // one, or an ensemble
+  bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
   std::string input = "-";
   std::string output = "-";
   int beam = 4;
@@ -399,7 +400,16 @@ int run_translate(const TranslateCliOptions& o) {
   const DecodingModels models = load_decoding_models(o.models, o.precision, device);
   const Vocabulary& vocabulary = *models.vocabulary;
   TranslatorOptions options = TranslatorOptions::for_device(device);
-  options.search = search_options(o);
+  TranslateCliOptions effective = o;  // the first model's recommended settings for those not given
+  const DecodingDefaults defaults = decoding_defaults(models.infos.front(), o.models.front());
+  if (!o.beam_given && defaults.beam) effective.beam = *defaults.beam;
+  if (!o.alpha_given && defaults.alpha) effective.alpha = *defaults.alpha;
+  if (!o.normalization_given && defaults.normalization) effective.normalization = *defaults.normalization;
+  if ((!o.beam_given && defaults.beam) || (!o.alpha_given && defaults.alpha) ||
+      (!o.normalization_given && defaults.normalization)) {
+    spdlog::info("translate: search settings not given on the command line are the model file's (docs/MODELS.md)");
+  }
+  options.search = search_options(effective);
   if (o.batch_tokens > 0) options.batch_tokens = o.batch_tokens;
   if (o.batch_sentences > 0) options.batch_sentences = o.batch_sentences;
   const Translator translator(models.decoding(), vocabulary, options);
@@ -412,7 +422,7 @@ int run_translate(const TranslateCliOptions& o) {
                  o.models.size() > 1 ? fmt::format(", ensemble member {} of {}", i + 1, o.models.size()) : "");
   }
   spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {}",
-               o.beam, o.normalization, o.alpha, o.max_length_a, o.max_length_b,
+               effective.beam, effective.normalization, effective.alpha, o.max_length_a, o.max_length_b,
                device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
                                : fmt::format("on {} in {}", device.str(), o.precision));
 
@@ -537,8 +547,11 @@ Subcommand add_translate(CLI::App& app) {
                 "Batch-invariant output on every CPU: a line's translation and scores do not depend on the lines "
                 "it is batched with (f32 products in fixed 16-row blocks; docs/DECODING.md says what it costs)");
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
-  return {sub, [o, alignment] {
+  return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
+            o->beam_given = sub->count("--beam") > 0;
+            o->alpha_given = sub->count("--length-penalty") > 0;
+            o->normalization_given = sub->count("--length-normalization") > 0;
             return run_translate(*o);
           }};
 }

@@ -234,6 +234,19 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
     }
   }
   out.metadata["converted_from"] = "huggingface-marian";
+  // generate()'s search settings as the model file's recommended ones (decode/decoding_models.h):
+  // score / |Y|^length_penalty, length_penalty 1.0 unless generation_config.json says otherwise.
+  // (Older models keep them in config.json.)
+  const json generation = read_json(dir / (fs::exists(dir / "generation_config.json") ? "generation_config.json"
+                                                                                      : "config.json"));
+  out.metadata["decoding.length_normalization"] = "power";
+  const json penalty = generation.value("length_penalty", json(1.0));
+  const json beams = generation.value("num_beams", json(1));
+  if (!penalty.is_number() || !beams.is_number_integer()) {
+    throw Error(dir_name + ": generate()'s length_penalty and num_beams must be numbers");
+  }
+  out.metadata["decoding.length_penalty"] = penalty.dump();
+  out.metadata["decoding.beam"] = beams.dump();
   return out;
 }
 

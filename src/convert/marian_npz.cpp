@@ -220,8 +220,12 @@ ImportedModel read_marian(const MarianInputs& in) {
     if (vocabs.empty() && d["vocabs"]) {
       for (const auto& v : d["vocabs"]) vocabs.push_back((dir / v.as<std::string>()).string());
     }
-    for (const char* key : {"beam-size", "normalize", "word-penalty"}) {
-      if (d[key]) metadata[std::string("marian.") + key] = d[key].as<std::string>();
+    // Its search settings, as the model file's recommended ones (decode/decoding_models.h).
+    if (d["beam-size"]) metadata["decoding.beam"] = d["beam-size"].as<std::string>();
+    if (d["normalize"]) {
+      const double alpha = d["normalize"].as<double>();
+      metadata["decoding.length_normalization"] = alpha > 0 ? "power" : "none";
+      metadata["decoding.length_penalty"] = d["normalize"].as<std::string>();
     }
   }
   if (vocabs.empty() || vocabs.size() > 2) throw Error(in.model + ": give one vocabulary, or two (source, target)");
@@ -353,6 +357,7 @@ ImportedModel read_marian(const MarianInputs& in) {
   w.unused_is_error();
   out.metadata = metadata;
   out.metadata["converted_from"] = "marian";
+  out.metadata.emplace("decoding.length_normalization", "power");  // Marian's |Y|^alpha
   return out;
 }
 

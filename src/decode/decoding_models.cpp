@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace dragoman {
@@ -21,6 +23,36 @@ Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) 
                                   file + " (" + prefix + ")");
   };
   return Vocabulary::pair(side("source"), side("target"));
+}
+
+DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file) {
+  DecodingDefaults d;
+  const auto value = [&](const char* key) -> const std::string* {
+    const auto it = info.metadata.find(key);
+    return it == info.metadata.end() ? nullptr : &it->second;
+  };
+  const auto bad = [&](const char* key, const std::string& v, const char* expected) {
+    return Error(file + ": metadata " + key + " is '" + v + "', expected " + expected);
+  };
+  if (const std::string* v = value("decoding.beam")) {
+    char* end = nullptr;
+    const long beam = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || beam < 1 || beam > 1024) throw bad("decoding.beam", *v, "1..1024");
+    d.beam = static_cast<int>(beam);
+  }
+  if (const std::string* v = value("decoding.length_normalization")) {
+    if (*v != "gnmt" && *v != "power" && *v != "none") {
+      throw bad("decoding.length_normalization", *v, "gnmt, power or none");
+    }
+    d.normalization = *v;
+  }
+  if (const std::string* v = value("decoding.length_penalty")) {
+    char* end = nullptr;
+    const double alpha = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end != '\0' || !(alpha >= 0 && alpha <= 10)) throw bad("decoding.length_penalty", *v, "0..10");
+    d.alpha = alpha;
+  }
+  return d;
 }
 
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,

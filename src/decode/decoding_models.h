@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,17 @@ struct DecodingModels {
 
 // The vocabulary a model file holds: its SentencePiece model, or an imported model's two sides.
 Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
+
+// The decoding settings a model file recommends (metadata decoding.beam, decoding.length_normalization,
+// decoding.length_penalty: written by convert from the source toolkit's own settings, so that an
+// imported model translates as it did there). translate and serve use them for the options not
+// given on the command line. A malformed value is an error naming the file and the key.
+struct DecodingDefaults {
+  std::optional<int> beam;
+  std::optional<std::string> normalization;  // gnmt, power or none
+  std::optional<double> alpha;
+};
+DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file);
 
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# End-to-end checks of `dragoman convert` on the fixtures of tests/fixtures/marian: a MarianMT
+# directory and a Marian decoder.yml become model files that translate takes as they are (the
+# MarianMT model greedy, as transformers' generate() did; the Marian model with its decoder.yml's
+# beam 4 and normalize 0.6, which translate logs as the model file's settings); bad input is an
+# error naming the file and the setting, with exit code 1 and no output file.
+# Usage: convert_cli.sh DRAGOMAN_BINARY FIXTURES_DIR
+set -uo pipefail
+dragoman=$1
+fixtures=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=expect.sh
+source "$(dirname "$0")/expect.sh"
+
+expect convert-hf 0 "convert: wrote .*2 \+ 2 layers, d_model 32, 4 heads, d_ff 64, swish" -- \
+  "$dragoman" convert --from hf "$fixtures/hf-tiny" -o "$tmp/hf.safetensors"
+expect translate-hf 0 "beam 1, power length normalisation alpha 1, " -- \
+  "$dragoman" translate -m "$tmp/hf.safetensors" -i "$fixtures/input.en" -o "$tmp/hf.txt"
+check translate-hf-is-generate python3 - "$fixtures/hf-tiny-expected.json" "$tmp/hf.txt" <<'PY'
+import json, sys
+expected = [line["greedy"]["text"] for line in json.load(open(sys.argv[1], encoding="utf-8"))["lines"]]
+got = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+sys.exit(0 if got == expected else 1)
+PY
+
+expect convert-marian 0 "convert: wrote" -- \
+  "$dragoman" convert --from marian "$fixtures/marian-tiny/decoder.yml" -o "$tmp/marian.safetensors"
+expect translate-marian 0 "beam 4, power length normalisation alpha 0.6" -- \
+  "$dragoman" translate -m "$tmp/marian.safetensors" -i "$fixtures/input.en" -o "$tmp/marian.txt"
+check translate-marian-lines test "$(wc -l <"$tmp/marian.txt")" -eq "$(wc -l <"$fixtures/input.en")"
+expect marian-npz-with-vocab 0 "convert: wrote" -- \
+  "$dragoman" convert --from marian "$fixtures/marian-tiny/model.npz" --vocab "$fixtures/marian-tiny/vocab.yml" \
+  --sinusoids concatenated -o "$tmp/marian2.safetensors"
+
+# Bad input: exit 1, the file and the problem named, no output.
+expect marian-no-vocab 1 "give one vocabulary, or two" -- \
+  "$dragoman" convert --from marian "$fixtures/marian-tiny/model.npz" -o "$tmp/bad.safetensors"
+expect hf-not-a-model 1 "config.json" -- "$dragoman" convert --from hf "$fixtures" -o "$tmp/bad.safetensors"
+expect marian-not-npz 1 "source.spm: not a usable .npz archive" -- "$dragoman" convert --from marian \
+  "$fixtures/marian-tiny/source.spm" --vocab "$fixtures/marian-tiny/vocab.yml" -o "$tmp/bad.safetensors"
+expect hf-with-vocab 2 "--vocab and --spm are for --from marian" -- \
+  "$dragoman" convert --from hf "$fixtures/hf-tiny" --vocab "$fixtures/marian-tiny/vocab.yml" -o "$tmp/bad.safetensors"
+expect unknown-format 2 "--from" -- "$dragoman" convert --from fairseq "$fixtures/hf-tiny" -o "$tmp/bad.safetensors"
+check no-output-written test ! -e "$tmp/bad.safetensors"
+
+echo "convert_cli: $passes passed, $failures failed"
+[[ $failures -eq 0 ]]
