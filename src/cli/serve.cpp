@@ -19,7 +19,7 @@ namespace dragoman::cli {
 namespace {
 
 struct ServeCliOptions {
-  std::vector<std::string> models;  // PATH or NAME=PATH
+  std::vector<std::string> models;                                            // PATH or NAME=PATH
   bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
   std::string host = "127.0.0.1";
   int port = 8080;

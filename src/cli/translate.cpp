@@ -39,7 +39,7 @@ namespace dragoman::cli {
 namespace {
 
 struct TranslateCliOptions {
-  std::vector<std::string> models;  // one, or an ensemble
+  std::vector<std::string> models;                                            // one, or an ensemble
   bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
   std::string input = "-";
   std::string output = "-";

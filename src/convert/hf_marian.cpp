@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/read_file.h"
 #include "io/safetensors.h"
+#include "io/torch_pickle.h"
 #include "kernels/cpu/embedding.h"
 
 namespace dragoman {
@@ -197,16 +198,27 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   out.target = {read_text(dir / "target.spm"),
                 piece_table(dir / (separate ? "target_vocab.json" : "vocab.json"), tokenizer, false)};
 
-  const fs::path safetensors = dir / "model.safetensors";
-  if (!fs::exists(safetensors)) {
-    throw Error(dir_name +
-                ": no model.safetensors (pytorch_model.bin is not read yet: convert it with "
-                "transformers' save_pretrained(safe_serialization=True))");
+  // The weights: model.safetensors, or else pytorch_model.bin (torch.save's format, read without Python).
+  const fs::path safetensors = dir / "model.safetensors", torch_file = dir / "pytorch_model.bin";
+  std::vector<SafeTensor> weights;
+  std::string file;
+  if (fs::exists(safetensors)) {
+    file = safetensors.string();
+    weights = read_safetensors(file).tensors;
+  } else if (fs::exists(torch_file)) {
+    file = torch_file.string();
+    weights = read_torch_state_dict(file);
+  } else {
+    throw Error(dir_name + ": no model.safetensors or pytorch_model.bin (sharded weights are not read)");
   }
-  const SafeTensorsFile weights = read_safetensors(safetensors.string());
-  const std::string file = safetensors.string();
+  const auto find = [&](const std::string& name) -> const SafeTensor* {
+    for (const SafeTensor& t : weights) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
   std::set<std::string> have;
-  for (const SafeTensor& t : weights.tensors) {
+  for (const SafeTensor& t : weights) {
     if (t.name.find("embed_positions") != std::string::npos) {
       check_positions(t, c, file);
       continue;
@@ -227,7 +239,7 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   // A tied model saved by a version that keeps only the encoder's or decoder's copy of the table.
   if (c.share_embeddings && have.count("embed.weight") == 0) {
     for (const char* name : {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}) {
-      if (const SafeTensor* t = weights.find(name)) {
+      if (const SafeTensor* t = find(name)) {
         out.tensors.push_back(renamed_tensor(*t, "embed.weight", t->shape));
         break;
       }
@@ -237,8 +249,8 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   // generate()'s search settings as the model file's recommended ones (decode/decoding_models.h):
   // score / |Y|^length_penalty, length_penalty 1.0 unless generation_config.json says otherwise.
   // (Older models keep them in config.json.)
-  const json generation = read_json(dir / (fs::exists(dir / "generation_config.json") ? "generation_config.json"
-                                                                                      : "config.json"));
+  const json generation =
+      read_json(dir / (fs::exists(dir / "generation_config.json") ? "generation_config.json" : "config.json"));
   out.metadata["decoding.length_normalization"] = "power";
   const json penalty = generation.value("length_penalty", json(1.0));
   const json beams = generation.value("num_beams", json(1));

@@ -1,7 +1,7 @@
 // Hugging Face MarianMT models (docs/MODELS.md): a directory as save_pretrained writes it, e.g. an
 // OPUS-MT model from the Hub (Helsinki-NLP/opus-mt-*): config.json, model.safetensors or
-// pytorch_model.bin, source.spm and target.spm, vocab.json (and target_vocab.json when the
-// tokenizer has separate vocabularies), tokenizer_config.json.
+// pytorch_model.bin (read without Python: io/torch_pickle.h), source.spm and target.spm, vocab.json (and
+// target_vocab.json when the tokenizer has separate vocabularies), tokenizer_config.json.
 #pragma once
 
 #include <string>

@@ -1,13 +1,16 @@
 // Writing imported models (see imported_model.h).
 #include "convert/imported_model.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/transformer.h"
 
 namespace dragoman {
 
@@ -63,7 +66,14 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   file.metadata["model_config"] = c.to_json().dump();
   file.metadata["step"] = "0";
   file.metadata["dragoman_version"] = DRAGOMAN_VERSION;
+  // Dragoman's parameter order (the model's own files'), whatever order the source had.
+  std::map<std::string, std::size_t> rank;
+  for (const ParameterSpec& spec : transformer_parameter_specs(c)) rank.emplace(spec.name, rank.size());
   file.tensors = model.tensors;
+  std::stable_sort(file.tensors.begin(), file.tensors.end(), [&](const SafeTensor& a, const SafeTensor& b) {
+    const auto ra = rank.find(a.name), rb = rank.find(b.name);
+    return (ra == rank.end() ? rank.size() : ra->second) < (rb == rank.end() ? rank.size() : rb->second);
+  });
   const auto bytes_tensor = [&](const std::string& name, const std::string& bytes) {
     SafeTensor t{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
     t.data.assign(bytes.begin(), bytes.end());

@@ -14,6 +14,7 @@
 #include "decode/decoding_models.h"
 #include "decode/translator.h"
 #include "io/read_file.h"
+#include "io/safetensors.h"
 #include "train/train_testing.h"
 
 namespace dragoman {
@@ -86,6 +87,21 @@ TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and l
   }
 }
 
+TEST_CASE("convert hf: pytorch_model.bin gives the model of model.safetensors", "[convert]") {
+  const std::string dir = scratch_dir("convert_hf_bin") + "/model";
+  fs::copy(kFixtures / "hf-tiny", dir, fs::copy_options::recursive);
+  fs::remove(fs::path(dir) / "model.safetensors");
+  const std::string from_bin = dir + "/../bin.safetensors";
+  write_imported_model(read_hf_marian(dir), from_bin, dir);
+  const SafeTensorsFile a = read_safetensors(from_bin), b = read_safetensors(converted("hf-tiny"));
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    INFO(a.tensors[i].name);
+    CHECK(a.tensors[i].name == b.tensors[i].name);
+    CHECK(a.tensors[i].data == b.tensors[i].data);
+  }
+}
+
 TEST_CASE("convert hf: what Dragoman cannot represent is refused by name", "[convert]") {
   const std::string dir = scratch_dir("convert_hf_refused") + "/model";
   const auto fresh_copy = [&] {
@@ -119,7 +135,8 @@ TEST_CASE("convert hf: what Dragoman cannot represent is refused by name", "[con
   CHECK_THROWS_WITH(read_hf_marian(dir), Catch::Contains("vocab.json") && Catch::Contains("'<extra>'"));
   fresh_copy();
   fs::remove(fs::path(dir) / "model.safetensors");
-  CHECK_THROWS_WITH(read_hf_marian(dir), Catch::Contains("model.safetensors"));
+  fs::remove(fs::path(dir) / "pytorch_model.bin");
+  CHECK_THROWS_WITH(read_hf_marian(dir), Catch::Contains("no model.safetensors or pytorch_model.bin"));
   CHECK_FALSE(fs::exists(dir + "/out.safetensors"));
 }
 
