@@ -116,6 +116,71 @@ def serve():
     write("fuzz_serve_api", "form", b"q\0Hello\0source\0en\0target\0de\0format\0text")
 
 
+def torch_state_dict():
+    """A torch.save file of two small tensors (one a strided view), written without torch: the
+    pickle torch.save writes, from stand-ins for torch's storage class and tensor rebuild function
+    (pickle records them by module and name only)."""
+    import collections
+    import io
+    import pickle
+    import struct
+    import types
+    import zipfile
+    torch = types.ModuleType("torch")
+    utils = types.ModuleType("torch._utils")
+
+    class FloatStorage:
+        pass
+
+    def _rebuild_tensor_v2(*args):
+        return args
+    FloatStorage.__module__, _rebuild_tensor_v2.__module__ = "torch", "torch._utils"
+    FloatStorage.__qualname__, _rebuild_tensor_v2.__qualname__ = "FloatStorage", "_rebuild_tensor_v2"
+    torch.FloatStorage, utils._rebuild_tensor_v2, torch._utils = FloatStorage, _rebuild_tensor_v2, utils
+    sys.modules["torch"], sys.modules["torch._utils"] = torch, utils
+
+    class Tensor:
+        def __init__(self, offset, size, stride):
+            self.args = (offset, size, stride)
+
+        def __reduce__(self):
+            offset, size, stride = self.args
+            return (_rebuild_tensor_v2, (storage, offset, size, stride, False, collections.OrderedDict()))
+
+    storage = FloatStorage()
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return ("storage", FloatStorage, "0", "cpu", 6) if obj is storage else None
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=2).dump(collections.OrderedDict(
+        [("weight", Tensor(0, (2, 3), (3, 1))), ("transposed", Tensor(0, (3, 2), (1, 3)))]))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", buf.getvalue())
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/data/0", struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+        z.writestr("archive/version", "3\n")
+    del sys.modules["torch"], sys.modules["torch._utils"]
+    return out.getvalue()
+
+
+def imports():
+    for name in ("arrays.npz", "arrays-compressed.npz"):
+        write("fuzz_import", "npz-" + name, b"\x00" + read(f"{FIX}/marian/{name}"))
+    write("fuzz_import", "torch.bin", b"\x01" + torch_state_dict())
+    write("fuzz_import", "calls-os-system.bin", b"\x01" + read(f"{FIX}/marian/calls-os-system.bin"))
+    model_yml = (b"type: transformer\ndim-emb: 32\nenc-depth: 2\ndec-depth: 2\ntransformer-heads: 4\n"
+                 b"transformer-dim-ffn: 64\ntransformer-ffn-activation: swish\ntransformer-preprocess: ''\n"
+                 b"transformer-postprocess: dan\ntied-embeddings-all: true\ntransformer-tied-layers: []\n")
+    write("fuzz_import", "model.yml", b"\x02" + model_yml)
+    write("fuzz_import", "config.json", b"\x03" + read(f"{FIX}/marian/hf-tiny/config.json"))
+    table = {"pieces": ["</s>", "<unk>", "\u2581a", "b", "<pad>"], "unk_id": 1, "eos_id": 0,
+             "append_eos": True, "special": [0, 1, 4]}
+    write("fuzz_import", "pieces.json", b"\x04" + json.dumps(table).encode())
+
+
 def main():
     if len(sys.argv) != 2 or not shutil.which(sys.argv[1]):
         sys.exit("usage: python3 fuzz/make_seeds.py DRAGOMAN_BINARY")
@@ -126,6 +191,7 @@ def main():
     bleu()
     translate()
     serve()
+    imports()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "convert/hf_marian.h"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -37,10 +38,15 @@ ModelConfig model_config(const json& j, const std::string& file) {
     const auto it = j.find(key);
     return it == j.end() || it->is_null() ? fallback : *it;
   };
-  const auto integer = [&](const char* key) -> std::int64_t {
-    const json v = get(key, json());
+  const auto integer = [&](const char* key, const json& fallback = json()) -> std::int64_t {
+    const json v = get(key, fallback);
     if (!v.is_number_integer()) fail("'" + std::string(key) + "' must be an integer, got " + v.dump());
     return v.get<std::int64_t>();
+  };
+  const auto id = [&](const char* key, const json& fallback = json()) -> std::int32_t {
+    const std::int64_t v = integer(key, fallback);
+    if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) fail("'" + std::string(key) + "' is not a token id");
+    return static_cast<std::int32_t>(v);
   };
   const auto number = [&](const char* key, double fallback) -> double {
     const json v = get(key, fallback);
@@ -91,15 +97,15 @@ ModelConfig model_config(const json& j, const std::string& file) {
   c.norm = NormPlacement::kPost;
   c.layer_norm_eps = 1e-5;  // torch.nn.LayerNorm's
   c.src_vocab_size = integer("vocab_size");
-  c.tgt_vocab_size = get("decoder_vocab_size", c.src_vocab_size).get<std::int64_t>();
+  c.tgt_vocab_size = integer("decoder_vocab_size", c.src_vocab_size);
   c.share_embeddings = boolean("share_encoder_decoder_embeddings", true);
   if (c.share_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
     fail("'share_encoder_decoder_embeddings' with 'vocab_size' != 'decoder_vocab_size'");
   }
   c.tie_output = boolean("tie_word_embeddings", true);
-  c.pad_id = static_cast<std::int32_t>(integer("pad_token_id"));
-  c.eos_id = static_cast<std::int32_t>(integer("eos_token_id"));
-  c.bos_id = static_cast<std::int32_t>(get("decoder_start_token_id", c.pad_id).get<std::int64_t>());
+  c.pad_id = id("pad_token_id");
+  c.eos_id = id("eos_token_id");
+  c.bos_id = id("decoder_start_token_id", c.pad_id);
   return c;
 }
 
@@ -184,6 +190,12 @@ void check_positions(const SafeTensor& t, const ModelConfig& c, const std::strin
 
 }  // namespace
 
+ModelConfig hf_marian_config(const std::string& config_json, const std::string& file) {
+  const json j = json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(file + ": not a JSON object");
+  return model_config(j, file);
+}
+
 ImportedModel read_hf_marian(const std::string& dir_name) {
   const fs::path dir(dir_name);
   if (!fs::is_directory(dir))
@@ -193,7 +205,9 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   const ModelConfig& c = out.config;
   const json tokenizer =
       fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
-  const bool separate = tokenizer.value("separate_vocabs", false);
+  const json separate_value = tokenizer.value("separate_vocabs", json(false));
+  if (!separate_value.is_boolean()) throw Error(dir_name + "/tokenizer_config.json: 'separate_vocabs' must be true or false");
+  const bool separate = separate_value.get<bool>();
   out.source = {read_text(dir / "source.spm"), piece_table(dir / "vocab.json", tokenizer, true)};
   out.target = {read_text(dir / "target.spm"),
                 piece_table(dir / (separate ? "target_vocab.json" : "vocab.json"), tokenizer, false)};

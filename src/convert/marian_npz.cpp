@@ -36,6 +36,7 @@ bool is_yaml(const std::string& path) { return has_suffix(path, ".yml") || has_s
 
 ModelConfig marian_config(const YAML::Node& y, const std::string& where, SinusoidLayout sinusoids) {
   const auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
+  if (!y.IsMap()) fail("not a YAML map of settings");
   const auto text = [&](const char* key, const std::string& fallback) {
     return y[key] ? y[key].as<std::string>() : fallback;
   };
@@ -198,10 +199,30 @@ SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> shape, 
 }  // namespace
 
 ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, SinusoidLayout sinusoids) {
-  return marian_config(parse_yaml(model_yml, where), where, sinusoids);
+  try {
+    return marian_config(parse_yaml(model_yml, where), where, sinusoids);
+  } catch (const YAML::Exception& e) {  // a value of the wrong type
+    throw Error(where + ": " + e.what());
+  }
 }
 
+namespace {
+
+ImportedModel read_marian_files(const MarianInputs& in);
+
+}  // namespace
+
 ImportedModel read_marian(const MarianInputs& in) {
+  try {
+    return read_marian_files(in);
+  } catch (const YAML::Exception& e) {  // a value of the wrong type in a YAML file
+    throw Error(in.model + ": " + e.what());
+  }
+}
+
+namespace {
+
+ImportedModel read_marian_files(const MarianInputs& in) {
   std::string model_path = in.model;
   std::vector<std::string> vocabs = in.vocabs;
   std::map<std::string, std::string> metadata;
@@ -248,6 +269,7 @@ ImportedModel read_marian(const MarianInputs& in) {
   while (!yml_text.empty() && yml_text.back() == '\0') yml_text.pop_back();
   const std::string where = model_path + " (special:model.yml)";
   const YAML::Node y = parse_yaml(yml_text, where);
+  if (!y.IsMap()) throw Error(where + ": not a YAML map of settings");
   const bool tied_output = (y["tied-embeddings-all"] && y["tied-embeddings-all"].as<bool>()) ||
                            (y["tied-embeddings"] && y["tied-embeddings"].as<bool>());
   ImportedModel out;
@@ -360,5 +382,7 @@ ImportedModel read_marian(const MarianInputs& in) {
   out.metadata.emplace("decoding.length_normalization", "power");  // Marian's |Y|^alpha
   return out;
 }
+
+}  // namespace
 
 }  // namespace dragoman

@@ -150,6 +150,12 @@ PieceTable PieceTable::from_json(const std::string& json, const std::string& nam
   const auto fail = [&](const std::string& what) { throw Error(name + ": piece table: " + what); };
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) fail("not a JSON object");
+  const auto id_of = [&](const nlohmann::json& v, const std::string& key) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > INT32_MAX) {
+      fail("'" + key + "' must hold ids (integers from 0), got " + v.dump());
+    }
+    return static_cast<std::int32_t>(v.get<std::int64_t>());
+  };
   PieceTable t;
   for (const auto& item : j.items()) {
     const std::string& key = item.key();
@@ -161,17 +167,13 @@ PieceTable PieceTable::from_json(const std::string& json, const std::string& nam
         t.pieces.push_back(p.get<std::string>());
       }
     } else if (key == "unk_id" || key == "eos_id") {
-      if (!value.is_number_integer()) fail("'" + key + "' must be an integer");
-      (key == "unk_id" ? t.unk_id : t.eos_id) = value.get<std::int32_t>();
+      (key == "unk_id" ? t.unk_id : t.eos_id) = id_of(value, key);
     } else if (key == "append_eos") {
       if (!value.is_boolean()) fail("'append_eos' must be true or false");
       t.append_eos = value.get<bool>();
     } else if (key == "special") {
       if (!value.is_array()) fail("'special' must be a list of ids");
-      for (const nlohmann::json& id : value) {
-        if (!id.is_number_integer()) fail("'special' must be a list of ids");
-        t.special.push_back(id.get<std::int32_t>());
-      }
+      for (const nlohmann::json& id : value) t.special.push_back(id_of(id, "special"));
     } else {
       fail("unknown key '" + key + "'");
     }
@@ -255,15 +257,7 @@ float Vocabulary::score(std::int32_t id) const {
 }
 
 std::vector<std::int32_t> Vocabulary::encode_side(std::string_view text, bool add_eos) const {
-  std::vector<std::int32_t> out;
-  if (table_) {
-    std::vector<std::string> pieces;
-    const sentencepiece::util::Status status = processor_->Encode(text, &pieces);
-    if (!status.ok()) throw Error(name_ + ": encoding failed: " + status.ToString());
-    for (const std::string& p : pieces) out.push_back(table_id(p));
-    if (add_eos) out.push_back(table_->eos_id);
-    return out;
-  }
+  if (table_) return encode_table(text, add_eos).ids;
   std::vector<int> ids;
   const sentencepiece::util::Status status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(name_ + ": encoding failed: " + status.ToString());
@@ -293,16 +287,38 @@ std::pair<std::size_t, std::size_t> checked_span(std::size_t begin, std::size_t 
 
 }  // namespace
 
+Vocabulary::Spans Vocabulary::encode_table(std::string_view text, bool add_eos) const {
+  Spans out;
+  // A leading target-language token of multilingual models (">>fra<< ..."), as MarianTokenizer
+  // splits it off: one id (unk_id if the table lacks it), and the rest of the text cut as usual.
+  std::size_t code = 0;
+  const std::size_t close = text.size() > 3 ? text.find("<<", 3) : std::string_view::npos;  // >>.+?<<
+  if (text.substr(0, 2) == ">>" && close != std::string_view::npos) {
+    code = close + 2;
+    out.ids.push_back(table_id(text.substr(0, code)));
+    out.spans.emplace_back(0, code);
+  }
+  const std::string_view rest = text.substr(code);
+  const sentencepiece::ImmutableSentencePieceText proto = processor_->EncodeAsImmutableProto(rest);
+  for (const auto& piece : proto.pieces()) {
+    const auto span = checked_span(piece.begin(), piece.end(), rest.size(), name_, "encoding");
+    out.spans.emplace_back(code + span.first, code + span.second);
+    out.ids.push_back(table_id(piece.piece()));
+  }
+  if (add_eos) {
+    out.ids.push_back(table_->eos_id);
+    out.spans.emplace_back(text.size(), text.size());
+  }
+  return out;
+}
+
 Vocabulary::Spans Vocabulary::encode_with_spans(std::string_view text) const {
+  if (table_) return encode_table(text, table_->append_eos);
   const sentencepiece::ImmutableSentencePieceText proto = processor_->EncodeAsImmutableProto(text);
   Spans out;
   for (const auto& piece : proto.pieces()) {
     out.spans.push_back(checked_span(piece.begin(), piece.end(), text.size(), name_, "encoding"));
-    out.ids.push_back(table_ ? table_id(piece.piece()) : static_cast<std::int32_t>(piece.id()));
-  }
-  if (table_ && table_->append_eos) {
-    out.ids.push_back(table_->eos_id);
-    out.spans.emplace_back(text.size(), text.size());
+    out.ids.push_back(static_cast<std::int32_t>(piece.id()));
   }
   return out;
 }

@@ -38,7 +38,8 @@ struct VocabularyOptions {
 // How an imported model numbers its pieces (docs/MODELS.md): Marian's vocab.yml and MarianMT's
 // vocab.json give every piece its id, independently of the SentencePiece model that cuts the text
 // (whose own ids and special pieces are then not used). A piece the table lacks is unk_id; encoding
-// appends eos_id when append_eos (Marian and MarianMT end every source sentence with </s>);
+// appends eos_id when append_eos (Marian and MarianMT end every source sentence with </s>); a text
+// that starts with a language token (">>fra<<", multilingual OPUS-MT models) gives its id first;
 // decoding drops the `special` ids (as MarianMT's tokenizer does: </s>, <unk>, <pad>).
 struct PieceTable {
   std::vector<std::string> pieces;  // by id
@@ -107,6 +108,7 @@ class Vocabulary {
  private:
   Vocabulary() = default;
   std::vector<std::int32_t> encode_side(std::string_view text, bool add_eos) const;
+  Spans encode_table(std::string_view text, bool add_eos) const;
   std::int32_t table_id(std::string_view piece) const;
   std::string name_;
   std::string bytes_;

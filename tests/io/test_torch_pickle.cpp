@@ -4,6 +4,7 @@
 // without running it; damaged files are errors, never crashes.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -33,6 +34,25 @@ TEST_CASE("torch state dict: pytorch_model.bin holds model.safetensors' tensors"
   // The tied copies that torch.save keeps (one storage) are the same table.
   REQUIRE(by_name.count("lm_head.weight") == 1);
   CHECK(by_name["lm_head.weight"]->data == by_name["model.shared.weight"]->data);
+}
+
+TEST_CASE("torch state dict: strided views are copied in their own order", "[io]") {
+  // fuzz/seeds/fuzz_import/torch.bin after its selector byte: torch.load gives weight [[1, 2, 3],
+  // [4, 5, 6]] and transposed [[1, 4], [2, 5], [3, 6]] (one storage, strides (1, 3)).
+  const std::vector<char> b = read_file(std::string(DRAGOMAN_SOURCE_DIR) + "/fuzz/seeds/fuzz_import/torch.bin");
+  const std::vector<SafeTensor> t = decode_torch_state_dict("torch.bin", std::string_view(b.data() + 1, b.size() - 1));
+  REQUIRE(t.size() == 2);
+  const auto floats = [](const SafeTensor& x) {
+    std::vector<float> v(x.data.size() / 4);
+    std::memcpy(v.data(), x.data.data(), x.data.size());
+    return v;
+  };
+  CHECK(t[0].name == "weight");
+  CHECK(t[0].shape == std::vector<std::int64_t>{2, 3});
+  CHECK(floats(t[0]) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(t[1].name == "transposed");
+  CHECK(t[1].shape == std::vector<std::int64_t>{3, 2});
+  CHECK(floats(t[1]) == std::vector<float>{1, 4, 2, 5, 3, 6});
 }
 
 TEST_CASE("torch state dict: a pickle that calls os.system is refused unrun", "[io]") {
