@@ -211,6 +211,17 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   out.source = {read_text(dir / "source.spm"), piece_table(dir / "vocab.json", tokenizer, true)};
   out.target = {read_text(dir / "target.spm"),
                 piece_table(dir / (separate ? "target_vocab.json" : "vocab.json"), tokenizer, false)};
+  // Embeddings with more rows than the vocabulary has pieces (a vocab_size rounded up): the ids past
+  // the table's are placeholders that encoding never gives and decoding drops, as the tokenizer
+  // treats them. More pieces than rows is an error (write_imported_model).
+  for (auto [side, size] : {std::pair{&out.source, c.src_vocab_size}, std::pair{&out.target, c.tgt_vocab_size}}) {
+    std::vector<std::string>& pieces = side->table.pieces;
+    if (size > static_cast<std::int64_t>(pieces.size()) + 65536) continue;  // not a rounding: an error below
+    while (static_cast<std::int64_t>(pieces.size()) < size) {
+      side->table.special.push_back(static_cast<std::int32_t>(pieces.size()));
+      pieces.push_back("<unused:" + std::to_string(pieces.size()) + ">");
+    }
+  }
 
   // The weights: model.safetensors, or else pytorch_model.bin (torch.save's format, read without Python).
   const fs::path safetensors = dir / "model.safetensors", torch_file = dir / "pytorch_model.bin";

@@ -75,6 +75,11 @@ SourceWords source_words(const std::string& line, const Vocabulary& vocabulary) 
   SourceWords out;
   out.words = split_words(line);
   out.piece_words = piece_words(line, pieces.spans);
+  // The </s> an imported model's vocabulary ends the source with is no word: its attention (Marian
+  // models put much of it there) is left out of the words' (word_attention).
+  if (vocabulary.table() != nullptr && vocabulary.table()->append_eos && !out.piece_words.empty()) {
+    out.piece_words.back() = -1;
+  }
   return out;
 }
 

@@ -76,6 +76,7 @@ std::vector<std::vector<float>> word_attention(const std::vector<std::vector<flo
     ++pieces[static_cast<std::size_t>(t)];
     for (std::size_t j = 0; j < row.size(); ++j) {
       const std::int64_t s = source_words[j];
+      if (s == -1) continue;  // a piece of no word: the </s> an imported model's source ends with
       if (s < 0 || s >= source_word_count) throw Error("word_attention: a source piece's word is out of range");
       sums[static_cast<std::size_t>(t)][static_cast<std::size_t>(s)] += static_cast<double>(row[j]);
     }

@@ -37,7 +37,9 @@ std::vector<double> word_scores(const std::vector<double>& piece_scores, const s
 // The cross-attention between words [target words][source words]: a target word's row is the
 // average over its pieces of their attention, each piece's attention summed over each source
 // word's pieces (so a row sums to 1 like a piece's). `attention` has one row per target piece
-// (more rows, such as EOS's, are left out), each over the source pieces.
+// (more rows, such as EOS's, are left out), each over the source pieces. A source piece whose word
+// is -1 (an imported model's source </s>) belongs to no word: its attention is left out, and the
+// row then sums to less than 1.
 std::vector<std::vector<float>> word_attention(const std::vector<std::vector<float>>& attention,
                                                const std::vector<std::int64_t>& target_words,
                                                std::int64_t target_word_count,

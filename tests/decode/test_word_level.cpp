@@ -60,6 +60,13 @@ TEST_CASE("word attention averages a word's pieces and sums a source word's, and
   // Equal weights: the first source word.
   CHECK(hard_alignment({{0.5f, 0.5f}}) == std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}});
   CHECK_THROWS_AS(word_attention(attention, {0, 0, 1}, 2, {0, 1}, 2), Error);  // rows not over the source
+  // A source piece of no word (-1: an imported model's source </s>) is left out of every row, so
+  // that much attention on it does not align everything with the last word.
+  const std::vector<std::vector<float>> with_eos = word_attention(attention, {0, 0, 1}, 2, {0, 1, -1}, 2);
+  CHECK(with_eos[0] == std::vector<float>{0.375f, 0.25f});
+  CHECK(with_eos[1] == std::vector<float>{0.0f, 0.125f});
+  CHECK(hard_alignment(with_eos) == std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}, {1, 1}});
+  CHECK_THROWS_AS(word_attention(attention, {0, 0, 1}, 2, {0, 1, -2}, 2), Error);
 }
 
 TEST_CASE("attention pictures are well-formed SVG with one cell per word pair", "[decode]") {

@@ -130,6 +130,13 @@ TEST_CASE("vector_math row kernels equal plain double loops (within the sums' ro
       std::vector<float> shifted = x;
       k->subtract_f32(shifted.data(), n, 1.25f);
       for (std::int64_t i = 0; i < n; ++i) CHECK(shifted[i] == x[i] - 1.25f);
+      std::vector<float> swished(x.size());
+      k->swish_f32(x.data(), n, swished.data());
+      for (std::int64_t i = 0; i < n; ++i) {
+        CHECK(swished[i] == cpu::swish_approx(x[i]));
+        const double exact = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+        CHECK(swished[i] == Approx(exact).epsilon(4 * eps).margin(1e-30));
+      }
     }
   }
 }
@@ -333,6 +340,9 @@ TEST_CASE("vector_math: the levels agree bit for bit on the element-wise kernels
       std::vector<float> a = x, b = x;
       k->subtract_f32(a.data(), n, 0.75f);
       base.subtract_f32(b.data(), n, 0.75f);
+      CHECK(same_bytes(a, b));
+      k->swish_f32(x.data(), n, a.data());
+      base.swish_f32(x.data(), n, b.data());
       CHECK(same_bytes(a, b));
       a = random_row(n, 8, 1.0f);
       b = a;

@@ -31,8 +31,9 @@ void relu_forward(const T* x, T* y, std::int64_t n);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n);
 
-// y = x * sigmoid(x) (Swish, SiLU), in acc_t<T>, rounded once (kernels/common/activation.h).
-//   [n] (y may alias x)
+// y = x * sigmoid(x) (Swish, SiLU), in acc_t<T>, rounded once (kernels/common/activation.h); f32
+// with the vectorised exp_approx (kernels/cpu/vector_math.h: x / (1 + exp_approx(-x))), within an
+// ulp or two of the same with std::exp.   [n] (y may alias x)
 template <typename T>
 void swish_forward(const T* x, T* y, std::int64_t n);
 // dx = dy * d swish(x) / dx from the forward's input x, rounded once.   [n] (dx may alias dy)

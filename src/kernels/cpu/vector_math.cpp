@@ -53,6 +53,7 @@ float exp_store_f32(const float* x, std::int64_t n, float shift, float* out) {
 
 float dot_f32(const float* a, const float* b, std::int64_t n) { return active().dot_f32(a, b, n); }
 
+void swish_f32(const float* x, std::int64_t n, float* y) { active().swish_f32(x, n, y); }
 void subtract_f32(float* x, std::int64_t n, float value) { active().subtract_f32(x, n, value); }
 
 float max_abs_f32(const float* x, std::int64_t n) { return active().max_abs_f32(x, n); }

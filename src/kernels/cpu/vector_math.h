@@ -62,12 +62,17 @@ inline float exp_approx(float x) {
   return y;
 }
 
+// Swish with exp_approx: x / (1 + exp_approx(-x)) (every level the same bits: one division).
+inline float swish_approx(float x) { return x / (exp_approx(-x) + 1.0f); }
+
 // max of x[0 .. n) (NaN entries ignored); -inf for n = 0.
 float max_f32(const float* x, std::int64_t n);
 // sum of exp_approx(x[i] - shift).
 float sum_exp_f32(const float* x, std::int64_t n, float shift);
 // out[i] = exp_approx(x[i] - shift) (out may be x); returns their sum.
 float exp_store_f32(const float* x, std::int64_t n, float shift, float* out);
+// y[i] = swish_approx(x[i]) (y may be x): the f32 feed-forward layer's Swish (kernels/cpu/elementwise).
+void swish_f32(const float* x, std::int64_t n, float* y);
 // sum of a[i] * b[i].
 float dot_f32(const float* a, const float* b, std::int64_t n);
 // x[i] -= value.
@@ -137,6 +142,7 @@ struct VectorKernels {
   float (*max_f32)(const float*, std::int64_t);
   float (*sum_exp_f32)(const float*, std::int64_t, float);
   float (*exp_store_f32)(const float*, std::int64_t, float, float*);
+  void (*swish_f32)(const float*, std::int64_t, float*);
   float (*dot_f32)(const float*, const float*, std::int64_t);
   void (*subtract_f32)(float*, std::int64_t, float);
   float (*max_abs_f32)(const float*, std::int64_t);

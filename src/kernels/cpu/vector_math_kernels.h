@@ -239,6 +239,15 @@ void layer_norm_sums_f32(const float* dy, const float* weight, const float* x, s
   sums[1] = lanes_tree(gx_lanes);
 }
 
+void swish_f32(const float* x, std::int64_t n, float* y) {
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vf v = load(x + i);
+    store(y + i, v / (exp_v(-v) + 1.0f));
+  }
+  for (; i < n; ++i) y[i] = swish_approx(x[i]);
+}
+
 void subtract_f32(float* x, std::int64_t n, float value) {
   std::int64_t i = 0;
   for (; i + W <= n; i += W) store(x + i, load(x + i) - value);
@@ -577,6 +586,7 @@ const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     max_f32,
     sum_exp_f32,
     exp_store_f32,
+    swish_f32,
     dot_f32,
     subtract_f32,
     max_abs_f32,

@@ -203,6 +203,14 @@ void relu_backward(const T*, const T*, T*, std::int64_t, Stream) {
   no_cuda("relu_backward");
 }
 template <typename T>
+void swish_forward(const T*, T*, std::int64_t, Stream) {
+  no_cuda("swish_forward");
+}
+template <typename T>
+void swish_backward(const T*, const T*, T*, std::int64_t, Stream) {
+  no_cuda("swish_backward");
+}
+template <typename T>
 void bias_add(T*, const T*, std::int64_t, std::int64_t, Stream) {
   no_cuda("bias_add");
 }
@@ -264,6 +272,8 @@ void embedding_backward(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std
   template void scale<T>(T*, acc_t<T>, std::int64_t, Stream);                                                          \
   template void relu_forward<T>(const T*, T*, std::int64_t, Stream);                                                   \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                                        \
+  template void swish_forward<T>(const T*, T*, std::int64_t, Stream);                                                  \
+  template void swish_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                                       \
   template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                                         \
   template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                  \
   template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream);                  \
