@@ -73,6 +73,12 @@ def marian_model(c, w):
     """A MarianMTModel with the Dragoman weights `w` for config `c`."""
     if c["norm"] != "post":
         raise SystemExit("translate_hf: norm %r: MarianMT is post-norm only" % c["norm"])
+    # Imported models' options (docs/MODELS.md): not mapped here (convert's tests check those models
+    # against transformers directly).
+    for key, default in (("activation", "relu"), ("output_bias", False), ("sinusoids", "interleaved"),
+                         ("scale_embeddings", True)):
+        if c.get(key, default) != default:
+            raise SystemExit("translate_hf: model_config %s = %r is not mapped (only %r)" % (key, c[key], default))
     heads, d = c["heads"], c["d_model"]
     if (c.get("d_k") or d // heads) * heads != d or (c.get("d_v") or d // heads) * heads != d:
         raise SystemExit("translate_hf: head sizes other than d_model / heads are not expressible in MarianMT")

@@ -18,7 +18,7 @@ struct ConvertOptions {
   std::string input;
   std::vector<std::string> vocabs;
   std::vector<std::string> spms;
-  std::string sinusoids = "tensor2tensor";
+  std::string sinusoids = "concatenated";
   std::string output;
 };
 
@@ -46,8 +46,8 @@ Subcommand add_convert(CLI::App& app) {
       ->expected(1, 2)
       ->check(CLI::ExistingFile);
   sub->add_option("--sinusoids", o->sinusoids,
-                  "marian: the position table: tensor2tensor (Marian's own arithmetic) or concatenated (what the "
-                  "Hugging Face and CTranslate2 conversions of Marian models compute)")
+                  "marian: the position table: concatenated (as the Hugging Face and CTranslate2 conversions of "
+                  "Marian models compute it: their translations) or tensor2tensor (Marian's own: its translations)")
       ->check(CLI::IsMember({"tensor2tensor", "concatenated"}))
       ->capture_default_str();
   sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();

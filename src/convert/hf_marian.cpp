@@ -206,7 +206,8 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   const json tokenizer =
       fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
   const json separate_value = tokenizer.value("separate_vocabs", json(false));
-  if (!separate_value.is_boolean()) throw Error(dir_name + "/tokenizer_config.json: 'separate_vocabs' must be true or false");
+  if (!separate_value.is_boolean())
+    throw Error(dir_name + "/tokenizer_config.json: 'separate_vocabs' must be true or false");
   const bool separate = separate_value.get<bool>();
   out.source = {read_text(dir / "source.spm"), piece_table(dir / "vocab.json", tokenizer, true)};
   out.target = {read_text(dir / "target.spm"),

@@ -16,9 +16,9 @@ struct MarianInputs {
   std::vector<std::string> vocabs;  // 1 (both sides) or 2 (source, target); empty: decoder.yml's
   std::vector<std::string> spms;    // 1 or 2; empty: the .spm vocabularies, or source.spm and
                                     // target.spm beside the vocabulary (or the model)
-  // The sinusoids' frequencies: Marian's own (tensor2tensor), or those of the Hugging Face and
-  // CTranslate2 conversions of Marian models (concatenated, the paper's frequencies).
-  SinusoidLayout sinusoids = SinusoidLayout::kTensor2Tensor;
+  // The sinusoids' frequencies: those of the Hugging Face and CTranslate2 conversions of Marian
+  // models (concatenated: the paper's frequencies), or Marian's own (tensor2tensor) (docs/MODELS.md).
+  SinusoidLayout sinusoids = SinusoidLayout::kConcatenated;
 };
 
 // Marian's model.yml (the training config it keeps in model.npz) as a ModelConfig (vocabulary
