@@ -85,96 +85,59 @@ void scale_(Tensor& y, double s) {
   }
 }
 
-Tensor relu(const Tensor& x) {
-  constexpr const char* kOp = "relu";
-  detail::require_like(kOp, "x", x, x);
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel(), on_device.stream);
-      });
-      break;
-    }
+namespace {
+
+// An activation (y = f(x)) or its backward (dx = f'(x or y) * dy) on x's device: `run(T{}, out,
+// stream)` calls the CPU kernel when stream is null, else the CUDA twin on it.
+template <typename Run>
+Tensor activation_op(const char* op, const Tensor& x, const Tensor* dy, Run&& run) {
+  if (dy != nullptr) {
+    require_same_size(op, x, *dy);
+  } else {
+    detail::require_like(op, "x", x, x);
   }
-  return y;
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cpu()) {
+    detail::dispatch_storage(op, x, [&](auto zero) { run(zero, out, nullptr); });
+  } else {
+    const detail::CudaScope on_device(x);
+    detail::dispatch_storage(op, x, [&](auto zero) { run(zero, out, &on_device.stream); });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor relu(const Tensor& x) {
+  return activation_op("relu", x, nullptr, [&](auto zero, Tensor& y, const cuda::Stream* stream) {
+    using T = decltype(zero);
+    if (stream == nullptr) return cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
+    cuda::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel(), *stream);
+  });
 }
 
 Tensor relu_backward(const Tensor& y, const Tensor& dy) {
-  constexpr const char* kOp = "relu_backward";
-  require_same_size(kOp, y, dy);
-  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
-  switch (y.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, y, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(y);
-      detail::dispatch_storage(kOp, y, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel(), on_device.stream);
-      });
-      break;
-    }
-  }
-  return dx;
+  return activation_op("relu_backward", y, &dy, [&](auto zero, Tensor& dx, const cuda::Stream* stream) {
+    using T = decltype(zero);
+    if (stream == nullptr) return cpu::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel());
+    cuda::relu_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), y.numel(), *stream);
+  });
 }
 
 Tensor swish(const Tensor& x) {
-  constexpr const char* kOp = "swish";
-  detail::require_like(kOp, "x", x, x);
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel(), on_device.stream);
-      });
-      break;
-    }
-  }
-  return y;
+  return activation_op("swish", x, nullptr, [&](auto zero, Tensor& y, const cuda::Stream* stream) {
+    using T = decltype(zero);
+    if (stream == nullptr) return cpu::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel());
+    cuda::swish_forward<T>(x.data<T>(), y.data<T>(), x.numel(), *stream);
+  });
 }
 
 Tensor swish_backward(const Tensor& x, const Tensor& dy) {
-  constexpr const char* kOp = "swish_backward";
-  require_same_size(kOp, x, dy);
-  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel(), on_device.stream);
-      });
-      break;
-    }
-  }
-  return dx;
+  return activation_op("swish_backward", x, &dy, [&](auto zero, Tensor& dx, const cuda::Stream* stream) {
+    using T = decltype(zero);
+    if (stream == nullptr) return cpu::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
+    cuda::swish_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel(), *stream);
+  });
 }
 
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream) {

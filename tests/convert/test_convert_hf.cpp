@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/convert_testing.h"
 #include "convert/hf_marian.h"
 #include "core/error.h"
 #include "decode/decoding_models.h"
@@ -23,19 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 using test::scratch_dir;
 using test::write_text;
-const fs::path kFixtures = fs::path(DRAGOMAN_TEST_FIXTURES) / "marian";
-
-nlohmann::json read_json_file(const fs::path& path) {
-  const std::vector<char> bytes = read_file(path.string());
-  return nlohmann::json::parse(bytes.begin(), bytes.end());
-}
-
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+const fs::path& kFixtures = test::kMarianFixtures;
+using test::read_json_file;
+using test::read_lines;
 
 // The converted fixture model in a scratch directory.
 std::string converted(const std::string& name) {
