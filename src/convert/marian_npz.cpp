@@ -173,7 +173,6 @@ class Weights {
       }
     }
   }
-  const std::string& file() const { return file_; }
 
  private:
   std::map<std::string, SafeTensor> by_name_;
@@ -181,7 +180,7 @@ class Weights {
   std::string file_;
 };
 
-// A float tensor widened to F32 (Marian's are F32; an F16 one is widened exactly).
+// An F32 tensor's values (Marian writes its weights in F32; anything else is refused).
 std::vector<float> floats(const SafeTensor& t, const std::string& file) {
   if (t.dtype != DType::kF32) throw Error(file + ": tensor '" + t.name + "' is " + dtype_name(t.dtype) + ", not F32");
   std::vector<float> v(static_cast<std::size_t>(t.numel()));
