@@ -19,8 +19,8 @@ namespace dragoman::cli {
 namespace {
 
 struct ServeCliOptions {
-  std::vector<std::string> models;                                            // PATH or NAME=PATH
-  bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
+  std::vector<std::string> models;  // PATH or NAME=PATH
+  GivenSearchOptions given;         // the others are the model's defaults
   std::string host = "127.0.0.1";
   int port = 8080;
   int beam = 4;
@@ -68,7 +68,6 @@ int run_serve(const ServeCliOptions& o) {
   options.port = o.port;
   options.search.beam = o.beam;
   options.search.alpha = o.alpha;
-  options.search.length_penalty = length_penalty_named(o.normalization);
   options.search.max_length_a = o.max_length_a;
   options.search.max_length_b = o.max_length_b;
   options.limits.max_sentences = o.max_request_sentences;
@@ -108,16 +107,14 @@ int run_serve(const ServeCliOptions& o) {
   }
   // The default model's recommended settings (decoding_models.h) for the options not given.
   const DecodingDefaults defaults = decoding_defaults(models.front().models.infos.front(), o.models.front());
-  if (!o.beam_given && defaults.beam) options.search.beam = *defaults.beam;
-  if (!o.alpha_given && defaults.alpha) options.search.alpha = *defaults.alpha;
-  if (!o.normalization_given && defaults.normalization) {
-    options.search.length_penalty = length_penalty_named(*defaults.normalization);
-  }
+  std::string normalization = o.normalization;
+  apply_decoding_defaults(defaults, o.given, options.search.beam, options.search.alpha, normalization);
+  options.search.length_penalty = length_penalty_named(normalization);
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
       "tokens, an idle server waiting up to {} ms for company",
-      options.search.beam, !o.normalization_given && defaults.normalization ? *defaults.normalization : o.normalization,
-      options.search.alpha, threads, base.batch_sentences, base.batch_tokens, o.max_wait_ms);
+      options.search.beam, normalization, options.search.alpha, threads, base.batch_sentences, base.batch_tokens,
+      o.max_wait_ms);
   serve::run_server(models, options, signals.flag());
   return 0;
 }
@@ -195,9 +192,7 @@ Subcommand add_serve(CLI::App& app) {
                 "Allow a sentence's scores to change in the last bits with the requests it is batched with "
                 "(faster on AVX2 CPUs in fp32; see translate --deterministic)");
   return {sub, [o, sub] {
-            o->beam_given = sub->count("--beam") > 0;
-            o->alpha_given = sub->count("--length-penalty") > 0;
-            o->normalization_given = sub->count("--length-normalization") > 0;
+            o->given = given_search_options(*sub);
             return run_serve(*o);
           }};
 }

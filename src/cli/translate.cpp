@@ -39,8 +39,8 @@ namespace dragoman::cli {
 namespace {
 
 struct TranslateCliOptions {
-  std::vector<std::string> models;                                            // one, or an ensemble
-  bool beam_given = false, alpha_given = false, normalization_given = false;  // else the model's defaults
+  std::vector<std::string> models;  // one, or an ensemble
+  GivenSearchOptions given;         // the others are the model's defaults
   std::string input = "-";
   std::string output = "-";
   int beam = 4;
@@ -402,11 +402,7 @@ int run_translate(const TranslateCliOptions& o) {
   TranslatorOptions options = TranslatorOptions::for_device(device);
   TranslateCliOptions effective = o;  // the first model's recommended settings for those not given
   const DecodingDefaults defaults = decoding_defaults(models.infos.front(), o.models.front());
-  if (!o.beam_given && defaults.beam) effective.beam = *defaults.beam;
-  if (!o.alpha_given && defaults.alpha) effective.alpha = *defaults.alpha;
-  if (!o.normalization_given && defaults.normalization) effective.normalization = *defaults.normalization;
-  if ((!o.beam_given && defaults.beam) || (!o.alpha_given && defaults.alpha) ||
-      (!o.normalization_given && defaults.normalization)) {
+  if (apply_decoding_defaults(defaults, o.given, effective.beam, effective.alpha, effective.normalization)) {
     spdlog::info("translate: search settings not given on the command line are the model file's (docs/MODELS.md)");
   }
   options.search = search_options(effective);
@@ -549,9 +545,7 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
   return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
-            o->beam_given = sub->count("--beam") > 0;
-            o->alpha_given = sub->count("--length-penalty") > 0;
-            o->normalization_given = sub->count("--length-normalization") > 0;
+            o->given = given_search_options(*sub);
             return run_translate(*o);
           }};
 }

@@ -136,4 +136,8 @@ void check_decoding_device(const std::string& command, const std::string& device
   }
 }
 
+GivenSearchOptions given_search_options(const CLI::App& sub) {
+  return {sub.count("--beam") > 0, sub.count("--length-penalty") > 0, sub.count("--length-normalization") > 0};
+}
+
 }  // namespace dragoman::cli

@@ -55,6 +55,20 @@ DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string&
   return d;
 }
 
+bool apply_decoding_defaults(const DecodingDefaults& d, const GivenSearchOptions& given, int& beam, double& alpha,
+                             std::string& normalization) {
+  bool applied = false;
+  const auto take = [&applied](bool was_given, const auto& recommended, auto& value) {
+    if (was_given || !recommended) return;
+    value = *recommended;
+    applied = true;
+  };
+  take(given.beam, d.beam, beam);
+  take(given.alpha, d.alpha, alpha);
+  take(given.normalization, d.normalization, normalization);
+  return applied;
+}
+
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
                                     const Device& device) {
   if (files.empty()) throw Error("translate: no model file");

@@ -40,6 +40,16 @@ struct DecodingDefaults {
 };
 DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file);
 
+// Which of those the command line gave (CLI11's count of --beam, --length-penalty,
+// --length-normalization): the others take the model's defaults.
+struct GivenSearchOptions {
+  bool beam = false, alpha = false, normalization = false;
+};
+// Sets beam, alpha and normalization from `d` where `given` says the command line left them;
+// returns whether any was set (translate and serve log it).
+bool apply_decoding_defaults(const DecodingDefaults& d, const GivenSearchOptions& given, int& beam, double& alpha,
+                             std::string& normalization);
+
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
