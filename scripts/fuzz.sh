@@ -45,6 +45,7 @@ for target in "${targets[@]}"; do
     replayed=${#regressions[@]}
     if ! "$binary" "${common[@]}" "${regressions[@]}" >"$findings/$target.regressions.log" 2>&1; then
       echo "fuzz: $target fails on a checked-in regression input: $findings/$target.regressions.log" >&2
+      tail -n 60 "$findings/$target.regressions.log" >&2 || true
       table+=$'\n'"| $target | $replayed | - | - | - | - | - | **a regression input fails** |"
       status=1
       continue
@@ -58,6 +59,9 @@ for target in "${targets[@]}"; do
     -artifact_prefix="$findings/$target-" "$corpus" "fuzz/seeds/$target" >"$log" 2>&1; then
     result="**found something: $log**"
     status=1
+    # CI keeps only what is printed: the finding's report (error, stack, input) goes to stderr.
+    echo "fuzz: $target found something; the end of $log:" >&2
+    grep -v -E '^#[0-9]+' "$log" | tail -n 60 >&2 || true
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)

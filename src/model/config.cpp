@@ -42,6 +42,12 @@ void ModelConfig::validate() const {
   positive("d_ff", d_ff);
   positive("heads", heads);
   positive("max_positions", max_positions);
+  // The sinusoid table (max_positions x d_model) is sized by the config alone, not by the file's
+  // tensors: a damaged config asking for 10^8 positions would allocate gigabytes before anything
+  // else could refuse it. Real models use 512 to 1024 (a 64k-token sentence is not one).
+  if (max_positions > kMaxPositionsLimit) {
+    fail("max_positions must be <= " + std::to_string(kMaxPositionsLimit) + ", got " + std::to_string(max_positions));
+  }
   if (d_k < 0 || d_v < 0) fail("d_k and d_v must be >= 0 (0 means d_model / heads)");
   if ((d_k == 0 || d_v == 0) && d_model % heads != 0) {
     fail("d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads) +

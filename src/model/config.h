@@ -18,6 +18,9 @@ enum class SinusoidLayout { kInterleaved, kConcatenated, kTensor2Tensor };
 enum class NormPlacement { kPost, kPre };
 enum class Activation { kRelu, kSwish };  // the feed-forward layer's: max(x, 0) or x * sigmoid(x)
 
+// The most positions a model may have (ModelConfig::validate): its sinusoid table is sized by it.
+inline constexpr std::int64_t kMaxPositionsLimit = 65536;
+
 struct ModelConfig {
   std::int64_t encoder_layers = 6;
   std::int64_t decoder_layers = 6;

@@ -14,6 +14,7 @@
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"
+#include "text/sentencepiece_check.h"
 
 // Exported by libsentencepiece but declared only in its internal common.h: 0 logs INFO (every merge
 // of BPE training), 1 WARNING and above.
@@ -120,6 +121,8 @@ namespace {
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load_processor(const std::string& bytes,
                                                                       const std::string& name) {
+  // Before the library sees them: loading runs the model's self-test samples through the rules.
+  check_sentencepiece_charsmaps(bytes, name);
   auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
   sentencepiece::util::Status status;
   try {

@@ -500,6 +500,13 @@ TEST_CASE("ModelConfig refuses invalid models with a clear message", "[model]") 
   c = base();
   c.encoder_layers = 0;
   CHECK_THROWS_WITH(c.validate(), Catch::Contains("encoder_layers must be >= 1"));
+  // The sinusoid table is sized by max_positions alone: a damaged config's 10^8 is refused
+  // (fuzz_safetensors found it allocating 3.2 GB), the largest allowed is accepted.
+  c = base();
+  c.max_positions = 100000000;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("max_positions must be <= 65536, got 100000000"));
+  c.max_positions = kMaxPositionsLimit;
+  CHECK_NOTHROW(c.validate());
 
   nlohmann::json json = base().to_json();
   CHECK(ModelConfig::from_json(json, "x.json") == base());
