@@ -73,7 +73,10 @@ int run_score(const ScoreOptions& o) {
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::unordered_map<std::string, std::int32_t> ids;  // piece -> id, for --pieces
   if (o.pieces) {
-    for (std::int32_t id = 0; id < static_cast<std::int32_t>(vocabulary.size()); ++id) ids[vocabulary.piece(id)] = id;
+    // Target pieces: an imported model's target side may number more or fewer pieces than its source.
+    for (std::int32_t id = 0; id < static_cast<std::int32_t>(vocabulary.target_size()); ++id) {
+      ids[vocabulary.piece(id)] = id;
+    }
   }
   std::vector<std::vector<std::int32_t>> source_ids, target_ids;
   for (std::size_t i = 0; i < sources.lines.size(); ++i) {

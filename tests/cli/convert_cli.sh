@@ -23,6 +23,25 @@ expected = [line["greedy"]["text"] for line in json.load(open(sys.argv[1], encod
 got = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
 sys.exit(0 if got == expected else 1)
 PY
+# score --pieces takes translate's target pieces of an imported model (its target table's) and
+# gives translate's log-probabilities bit for bit.
+"$dragoman" translate -m "$tmp/hf.safetensors" -i "$fixtures/input.en" -o "$tmp/hf.jsonl" --output-format json \
+  --word-scores --deterministic 2>/dev/null
+python3 -c '
+import json, sys
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for line in open(sys.argv[1], encoding="utf-8"):
+        pieces = json.loads(line)["pieces"]
+        out.write(" ".join(pieces[:-1] if pieces[-1:] == ["</s>"] else pieces) + "\n")
+' "$tmp/hf.jsonl" "$tmp/hf-pieces.txt"
+expect score-hf-pieces 0 "score: 24 sentence pairs" -- "$dragoman" score -m "$tmp/hf.safetensors" \
+  -s "$fixtures/input.en" -t "$tmp/hf-pieces.txt" --pieces --deterministic -o "$tmp/hf-scores.txt"
+check score-hf-equals-translate python3 - "$tmp/hf.jsonl" "$tmp/hf-scores.txt" <<'PY'
+import json, sys
+objects = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+scores = [float(line) for line in open(sys.argv[2], encoding="utf-8")]
+sys.exit(0 if len(scores) == len(objects) == 24 and scores == [o["log_prob"] for o in objects] else 1)
+PY
 
 expect convert-marian 0 "convert: wrote" -- \
   "$dragoman" convert --from marian "$fixtures/marian-tiny/decoder.yml" -o "$tmp/marian.safetensors"
