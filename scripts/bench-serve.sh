@@ -16,7 +16,7 @@ clients=${3:-1 4 16 64}
 threads=${4:-2}
 seconds=${5:-20}
 dragoman=${BUILD_DIR:-build}/src/dragoman
-command -v wrk >/dev/null || { echo "bench-serve: needs wrk (apt-get install wrk)" >&2; exit 1; }
+command -v wrk >/dev/null || bash scripts/install-deps.sh wrk  # from Debian
 [[ -f data/demo/test.en ]] || { echo "bench-serve: run scripts/prepare-demo-data.sh data/demo first" >&2; exit 1; }
 work=$(mktemp -d)
 server=""
