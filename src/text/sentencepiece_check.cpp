@@ -71,12 +71,13 @@ std::uint32_t offset_of(std::uint32_t unit) { return (unit >> 10) << ((unit & (1
 void check_precompiled_charsmap(std::string_view blob, const std::string& what) {
   if (blob.empty()) return;
   const auto fail = [&](const std::string& problem) { throw Error(what + ": " + problem); };
-  // Decoded as Normalizer::DecodePrecompiledCharsMap does; it refuses these two itself, but a
-  // model that it would refuse at its first sentence is refused here at load.
+  // Decoded as Normalizer::DecodePrecompiledCharsMap does. It refuses a trie size >= the whole
+  // blob's, header included, then takes that many bytes after the header: a size within 4 bytes of
+  // the blob's passes its check and reads past the end. Here the trie must fit after the header.
   std::uint32_t trie_bytes = 0;
   if (blob.size() <= sizeof trie_bytes) fail("the normalization rules are shorter than their header");
   std::memcpy(&trie_bytes, blob.data(), sizeof trie_bytes);  // little-endian, as x86-64 and ARM64 are
-  if (trie_bytes >= blob.size()) fail("the normalization trie is longer than its rules");
+  if (trie_bytes > blob.size() - sizeof trie_bytes) fail("the normalization trie is longer than its rules");
   const std::string_view trie = blob.substr(sizeof trie_bytes, trie_bytes);
   const std::size_t replacements = blob.size() - sizeof trie_bytes - trie_bytes;
   const std::size_t units = trie.size() / sizeof(std::uint32_t);
