@@ -1,6 +1,7 @@
 // Tensor views and copies (see tensor.h).
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <optional>
@@ -151,6 +152,34 @@ Tensor Tensor::narrow(int d, std::int64_t start, std::int64_t length) const {
   }
   Tensor t = *this;
   t.offset_ += start * strides_[i];
+  t.shape_[i] = length;
+  return t;
+}
+
+std::int64_t Tensor::capacity(int d) const {
+  const auto i = static_cast<std::size_t>(d < 0 ? d + rank() : d);
+  const std::int64_t size = dim(d);
+  if (!defined() || strides_[i] <= 0) return size;
+  // Elements from the offset to the storage's end, less the extent of every other dimension.
+  const auto elements = static_cast<std::int64_t>(storage_->bytes() / dtype_size(dtype_)) - offset_;
+  std::int64_t others = 1;
+  for (std::size_t j = 0; j < shape_.size(); ++j) {
+    if (j == i) continue;
+    if (shape_[j] == 0) return size;
+    others += (shape_[j] - 1) * strides_[j];
+  }
+  if (elements < others) return size;
+  std::int64_t most = (elements - others) / strides_[i] + 1;
+  if (i > 0 && strides_[i - 1] > 0) most = std::min(most, strides_[i - 1] / strides_[i]);
+  return std::max(size, most);
+}
+
+Tensor Tensor::widen(int d, std::int64_t length) const {
+  const auto i = static_cast<std::size_t>(d < 0 ? d + rank() : d);
+  if (length < 0 || length > capacity(d)) {
+    throw Error("widen(" + std::to_string(d) + ", " + std::to_string(length) + ") beyond the storage of " + describe());
+  }
+  Tensor t = *this;
   t.shape_[i] = length;
   return t;
 }

@@ -107,6 +107,15 @@ class Tensor {
   Tensor view(const Shape& shape) const;
   // Elements [start, start + length) of dimension d.
   Tensor narrow(int d, std::int64_t start, std::int64_t length) const;
+  // The most entries dimension d could have at this view's offset and strides: for dimension 0,
+  // as many as the storage holds; for the others, as many as fit in one entry of the dimension
+  // before (so that widened entries never overlap). More than dim(d) where this is a narrowed
+  // view of a larger tensor (widen's limit).
+  std::int64_t capacity(int d) const;
+  // The same view with `length` entries of dimension d, which may reach past dim(d) into the
+  // storage behind it (a narrowed view grown back: the decoder caches' spare rows). Throws if
+  // length exceeds capacity(d).
+  Tensor widen(int d, std::int64_t length) const;
   // Dimensions a and b swapped (a strided view).
   Tensor transpose(int a, int b) const;
   // This tensor if contiguous, otherwise a contiguous copy.

@@ -82,6 +82,9 @@ struct DecoderState {
   std::int64_t steps = 0;                // the most tokens fed to any source (the caches' positions in use)
   std::int64_t capacity = 0;             // the most tokens that can be fed to any source
   std::int64_t allocated_rows = 0;       // select_rows keeps the tensors this many rows large
+  // On the CPU the caches are views of larger tensors where they can be: select_rows reorders and
+  // drops rows in place, and append_decoding puts joining sentences in the spare rows (and the
+  // cross-attention caches' spare positions) instead of copying the whole state.
   // Cross-attention that decode_step records (alignments, attention pictures): of decoder layer
   // `attention_layer` (0-based; -1: none), head `attention_head` (-1: the average of the heads),
   // as f32 [R, S] on the CPU in `attention`: each row's attention over the source positions.
@@ -172,7 +175,8 @@ class Transformer {
   // beams > 1, each run of `beams` new rows must come from rows of one source (their run's source
   // is kept, so runs may repeat, reorder or drop sources). same_sources: the caller promises that
   // row rows[i] decodes the same source as row i (beams of one sentence trading places), so the
-  // cross-attention state is left where it is.
+  // cross-attention state is left where it is. On the CPU the caches change in place: a tensor
+  // taken from the state before is no snapshot of it.
   void select_rows(DecoderState& state, const std::vector<std::int64_t>& rows, bool same_sources = false) const;
   // Adds the sources and rows of `more` (a state of this model with the same beams and recorded
   // attention, from start_decoding or decoded for some steps) after the state's own: the search

@@ -4,7 +4,11 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -202,9 +206,12 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   server.set_payload_max_length(options.max_request_bytes);
   // SO_REUSEADDR (a restart binds at once after the last one's connections), but not cpp-httplib's
   // default SO_REUSEPORT too: with it a second server binds the same port and shares the traffic.
-  server.set_socket_options([](socket_t sock) {
+  // The socket is kept to raise its listen backlog once bound (below).
+  socket_t listening = INVALID_SOCKET;
+  server.set_socket_options([&listening](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    listening = sock;
   });
   server.Post("/v1/translate", [&c](const httplib::Request& req, httplib::Response& res) {
     answer(c, "/v1/translate", req, res, [&] { return v1_translate(c, req); });
@@ -245,6 +252,15 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
                 " (in use, or not an address of this machine)");
   }
   if (port < 0) throw Error("serve: cannot listen on " + options.host);
+  // cpp-httplib listens with a backlog of 5 connections (Debian's library is built so): when more
+  // clients connect at once than the accepting thread takes in (64 load generator connections to
+  // a busy server), the kernel dropped the others' handshakes, and their TCP retried after 1, 3
+  // and 7 s (measured: TcpExtListenDrops, and requests that took exactly that much longer). The
+  // bound socket listens again with the system's limit (Linux takes a second listen() as a new
+  // backlog).
+  if (listening != INVALID_SOCKET && ::listen(listening, SOMAXCONN) != 0) {
+    spdlog::warn("serve: could not raise the listen backlog ({})", std::strerror(errno));
+  }
   std::atomic<bool> listener_done{false};
   std::thread listener([&] {
     server.listen_after_bind();

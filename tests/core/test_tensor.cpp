@@ -147,6 +147,24 @@ TEST_CASE("Tensor narrow and transpose are views that share storage with the rig
   CHECK(t.to_vector<float>()[12 + 8 + 3] == -1.0f);
 }
 
+TEST_CASE("Tensor widen grows a narrowed view back within its storage and no further", "[core]") {
+  const Tensor t = iota({4, 3, 2});                       // element (i, j, k) = 6 i + 2 j + k
+  const Tensor view = t.narrow(0, 0, 2).narrow(1, 0, 1);  // [2, 1, 2]
+  CHECK(view.capacity(0) == 4);                           // the storage's rows
+  CHECK(view.capacity(1) == 3);                           // as many as fit in one row: never into the next
+  CHECK(view.capacity(2) == 2);
+  CHECK(t.narrow(0, 1, 2).capacity(0) == 3);  // from its offset on
+  const Tensor wide = view.widen(0, 4).widen(1, 3);
+  CHECK(wide.shape() == t.shape());
+  CHECK(wide.shares_storage(t));
+  CHECK(wide.to_vector<float>() == t.to_vector<float>());
+  CHECK(view.widen(0, 1).to_vector<float>() == std::vector<float>{0, 1});  // narrower is allowed too
+  CHECK_THROWS_WITH(view.widen(0, 5), Catch::Contains("beyond the storage"));
+  CHECK_THROWS_WITH(view.widen(1, 4), Catch::Contains("beyond the storage"));
+  CHECK_THROWS_AS(view.widen(0, -1), Error);
+  CHECK(iota({3}).capacity(0) == 3);  // a whole tensor has no room to spare
+}
+
 TEST_CASE("Tensor contiguous of a transposed view copies in row-major order", "[core]") {
   const Tensor t = iota({2, 3});  // [[0 1 2] [3 4 5]]
   const Tensor tr = t.transpose(0, 1);

@@ -228,6 +228,45 @@ TEST_CASE("select_rows moves nothing when every row stays in place, and still dr
   check_decode_step(model, state, batch, full, 2, {0, 0});
 }
 
+TEST_CASE("On the CPU select_rows and append_decoding keep the caches' memory", "[model]") {
+  // Beams trading places and a dropped sentence move rows within the caches; a sentence that joins
+  // goes to the rows the dropped one left. Each step still gives the full pass's log-probabilities.
+  Transformer model = random_model("post_shared_tied");
+  const ModelConfig& c = model.config();
+  const Batch batch = Batch::from_sentences({{5, 6, 7}, {8, 9}}, {{4, 5, 6, 7}, {7, 8, 9, 10}}, c);
+  const Tensor full = model.evaluate(batch).log_probs;
+  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, 5, 2);
+  const void* self_k = state.self_k.front().raw_data();
+  const void* cross_v = state.cross_v.back().raw_data();
+  check_decode_step(model, state, batch, full, 0, {0, 0, 1, 1});
+  model.select_rows(state, {1, 0, 2, 2}, true);
+  check_decode_step(model, state, batch, full, 1, {0, 0, 1, 1});
+  model.select_rows(state, {2, 3});  // sentence 0 dropped: sentence 1 moves to the first rows
+  CHECK(state.self_k.front().raw_data() == self_k);
+  CHECK(state.cross_v.back().raw_data() == cross_v);
+  CHECK(state.self_k.front().dim(0) == 2);
+  CHECK(state.cross_v.back().dim(0) == 1);
+  check_decode_step(model, state, batch, full, 2, {1, 1});
+  // A new sentence joins: its rows go where sentence 0's were.
+  const std::vector<std::int32_t> source = {10, 11, 12};
+  const Batch joining = Batch::from_sentences({source}, {{}}, c);
+  model.append_decoding(
+      state, model.start_decoding(model.encode(joining.src, joining.src_lengths), joining.src_lengths, 5, 2));
+  CHECK(state.self_k.front().raw_data() == self_k);
+  CHECK(state.cross_v.back().raw_data() == cross_v);
+  CHECK(state.batch_size() == 4);
+  const std::int32_t* in = batch.tgt_in.data<std::int32_t>();
+  const std::int64_t t_max = batch.tgt_in.dim(1);
+  const Tensor step = model.decode_step(
+      state, Tensor::from_vector(std::vector<std::int32_t>{in[t_max + 3], in[t_max + 3], c.bos_id, c.bos_id}, {4}));
+  DecoderState alone = model.start_decoding(model.encode(joining.src, joining.src_lengths), joining.src_lengths, 5);
+  const Tensor first = model.decode_step(alone, Tensor::from_vector(std::vector<std::int32_t>{c.bos_id}, {1}));
+  CHECK(max_abs_difference(step.narrow(0, 0, 1).to_vector<double>(), row_of(full, 1, 3)) < 1e-12);
+  CHECK(max_abs_difference(step.narrow(0, 1, 1).to_vector<double>(), row_of(full, 1, 3)) < 1e-12);
+  CHECK(max_abs_difference(step.narrow(0, 2, 1).to_vector<double>(), first.to_vector<double>()) < 1e-12);
+  CHECK(max_abs_difference(step.narrow(0, 3, 1).to_vector<double>(), first.to_vector<double>()) < 1e-12);
+}
+
 TEST_CASE("Padding does not change the outputs of real positions", "[model]") {
   for (const std::string& name : test::kFixtureCases) {
     SECTION(name) {

@@ -5,9 +5,12 @@
 //   scatter_row_prefixes: the reverse, the keys and values of a decoding step written to each
 //     row's own position of the caches (rows that joined the search at different steps): row
 //     rows[i] of the output gets the first `row_bytes` bytes of row i of the input (rows distinct).
+//   plan_row_moves / move_rows: the same reordering in place (the caches keep their memory, and
+//     rows that stay where they are cost nothing).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace dragoman::cpu {
 
@@ -18,6 +21,32 @@ void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, st
 // the caches are gathered with the longest prefix (the rest of each row's is never read).
 void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
                          const std::int32_t* rows, std::int64_t count, const std::int64_t* row_bytes);
+// "Row i becomes old row rows[i], for i < count" (rows may repeat, drop or reorder old rows) done
+// in place: copies ordered so that every row is read before it is overwritten, and one old row
+// saved to scratch for each cycle of moves (two beams trading places). Rows with rows[i] == i are
+// not copied. units[i]: the prefix length, in units (cache positions), that row i needs.
+struct RowMoves {
+  struct Copy {
+    std::int32_t to = 0;    // a row, or for saves the scratch row
+    std::int32_t from = 0;  // a row, or the scratch row when from_scratch
+    bool from_scratch = false;
+    std::int64_t units = 0;
+  };
+  std::vector<Copy> saves;   // rows copied to scratch first
+  std::vector<Copy> copies;  // then these, in order
+};
+RowMoves plan_row_moves(const std::int32_t* rows, std::int64_t count, const std::int64_t* units);
+
+// One tensor the moves apply to: rows `stride` bytes apart from `data`, `unit_bytes` a unit.
+struct RowBlock {
+  void* data = nullptr;
+  std::int64_t stride = 0;
+  std::int64_t unit_bytes = 0;
+};
+// Applies `moves` to every block (the same reordering of each: a decoder's caches of every layer),
+// blocks shared by the OpenMP threads.
+void move_rows(const RowMoves& moves, const std::vector<RowBlock>& blocks);
+
 void scatter_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
                           const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes);
 
