@@ -200,6 +200,39 @@ check_status no-endpoint 404 'no such endpoint: GET /nothing' GET /nothing
 check_status nbest-alignment 200 '"nbest":\[.*"alignment":"' POST /v1/translate \
   -d '{"text": "a b c", "n_best": 2, "alignment": "hard", "beam": 3}'
 check_status still-serving 200 '"translation":"c b a"' POST /v1/translate -d '{"text": "a b c"}'
+# 64 clients connecting at once to a server too busy to accept them (here: stopped): the kernel
+# completes every handshake into the listen backlog (cpp-httplib's own backlog of 5 dropped the
+# rest, which their TCP retried 1, 3 and 7 s later), and each is answered once the server runs.
+check connect-burst python3 - "$port" "$pid" <<'PY'
+import os, select, signal, socket, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+os.kill(pid, signal.SIGSTOP)
+try:
+    socks = []
+    for _ in range(64):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks.append(s)
+    deadline = time.time() + 0.5
+    pending = list(socks)
+    while pending and time.time() < deadline:
+        _, ready, _ = select.select([], pending, [], max(0.0, deadline - time.time()))
+        pending = [s for s in pending if s not in ready]
+    errors = [s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) for s in socks if s not in pending]
+    assert not pending and not any(errors), f"{len(pending)} of 64 connections not established, errors {errors}"
+finally:
+    os.kill(pid, signal.SIGCONT)
+for s in socks:
+    s.setblocking(True)
+    s.settimeout(30)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+for s in socks:
+    answer = b""
+    while chunk := s.recv(4096):
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+PY
 kill -TERM "$pid"
 wait "$pid"
 check main-exit-0 test $? -eq 0
