@@ -11,19 +11,20 @@
 #include <iterator>
 #include <limits>
 
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "model/model_testing.h"
+#include "train/train_testing.h"
 
 namespace dragoman {
 namespace {
 
+// This process's scratch directory (removed when it exits; made again after a test removed it).
 std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("dragoman_checkpoint_test_" + std::to_string(::getpid()));
+  static const std::filesystem::path dir = test::scratch_dir("checkpoint");
   std::filesystem::create_directories(dir);
   return dir;
 }

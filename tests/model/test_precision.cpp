@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "core/error.h"
 #include "core/half.h"
 #include "model/checkpoint.h"
 #include "model/model_testing.h"
 #include "model/transformer.h"
+#include "train/train_testing.h"
 
 namespace dragoman {
 namespace {
@@ -65,8 +64,7 @@ TEST_CASE("bf16/f16 training keeps f32 master weights and gradients and a rounde
 }
 
 TEST_CASE("A model loaded for decoding holds its weights in the compute dtype and no gradients", "[model]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("dragoman-precision-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = test::scratch_dir("precision");
   Transformer model(test::fixture_config("post_shared_tied"), DType::kF32);
   model.initialize(4);
   const std::string path = (dir / "model.safetensors").string();

@@ -6,17 +6,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
 #include "core/error.h"
 #include "io/read_file.h"
 #include "text/vocabulary.h"
+#include "train/train_testing.h"
 
 namespace dragoman {
 namespace {
 
+// This process's scratch directory (removed when it exits; made again after a test removed it).
 std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("dragoman_vocab_test_" + std::to_string(::getpid()));
+  static const std::filesystem::path dir = test::scratch_dir("vocab");
   std::filesystem::create_directories(dir);
   return dir;
 }

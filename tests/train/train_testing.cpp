@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -15,11 +17,34 @@
 
 namespace dragoman::test {
 
+namespace {
+
+// The scratch directories this test process made, removed when it exits (kept with
+// DRAGOMAN_KEEP_TEST_DIRS set, to look at a failure's files).
+struct ScratchDirs {
+  ~ScratchDirs() {
+    if (std::getenv("DRAGOMAN_KEEP_TEST_DIRS") != nullptr) return;
+    for (const auto& dir : dirs) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  std::set<std::filesystem::path> dirs;
+};
+
+ScratchDirs& scratch_dirs() {
+  static ScratchDirs made;
+  return made;
+}
+
+}  // namespace
+
 std::string scratch_dir(const std::string& name) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("dragoman_test_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_dirs().dirs.insert(dir);
   return dir.string();
 }
 

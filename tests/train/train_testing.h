@@ -14,7 +14,8 @@
 
 namespace dragoman::test {
 
-// A fresh, empty directory under the system's temporary directory (unique per process and name).
+// A fresh, empty directory under the system's temporary directory (unique per process and name),
+// removed when the test process exits (kept with DRAGOMAN_KEEP_TEST_DIRS set).
 std::string scratch_dir(const std::string& name);
 
 void write_text(const std::string& path, const std::string& text);
