@@ -77,6 +77,8 @@ TEST_CASE("plan_row_moves orders chains and saves one row per cycle", "[kernels]
   CHECK(moves.saves.size() == 1);
   CHECK(moves.copies.size() == 2);
   check_moves(swap, 4, units);
+  // Rows with no positions yet (the first step): a swap saves and copies nothing at all.
+  check_moves(swap, 4, std::vector<std::int64_t>(4, 0));
   // A 4-cycle and the identity.
   check_moves({1, 2, 3, 0}, 4, units);
   std::vector<std::int32_t> same = {0, 1, 2, 3};

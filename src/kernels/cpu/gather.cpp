@@ -103,11 +103,14 @@ void move_rows(const RowMoves& moves, const std::vector<RowBlock>& blocks) {
     auto* data = static_cast<unsigned char*>(block.data);
     const std::int64_t row_bytes = most_units * block.unit_bytes;
     std::vector<unsigned char> scratch(static_cast<std::size_t>(row_bytes) * moves.saves.size());
+    // (Copies of no positions are skipped: the scratch of rows with none is no buffer at all.)
     for (const auto& save : moves.saves) {
+      if (save.units == 0) continue;
       std::memcpy(scratch.data() + save.to * row_bytes, data + save.from * block.stride,
                   static_cast<std::size_t>(save.units * block.unit_bytes));
     }
     for (const auto& copy : moves.copies) {
+      if (copy.units == 0) continue;
       const unsigned char* from =
           copy.from_scratch ? scratch.data() + copy.from * row_bytes : data + copy.from * block.stride;
       std::memcpy(data + copy.to * block.stride, from, static_cast<std::size_t>(copy.units * block.unit_bytes));
