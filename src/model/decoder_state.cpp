@@ -100,16 +100,31 @@ Tensor select_own_prefixes(const Tensor& x, const std::vector<std::int64_t>& row
   return out;
 }
 
-// Whether `tensors` (a decoder state's caches, [rows, positions, width]) can take a reordering
-// into `rows` rows in place: on the CPU, with dense rows and storage for that many.
-bool fits_in_place(const std::vector<Tensor>& tensors, std::int64_t rows) {
-  for (const Tensor& t : tensors) {
-    if (!t.device().is_cpu() || t.rank() != 3 || t.strides()[2] != 1 || t.strides()[1] != t.dim(2) ||
-        t.capacity(0) < rows) {
-      return false;
-    }
+// Whether t is a CPU [rows, positions, width] tensor whose (row, position) vectors are dense: the
+// layout the in-place moves and joins copy prefixes of.
+bool dense_cpu_rows(const Tensor& t) {
+  return t.device().is_cpu() && t.rank() == 3 && t.strides()[2] == 1 && t.strides()[1] == t.dim(2);
+}
+
+// Row r of `from` (dense_cpu_rows) with its first used[r] positions copied to row r of `to`, a
+// view of as many rows: the rest of each row is left as it is.
+void copy_own_prefixes(const Tensor& from, Tensor to, const std::vector<std::int64_t>& used) {
+  const auto element = static_cast<std::int64_t>(dtype_size(from.dtype()));
+  std::vector<std::int32_t> index(static_cast<std::size_t>(from.dim(0)));
+  std::vector<std::int64_t> bytes(index.size());
+  for (std::size_t r = 0; r < index.size(); ++r) {
+    index[r] = static_cast<std::int32_t>(r);
+    bytes[r] = std::min(used[r], from.dim(1)) * from.strides()[1] * element;
   }
-  return true;
+  cpu::gather_row_prefixes(from.raw_data(), from.strides()[0] * element, to.raw_data(), to.strides()[0] * element,
+                           index.data(), from.dim(0), bytes.data());
+}
+
+// Whether `tensors` (a decoder state's caches) can take a reordering into `rows` rows in place:
+// dense rows on the CPU, and storage for that many.
+bool fits_in_place(const std::vector<Tensor>& tensors, std::int64_t rows) {
+  return std::all_of(tensors.begin(), tensors.end(),
+                     [&](const Tensor& t) { return dense_cpu_rows(t) && t.capacity(0) >= rows; });
 }
 
 // Rows `rows` of each tensor, in place (cpu::plan_row_moves: rows that stay are not copied, and
@@ -191,7 +206,6 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
   if (keeps_every_row(rows, rows_before)) return;
   // Only the positions fed so far hold keys and values: on the CPU each row's own (sources fed
   // different numbers of tokens: a search that sentences joined), elsewhere the most any row has.
-  RowIndex selection(rows);
   const bool own_prefixes =
       state.self_k.front().device().is_cpu() &&
       std::any_of(state.fed.begin(), state.fed.end(), [&](std::int64_t f) { return f != state.steps; });
@@ -207,6 +221,7 @@ void Transformer::select_rows(DecoderState& state, const std::vector<std::int64_
     select_rows_in_place({&state.self_k, &state.self_v}, rows, row_fed);
     return;
   }
+  RowIndex selection(rows);
   for (auto* tensors : {&state.self_k, &state.self_v}) {
     for (Tensor& t : *tensors) {
       t = own_prefixes ? select_own_prefixes(t, rows, row_fed, state.allocated_rows)
@@ -227,9 +242,8 @@ bool appendable(const std::vector<Tensor>& tensors, const std::vector<Tensor>& m
                 std::int64_t positions) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    if (!t.device().is_cpu() || t.rank() != 3 || t.strides()[2] != 1 || t.strides()[1] != t.dim(2) ||
-        t.capacity(0) < rows || t.capacity(1) < positions || more[i].rank() != 3 || more[i].strides()[2] != 1 ||
-        more[i].strides()[1] != more[i].dim(2) || more[i].dim(2) != t.dim(2)) {
+    if (!dense_cpu_rows(t) || !dense_cpu_rows(more[i]) || t.capacity(0) < rows || t.capacity(1) < positions ||
+        more[i].dim(2) != t.dim(2)) {
       return false;
     }
   }
@@ -244,16 +258,7 @@ void append_rows(std::vector<Tensor>& tensors, const std::vector<Tensor>& more, 
     const std::int64_t first = tensors[i].dim(0);
     Tensor t = tensors[i].widen(0, rows);
     t = t.widen(1, std::max(t.dim(1), positions));
-    const Tensor& from = more[i];
-    const auto element = static_cast<std::int64_t>(dtype_size(t.dtype()));
-    std::vector<std::int32_t> index(static_cast<std::size_t>(from.dim(0)));
-    std::vector<std::int64_t> bytes(index.size());
-    for (std::size_t r = 0; r < index.size(); ++r) {
-      index[r] = static_cast<std::int32_t>(r);
-      bytes[r] = std::min(used[r], from.dim(1)) * from.strides()[1] * element;
-    }
-    cpu::gather_row_prefixes(from.raw_data(), from.strides()[0] * element, t.narrow(0, first, from.dim(0)).raw_data(),
-                             t.strides()[0] * element, index.data(), from.dim(0), bytes.data());
+    copy_own_prefixes(more[i], t.narrow(0, first, more[i].dim(0)), used);
     tensors[i] = t;
   }
 }
@@ -319,18 +324,7 @@ void Transformer::append_decoding(DecoderState& state, DecoderState more) const 
     const auto put = [&](const Tensor& from, std::int64_t first, const std::vector<std::int64_t>& used) {
       Tensor to = out.narrow(0, first, from.dim(0));
       if (from.rank() == 1) return to.copy_from(from);
-      if (cpu) {
-        const auto element = static_cast<std::int64_t>(dtype_size(from.dtype()));
-        std::vector<std::int32_t> index(static_cast<std::size_t>(from.dim(0)));
-        std::vector<std::int64_t> bytes(index.size());
-        for (std::size_t r = 0; r < index.size(); ++r) {
-          index[r] = static_cast<std::int32_t>(r);
-          bytes[r] = used[r] * from.strides()[1] * element;
-        }
-        cpu::gather_row_prefixes(from.raw_data(), from.strides()[0] * element, to.raw_data(), to.strides()[0] * element,
-                                 index.data(), from.dim(0), bytes.data());
-        return;
-      }
+      if (cpu) return copy_own_prefixes(from, to, used);
       const std::int64_t longest = used.empty() ? 0 : *std::max_element(used.begin(), used.end());
       if (longest > 0) to.narrow(1, 0, longest).copy_from(from.narrow(1, 0, longest));
       if (pad && longest < shape[1]) to.narrow(1, longest, shape[1] - longest).fill_zero();
