@@ -66,20 +66,19 @@ void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bo
   }
 }
 
-// The same from a GPU's candidates (ops::top_k_rows, copied to the host): row r's are
-// values/ids[r * count ...], its EOS value eos_values[r].
-void row_best_candidates(const std::vector<float>& values, const std::vector<std::int32_t>& ids,
-                         const std::vector<float>& eos_values, std::int64_t r, std::size_t count, bool eos_only,
+// The same from a GPU's candidates (ops::top_k_rows_to_host): row r's are values/ids[r * count
+// ...], its EOS value eos_values[r].
+void row_best_candidates(const ops::HostTopK& top, std::int64_t r, std::size_t count, bool eos_only,
                          const ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
   best.clear();
   if (eos_only) {
-    best.emplace_back(static_cast<double>(eos_values[static_cast<std::size_t>(r)]), c.eos_id);
+    best.emplace_back(static_cast<double>(top.eos_values[static_cast<std::size_t>(r)]), c.eos_id);
     return;
   }
   for (std::size_t j = 0; j < count; ++j) {
     const std::size_t at = static_cast<std::size_t>(r) * count + j;
-    if (ids[at] < 0) break;
-    best.emplace_back(static_cast<double>(values[at]), ids[at]);
+    if (top.ids[at] < 0) break;
+    best.emplace_back(static_cast<double>(top.values[at]), top.ids[at]);
   }
 }
 
@@ -202,14 +201,8 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
   const auto live_rows = static_cast<std::int64_t>(active_.size()) * k_max;
   const Tensor logits = model_.step(state_, Tensor::from_vector(feed_, {live_rows}).to(device));  // [A*K, V]
   // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
-  std::vector<float> top_values, top_eos;
-  std::vector<std::int32_t> top_ids;
-  if (!device.is_cpu()) {
-    const ops::TopK top = ops::top_k_rows(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
-    top_values = top.values.to(Device::cpu()).to_vector<float>();
-    top_ids = top.ids.to(Device::cpu()).to_vector<std::int32_t>();
-    top_eos = top.eos_values.to(Device::cpu()).to_vector<float>();
-  }
+  ops::HostTopK top;
+  if (!device.is_cpu()) top = ops::top_k_rows_to_host(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
   std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
   std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
   std::vector<std::size_t> still_active;  // positions j in active_
@@ -227,7 +220,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
       if (device.is_cpu()) {
         row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
       } else {
-        row_best_candidates(top_values, top_ids, top_eos, first_row + k, static_cast<std::size_t>(2 * k_max),
+        row_best_candidates(top, first_row + k, static_cast<std::size_t>(2 * k_max),
                             t >= s.max_length, c, best);
       }
       for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});

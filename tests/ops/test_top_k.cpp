@@ -47,9 +47,14 @@ TEST_CASE("ops::top_k_rows: the k best of each row, best first, ties by lower id
         }
         CHECK(eos_values[static_cast<std::size_t>(r)] == x[static_cast<std::size_t>(r * v + eos)]);
       }
+      const ops::HostTopK host = ops::top_k_rows_to_host(t, k, skip_a, skip_b, eos);  // the same, as vectors
+      CHECK(host.values == values);
+      CHECK(host.ids == ids);
+      CHECK(host.eos_values == eos_values);
     }
   }
   CHECK_THROWS_WITH(ops::top_k_rows(Tensor::zeros({2, 3}, DType::kF64), 1, 0, 1, 2), Catch::Contains("f32"));
+  CHECK_THROWS_WITH(ops::top_k_rows_to_host(Tensor::zeros({2, 3}, DType::kF32), 1, 0, 1, 3), Catch::Contains("eos in [0, V)"));
 }
 
 }  // namespace dragoman

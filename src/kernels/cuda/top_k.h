@@ -5,10 +5,12 @@
 // cap). NaN entries are never chosen (the CPU spec may keep a NaN in a row with fewer than k other
 // entries; log-probabilities are not NaN).
 //
-// One block per row, k passes over the row, each a block-wide argmax (a fixed tree order) over the
-// entries after the previous pick in (value descending, id ascending) order: the same picks as the
-// CPU's, for any k. All pointers are device memory of the stream's device; asynchronous on `stream`.
-// Plain C++ header; the CPU-only build links stubs.
+// One block per row. Up to k = 32 (beam 16's 2K candidates: kernels/common/top_k.h) one pass over the row: each
+// thread keeps its k best in registers, then k rounds merge the threads' lists (warp shuffles, then
+// the warps' winners). Above that, k passes over the row, each a block-wide argmax (a fixed tree
+// order) over the entries after the previous pick. Either way the order is (value descending, id
+// ascending): the same picks as the CPU's, for any k. All pointers are device memory of the
+// stream's device; asynchronous on `stream`. Plain C++ header; the CPU-only build links stubs.
 #pragma once
 
 #include <cstdint>
