@@ -170,11 +170,12 @@ int run(int argc, char** argv) {
           model.parameters().zero_grads();
           auto t0 = std::chrono::steady_clock::now();
           dragoman::ForwardActivations saved;
-          model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step)}, saved);
+          const double grad_scale = 1.0 / static_cast<double>(batch.target_tokens());  // as training's
+          model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step), nullptr, grad_scale}, saved);
           finish();
           const double f = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();
-          model.backward(std::move(saved), 1.0 / static_cast<double>(batch.target_tokens()));
+          model.backward(std::move(saved), grad_scale);
           finish();
           const double b = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();

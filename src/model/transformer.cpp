@@ -188,6 +188,7 @@ struct ForwardActivations::State {
   Tensor encoder_output;  // [B, S, D]
   Tensor decoder_output;  // [B, T, D] (input of the output projection)
   Tensor dlogits;         // [B*T, V]: d(loss_sum)/d(logits), written by the forward pass (fused)
+  double dlogits_scale = 1.0;  // ... times this (ForwardOptions::dlogits_scale)
 };
 
 ForwardActivations::ForwardActivations() = default;
@@ -364,15 +365,18 @@ LossResult Transformer::run_forward(const Batch& batch, const ForwardOptions& op
   constexpr double kNotRead = std::numeric_limits<double>::quiet_NaN();
   ops::CrossEntropySums sums{kNotRead, kNotRead};
   if (options.loss_sums != nullptr && save != nullptr) {
-    ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, *options.loss_sums);
+    ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, *options.loss_sums, options.dlogits_scale);
   } else if (options.loss_sums != nullptr) {
     ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing, *options.loss_sums);
   } else if (save != nullptr) {
-    sums = ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing);
+    sums = ops::cross_entropy_fused_(logits, targets, c.pad_id, c.label_smoothing, options.dlogits_scale);
   } else {
     sums = ops::cross_entropy_(logits, targets, c.pad_id, c.label_smoothing);
   }
-  if (save != nullptr) save->dlogits = logits;
+  if (save != nullptr) {
+    save->dlogits = logits;
+    save->dlogits_scale = options.dlogits_scale;
+  }
   if (evaluation != nullptr) {
     evaluation->log_probs = logits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size});
   }
@@ -391,8 +395,14 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
   const double embed_scale = c.embedding_scale();
 
   // Loss and output projection.
-  Tensor dlogits = act->dlogits;  // [B*T, V], unscaled
-  if (grad_scale != 1.0) ops::scale_(dlogits, grad_scale);
+  Tensor dlogits = act->dlogits;  // [B*T, V], times act->dlogits_scale
+  if (grad_scale != act->dlogits_scale) {
+    if (act->dlogits_scale != 1.0) {
+      throw Error("backward: the forward pass scaled the loss's gradient by " + std::to_string(act->dlogits_scale) +
+                  " (ForwardOptions::dlogits_scale), backward was given " + std::to_string(grad_scale));
+    }
+    ops::scale_(dlogits, grad_scale);
+  }
   Tensor dy = ops::linear_backward(act->decoder_output, v.output.weight,
                                    dlogits.view({batch.tgt_out.dim(0), batch.tgt_out.dim(1), c.tgt_vocab_size}),
                                    v.output.dweight, v.output_bias.dweight);  // [B, T, D] (no bias: undefined)

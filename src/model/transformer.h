@@ -39,6 +39,10 @@ struct ForwardOptions {
   // When given (f64 [2] = {loss, nll} on the model's device), the loss sums are added there and not
   // read back: a trainer reads a whole log window's sums at once (LossResult's sums are then NaN).
   Tensor* loss_sums = nullptr;
+  // Training: the loss's gradient comes out of the fused cross-entropy already multiplied by this,
+  // the grad_scale that backward() will be given (the loss scale over the update's target tokens),
+  // which saves backward a pass over the [tokens, V] gradient. backward() must then get the same.
+  double dlogits_scale = 1.0;
 };
 
 // What backward() needs from one training forward pass: every layer's saved activations. Returned

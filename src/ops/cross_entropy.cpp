@@ -57,8 +57,9 @@ namespace {
 
 // The loss and nll sums of logits [N, V] added into sums (f64 [2]); the logits become
 // log-probabilities, or dlogits when `fused`.
+// `scale` multiplies the dlogits (fused only).
 void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing,
-                        Tensor& sums, bool fused) {
+                        Tensor& sums, bool fused, double scale) {
   check_targets(op, logits, targets);
   require(sums.dtype() == DType::kF64 && sums.device() == logits.device() && sums.shape() == Shape{2} &&
               sums.is_contiguous(),
@@ -68,9 +69,13 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
       detail::dispatch_storage(op, logits, [&](auto zero) {
         using T = decltype(zero);
         double* out = sums.data<double>();
-        const auto kernel = fused ? cpu::cross_entropy_fused<T> : cpu::cross_entropy_forward<T>;
-        kernel(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad, smoothing, out,
-               out + 1);
+        if (fused) {
+          cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                      pad, smoothing, out, out + 1, scale);
+        } else {
+          cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                        pad, smoothing, out, out + 1);
+        }
       });
       break;
     case DeviceType::kCuda: {
@@ -81,9 +86,15 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
       detail::dispatch_cuda(op, logits, [&](auto zero) {
         using T = decltype(zero);
         double* out = sums.data<double>();
-        const auto kernel = fused ? cuda::cross_entropy_fused<T> : cuda::cross_entropy_forward<T>;
-        kernel(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad, smoothing, out,
-               out + 1, row_losses.data<double>(), cuda::stream_of(device));
+        if (fused) {
+          cuda::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                       pad, smoothing, out, out + 1, row_losses.data<double>(),
+                                       cuda::stream_of(device), scale);
+        } else {
+          cuda::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0),
+                                         logits.dim(1), pad, smoothing, out, out + 1, row_losses.data<double>(),
+                                         cuda::stream_of(device));
+        }
       });
       break;
     }
@@ -98,11 +109,12 @@ CrossEntropySums read_back(const Tensor& sums) {
 }  // namespace
 
 void cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums) {
-  cross_entropy_into("cross_entropy_", logits, targets, pad, smoothing, sums, false);
+  cross_entropy_into("cross_entropy_", logits, targets, pad, smoothing, sums, false, 1.0);
 }
 
-void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums) {
-  cross_entropy_into("cross_entropy_fused_", logits, targets, pad, smoothing, sums, true);
+void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums,
+                          double scale) {
+  cross_entropy_into("cross_entropy_fused_", logits, targets, pad, smoothing, sums, true, scale);
 }
 
 CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
@@ -111,9 +123,10 @@ CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int3
   return read_back(sums);
 }
 
-CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing) {
+CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing,
+                                      double scale) {
   Tensor sums = Tensor::zeros({2}, DType::kF64, logits.device());
-  cross_entropy_fused_(logits, targets, pad, smoothing, sums);
+  cross_entropy_fused_(logits, targets, pad, smoothing, sums, scale);
   return read_back(sums);
 }
 

@@ -24,15 +24,18 @@ void log_softmax_(Tensor& x);
 // range-checked on the CPU; on a GPU they were checked when their batch was copied (Batch::to).
 CrossEntropySums cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
 
-// The same sums, with logits replaced by d(loss_sum)/d(logits) = p - q (in place; pad rows 0): the
-// training loss fused with its gradient, so one [N, V] buffer goes from logits to dlogits in one
-// pass and backward only scales it. (Training.)
-CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing);
+// The same sums, with logits replaced by scale * d(loss_sum)/d(logits) = scale (p - q) (in place;
+// pad rows 0): the training loss fused with its gradient, so one [N, V] buffer goes from logits to
+// dlogits in one pass, already scaled as backward needs them (the loss scale over the update's
+// target tokens), and backward reads them as they are. (Training.)
+CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing,
+                                      double scale = 1.0);
 
 // The device forms of both: the loss and nll sums are added into `sums` (f64 [2] = {loss, nll} on
 // the logits' device) and not read back, so a trainer sums a whole log window where the logits are
 // and reads it once (#12 section 4). The forms above read one call's sums back.
 void cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums);
-void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums);
+void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums,
+                          double scale = 1.0);
 
 }  // namespace dragoman::ops

@@ -19,9 +19,11 @@ UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& ba
   }
   for (std::size_t k = 0; k < batches.size(); ++k) {
     ForwardActivations saved;
-    const LossResult r = model.forward_loss(batches[k], {training, seed, first_stream + k, loss_sums}, saved);
+    const double grad_scale = loss_scale / static_cast<double>(normaliser);
+    const LossResult r =
+        model.forward_loss(batches[k], {training, seed, first_stream + k, loss_sums, grad_scale}, saved);
     const bool last = k + 1 == batches.size();
-    model.backward(std::move(saved), loss_scale / static_cast<double>(normaliser), last ? ready : GradientReady());
+    model.backward(std::move(saved), grad_scale, last ? ready : GradientReady());
     total.loss_sum += r.loss_sum;
     total.nll_sum += r.nll_sum;
   }

@@ -1,6 +1,7 @@
 // log_softmax_, cross_entropy_ and cross_entropy_fused_ on a GPU (kernels/cuda/cross_entropy.h)
 // against the CPU ops of the same dtype: f32, bf16, f16; V = 1, 7, 31, 32, 33, 255, 513, 1025 and a
-// 32000-wide vocabulary; pad rows and label smoothing; device targets; the device sums tensor.
+// 32000-wide vocabulary; pad rows and label smoothing; the gradient scaled in the kernel; device
+// targets; the device sums tensor.
 //
 // Tolerance: both compute a row in float and round each element once, but the CPU adds a row's V
 // exponentials one by one while the GPU adds them in a tree, so the two log-sum-exps differ by a float
@@ -48,7 +49,9 @@ double log_z_tolerance(std::int64_t v) {
   return parity::kEpsF32 * (8 * std::sqrt(vd) + 4 * (kScale + std::log(vd)));
 }
 
-enum class Kind { kLogSoftmax, kForward, kFused };
+enum class Kind { kLogSoftmax, kForward, kFused, kFusedScaled };
+
+constexpr double kGradScale = 1024.0 / 37.0;  // kFusedScaled: a loss scale over 37 target tokens
 
 // Runs one kind on the GPU (in rows [0, N) of an [N + 1, V] buffer, sums in [0, 2) of three doubles)
 // and on the CPU, and compares.
@@ -68,6 +71,7 @@ void check_cross_entropy(Kind kind, std::int64_t rows, std::int64_t v, double sm
       case Kind::kLogSoftmax: ops::log_softmax_(logits); break;
       case Kind::kForward: ops::cross_entropy_(logits, ids, kPad, smoothing, sums); break;
       case Kind::kFused: ops::cross_entropy_fused_(logits, ids, kPad, smoothing, sums); break;
+      case Kind::kFusedScaled: ops::cross_entropy_fused_(logits, ids, kPad, smoothing, sums, kGradScale); break;
     }
   };
   run(expected, targets, cpu_sums);
@@ -85,8 +89,9 @@ void check_cross_entropy(Kind kind, std::int64_t rows, std::int64_t v, double sm
   // Elements, within the log-sum-exp term plus one unit of T (see the top).
   const std::vector<double> got = parity::as_doubles(gbuffer), ref = parity::as_doubles(expected);
   const double tol_z = log_z_tolerance(v);
+  const double gradient_scale = kind == Kind::kFusedScaled ? kGradScale : 1.0;  // scales the log-sum-exp term
   const auto tolerance = [&](std::size_t i) {
-    return tol_z + parity::ulp(ref[i], dt) + parity::ulp(ref[i], DType::kF32);
+    return tol_z * gradient_scale + parity::ulp(ref[i], dt) + parity::ulp(ref[i], DType::kF32);
   };
   const std::vector<double> got_rows(got.begin(), got.begin() + rows * v);
   test::check_close(got_rows, ref, tolerance, "values");
@@ -127,7 +132,7 @@ TEST_CASE("Cross-entropy on a GPU matches the CPU (f32, bf16, f16; awkward V; 32
   std::uint32_t seed = 500;
   for (const std::int64_t v : {1, 7, 31, 32, 33, 255, 513, 1025, 32000}) {
     const std::int64_t rows = v >= 32000 ? 9 : 33;
-    for (const Kind kind : {Kind::kLogSoftmax, Kind::kForward, Kind::kFused}) {
+    for (const Kind kind : {Kind::kLogSoftmax, Kind::kForward, Kind::kFused, Kind::kFusedScaled}) {
       for (const double smoothing : {0.0, 0.1}) {
         check_cross_entropy<float>(kind, rows, v, smoothing, seed += 2);
         check_cross_entropy<bf16>(kind, rows, v, smoothing, seed += 2);

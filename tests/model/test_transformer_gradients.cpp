@@ -98,3 +98,36 @@ TEST_CASE("Transformer backward accumulates and scales its gradients", "[model]"
 }
 
 }  // namespace dragoman
+
+namespace dragoman {
+
+TEST_CASE("Transformer forward_loss scales the loss's gradient for backward when told its scale", "[model]") {
+  // f32, as training runs: the gradients of a forward pass with dlogits_scale s and backward(s) are
+  // those of an unscaled forward pass and backward(s) (which scales the dlogits itself), bit for bit.
+  const ModelConfig config = test::fixture_config("pre_untied_learned");
+  Transformer model(config, DType::kF32);
+  model.initialize(5);
+  const Batch batch = Batch::from_sentences({{5, 6, 7, 8}, {9}}, {{10, 11}, {12, 13, 14}}, config);
+  ParameterSet& params = model.parameters();
+  const double s = 1.0 / 7.0;
+  const ForwardOptions plain{true, 99, 3};
+  ForwardOptions scaled = plain;
+  scaled.dlogits_scale = s;
+
+  params.zero_grads();
+  ForwardActivations a, b;
+  const LossResult ra = model.forward_loss(batch, plain, a);
+  model.backward(std::move(a), s);
+  const std::vector<float> expected = params.grads().to_vector<float>();
+  params.zero_grads();
+  const LossResult rb = model.forward_loss(batch, scaled, b);
+  model.backward(std::move(b), s);
+  CHECK(rb.loss_sum == ra.loss_sum);
+  CHECK(params.grads().to_vector<float>() == expected);
+
+  ForwardActivations c;
+  model.forward_loss(batch, scaled, c);
+  CHECK_THROWS_WITH(model.backward(std::move(c), 2 * s), Catch::Contains("dlogits_scale"));
+}
+
+}  // namespace dragoman

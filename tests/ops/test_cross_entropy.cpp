@@ -1,8 +1,8 @@
 // Log-softmax and the label-smoothed cross-entropy: the raw-pointer kernels against the formula of
 // docs/MODEL.md, and ops::cross_entropy_fused_'s gradient against float64 central finite differences;
 // for every OpCase at awkward and vocabulary-sized rows, the log-probabilities and dlogits rounded
-// once from a double reference of the rounded logits, sentinels after the rows, the same sums from
-// both kernels.
+// once from a double reference of the rounded logits (and the gradient scaled in the kernel), sentinels
+// after the rows, the same sums from both kernels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/tensor.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/elementwise.h"
 #include "ops/cross_entropy.h"
 #include "ops/op_testing.h"
 
@@ -198,6 +200,29 @@ void check_cross_entropy_rounding(DType dtype, int64_t v) {
   const test::RoundingCheck r = test::check_rounded_once(c.data(), grad, grad_magnitude, rel);
   INFO("dlogits: " << r.bad << " bad, first " << r.first);
   CHECK(r.bad == 0);
+
+  // Scaled in the kernel (training's 1 / target tokens, times a loss scale): (p - q) * s rounded
+  // once; for f32 and f64 the bits of scaling the unscaled gradient afterwards (cpu::scale).
+  const double s = 1024.0 / 37.0;
+  test::GuardedBuffer<T> d(rows * v);
+  std::copy(xt.begin(), xt.end(), d.data());
+  double loss_d = 0, nll_d = 0;
+  cpu::cross_entropy_fused<T>(d.data(), targets.data(), rows, v, pad, eps, &loss_d, &nll_d, s);
+  CHECK(d.intact());
+  CHECK(loss_d == loss_c);
+  CHECK(nll_d == nll_c);
+  std::vector<double> scaled(grad.size()), scaled_magnitude(grad.size());
+  for (std::size_t i = 0; i < grad.size(); ++i) {
+    scaled[i] = grad[i] * s;
+    scaled_magnitude[i] = grad_magnitude[i] * s;
+  }
+  const test::RoundingCheck rs = test::check_rounded_once(d.data(), scaled, scaled_magnitude, rel);
+  INFO("scaled dlogits: " << rs.bad << " bad, first " << rs.first);
+  CHECK(rs.bad == 0);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    cpu::scale<T>(c.data(), static_cast<T>(s), rows * v);
+    CHECK(std::equal(c.data(), c.data() + rows * v, d.data()));
+  }
   // Both kernels sum the same acc_t<T> log-probabilities: the same bits.
   CHECK(loss_b == loss_c);
   CHECK(nll_b == nll_c);

@@ -106,8 +106,9 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
 
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
-                         double smoothing, double* loss_sum, double* nll_sum) {
+                         double smoothing, double* loss_sum, double* nll_sum, double scale) {
   using Acc = acc_t<T>;
+  const auto s = static_cast<Acc>(scale);
   std::vector<RowLoss> row_loss(static_cast<std::size_t>(rows));
   const double off = v > 1 ? smoothing / static_cast<double>(v - 1) : 0.0;
 #pragma omp parallel for schedule(static)
@@ -132,9 +133,9 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
       const float p_y = row[y] / sum;
       const auto q_off = static_cast<float>(off);
       const float pad_p = pad_is_class(v, pad) ? row[pad] / sum : 0.0f;  // the pad's q is 0
-      for (std::int64_t k = 0; k < v; ++k) row[k] = row[k] / sum - q_off;
-      if (pad_is_class(v, pad)) row[pad] = pad_p;
-      row[y] = p_y - static_cast<float>((1.0 - smoothing) + off);
+      for (std::int64_t k = 0; k < v; ++k) row[k] = (row[k] / sum - q_off) * s;
+      if (pad_is_class(v, pad)) row[pad] = pad_p * s;
+      row[y] = (p_y - static_cast<float>((1.0 - smoothing) + off)) * s;
     } else {
       const Acc log_z = log_sum_exp(row, v);
       for (std::int64_t k = 0; k < v; ++k) {
@@ -142,7 +143,7 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
         if (k != pad) sum_lp += lp;
         if (k == y) lp_y = lp;
         const Acc q = static_cast<Acc>((k == y ? 1.0 - smoothing : 0.0) + (k != pad ? off : 0.0));
-        row[k] = store<T>(std::exp(lp) - q);
+        row[k] = store<T>((std::exp(lp) - q) * s);
       }
     }
     row_loss[static_cast<std::size_t>(r)] = {-(1.0 - smoothing) * lp_y - off * sum_lp, -lp_y};
@@ -155,7 +156,7 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
   template void cross_entropy_forward<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, \
                                          double*, double*);                                                         \
   template void cross_entropy_fused<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,   \
-                                       double*, double*);
+                                       double*, double*, double);
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)

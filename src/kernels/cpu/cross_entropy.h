@@ -27,11 +27,14 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
                            double smoothing, double* loss_sum, double* nll_sum);
 
 // The training loss, fused with its gradient: adds the sums as cross_entropy_forward does and
-// replaces logits by d(loss_sum)/d(logits) = p - q (in place; 0 for pad rows), so the backward pass
-// has nothing left to compute but its scale. p = exp(log-probability in acc_t<T>) (f32: e / Z, above),
-// never of a rounded copy. Both kernels compute the sums the same way, so they give the same bits.
+// replaces logits by scale * d(loss_sum)/d(logits) = scale (p - q) (in place; 0 for pad rows), so
+// the backward pass has nothing left to compute: `scale` is the factor backward would apply (the
+// loss scale over the update's target tokens). p = exp(log-probability in acc_t<T>) (f32: e / Z,
+// above), never of a rounded copy; (p - q) * acc_t<T>(scale) is rounded once to T (for f32 and f64
+// the bits of scaling p - q afterwards). Both kernels compute the sums the same way, so they give
+// the same bits.
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
-                         double smoothing, double* loss_sum, double* nll_sum);
+                         double smoothing, double* loss_sum, double* nll_sum, double scale = 1.0);
 
 }  // namespace dragoman::cpu

@@ -26,7 +26,7 @@ struct MaxOp {
 template <typename T, Mode kMode>
 __global__ void __launch_bounds__(kRowThreads)
     row_kernel(T* x, const std::int32_t* targets, std::int64_t v, std::int32_t pad, double smoothing, double off,
-               double* row_losses) {
+               double* row_losses, double scale) {
   using Acc = acc_t<T>;
   using ReduceAcc = cub::BlockReduce<Acc, kRowThreads>;
   using ReduceDouble = cub::BlockReduce<double, kRowThreads>;
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kRowThreads)
     const Acc lp = load(row[k]) - log_z;
     if constexpr (kMode == Mode::kFused) {
       const auto q = static_cast<Acc>((k == y ? 1.0 - smoothing : 0.0) + (k != pad ? off : 0.0));
-      row[k] = store<T>(expf(lp) - q);
+      row[k] = store<T>((expf(lp) - q) * static_cast<Acc>(scale));
     } else {
       row[k] = store<T>(lp);
     }
@@ -117,11 +117,11 @@ __global__ void __launch_bounds__(kSumThreads)
 
 template <typename T, Mode kMode>
 void launch(T* x, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad, double smoothing,
-            double* loss_sum, double* nll_sum, double* row_losses, Stream stream) {
+            double* loss_sum, double* nll_sum, double* row_losses, Stream stream, double scale = 1.0) {
   if (rows == 0 || v == 0) return;
   const double off = v > 1 ? smoothing / static_cast<double>(v - 1) : 0.0;
   row_kernel<T, kMode>
-      <<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(x, targets, v, pad, smoothing, off, row_losses);
+      <<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(x, targets, v, pad, smoothing, off, row_losses, scale);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
   if constexpr (kMode != Mode::kLogSoftmax) {
     sum_rows_kernel<<<1, kSumThreads, 0, stream>>>(row_losses, rows, loss_sum, nll_sum);
@@ -144,8 +144,9 @@ void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t 
 
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
-                         double smoothing, double* loss_sum, double* nll_sum, double* row_losses, Stream stream) {
-  launch<T, Mode::kFused>(logits, targets, rows, v, pad, smoothing, loss_sum, nll_sum, row_losses, stream);
+                         double smoothing, double* loss_sum, double* nll_sum, double* row_losses, Stream stream,
+                         double scale) {
+  launch<T, Mode::kFused>(logits, targets, rows, v, pad, smoothing, loss_sum, nll_sum, row_losses, stream, scale);
 }
 
 #define DRAGOMAN_INSTANTIATE(T)                                                                                     \
@@ -153,7 +154,7 @@ void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t ro
   template void cross_entropy_forward<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, \
                                          double*, double*, double*, Stream);                                        \
   template void cross_entropy_fused<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,   \
-                                       double*, double*, double*, Stream);
+                                       double*, double*, double*, Stream, double);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)
 DRAGOMAN_INSTANTIATE(f16)

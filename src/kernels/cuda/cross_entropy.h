@@ -36,9 +36,11 @@ template <typename T>
 void cross_entropy_forward(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
                            double smoothing, double* loss_sum, double* nll_sum, double* row_losses, Stream stream);
 
-// The same sums; logits become d(loss_sum)/d(logits) = p - q (in place; 0 for pad rows).
+// The same sums; logits become scale * d(loss_sum)/d(logits) = (p - q) * acc_t<T>(scale), rounded
+// once (in place; 0 for pad rows).
 template <typename T>
 void cross_entropy_fused(T* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v, std::int32_t pad,
-                         double smoothing, double* loss_sum, double* nll_sum, double* row_losses, Stream stream);
+                         double smoothing, double* loss_sum, double* nll_sum, double* row_losses, Stream stream,
+                         double scale = 1.0);
 
 }  // namespace dragoman::cuda

@@ -167,7 +167,7 @@ void cross_entropy_forward(T*, const std::int32_t*, std::int64_t, std::int64_t, 
 }
 template <typename T>
 void cross_entropy_fused(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, double*, double*,
-                         double*, Stream) {
+                         double*, Stream, double) {
   no_cuda("cross_entropy_fused");
 }
 #define DRAGOMAN_INSTANTIATE(T)                                                                                     \
@@ -175,7 +175,7 @@ void cross_entropy_fused(T*, const std::int32_t*, std::int64_t, std::int64_t, st
   template void cross_entropy_forward<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double, \
                                          double*, double*, double*, Stream);                                        \
   template void cross_entropy_fused<T>(T*, const std::int32_t*, std::int64_t, std::int64_t, std::int32_t, double,   \
-                                       double*, double*, double*, Stream);
+                                       double*, double*, double*, Stream, double);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)
 DRAGOMAN_INSTANTIATE(f16)
