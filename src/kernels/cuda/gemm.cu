@@ -9,8 +9,15 @@
 //
 // Heuristic cache: cublasLtMatmulAlgoGetHeuristic is asked once per problem (device, shape, leading
 // dimensions, batch strides, dtypes, transposes, epilogue, and the pointers' alignments, which decide
-// which algorithms are eligible); its best algorithm is kept in a process-wide map under a mutex and
-// used for every later call, so a problem always runs the same algorithm (the same bits).
+// which algorithms are eligible); its best algorithm is kept in a process-wide map and used for
+// every later call, so a problem always runs the same algorithm (the same bits). The map is read
+// under a shared lock; the heuristic is asked outside any lock (two threads meeting a new problem
+// at once may both ask; the first answer stored is the one every call uses). The descriptors a
+// product needs (the matmul descriptor and three layouts) are made once per problem and thread and
+// kept with it, so a product in the steady state creates and destroys nothing: a thread's
+// descriptors are its own, because the bias pointer is set on the matmul descriptor per call. Both
+// grow with the distinct problems a process meets (as the algorithm map always did): a few hundred
+// bytes each.
 #include "kernels/cuda/gemm.h"
 
 #include <algorithm>
@@ -19,7 +26,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -134,7 +143,7 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-std::mutex g_plans_mutex;
+std::shared_mutex g_plans_mutex;
 std::unordered_map<PlanKey, Plan, PlanKeyHash> g_plans;
 
 // Owners of cuBLASLt descriptors. Destroying a valid descriptor cannot fail; its status is ignored
@@ -170,6 +179,83 @@ void make_layout(Layout& l, cudaDataType_t type, std::int64_t rows, std::int64_t
     DRAGOMAN_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                            &stride, sizeof stride));
   }
+}
+
+// A problem's descriptors, made on its first product on a thread and kept for the next ones.
+struct Descriptors {
+  MatmulDesc desc;
+  Layout first, second, out;
+};
+
+// The matmul descriptor (transposes, epilogue; the bias pointer is set per call) and the layouts of
+// a problem. cuBLASLt's first operand is our B, its second our A (column-major view).
+void make_descriptors(Descriptors& d, const Problem& p, cublasLtEpilogue_t epilogue) {
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.desc.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  DRAGOMAN_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+  DRAGOMAN_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  }
+  make_layout(d.first, p.ab_type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);
+  make_layout(d.second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
+  make_layout(d.out, p.c_type, p.n, p.m, p.ldc, p.batch, p.stride_c);
+}
+
+// This thread's descriptors of the problem `key`, made on first use.
+Descriptors& descriptors_for(const PlanKey& key, const Problem& p, cublasLtEpilogue_t epilogue) {
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<Descriptors>, PlanKeyHash> kept;
+  std::unique_ptr<Descriptors>& d = kept[key];
+  if (d == nullptr) {
+    auto made = std::make_unique<Descriptors>();
+    make_descriptors(*made, p, epilogue);  // may throw: nothing is kept then
+    d = std::move(made);
+  }
+  return *d;
+}
+
+// cuBLASLt's best algorithm for the problem (the heuristic's first answer), or found = false.
+Plan ask_heuristic(const Problem& p, const Context& ctx, const Descriptors& d, cublasLtEpilogue_t epilogue,
+                   std::uint32_t align_a, std::uint32_t align_b, std::uint32_t align_c) {
+  Preference pref;
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
+  const std::uint64_t workspace = ctx.blaslt_workspace_bytes;
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &workspace, sizeof workspace));
+  // Our B is cuBLASLt's A, our A its B; C and D are one buffer.
+  const std::uint32_t aligns[4] = {align_b, align_a, align_c, align_c};
+  const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, attrs[i], &aligns[i], sizeof aligns[i]));
+  }
+  // Split-K partial sums only in the compute type (f32): the in-place and output-type schemes
+  // add the parts in C's type, a rounding to bf16/f16 per part (3 bf16 ulps off on an H200 for
+  // 513 x 255 x 31 products), where the CPU's twin rounds once. With an epilogue and a 16-bit C,
+  // no split-K at all: its reduction rounds A B to C's type before it adds the bias (on an
+  // H200, 33 x 31 x 32 bf16 products with a bias were off by half an ulp of A B, not of the
+  // sum); without a split-K algorithm the heuristic says NOT_SUPPORTED and linear falls back.
+  const bool sixteen_bit_epilogue = epilogue != CUBLASLT_EPILOGUE_DEFAULT && p.c_type != CUDA_R_32F;
+  const std::uint32_t reduction =
+      sixteen_bit_epilogue ? CUBLASLT_REDUCTION_SCHEME_NONE : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                             &reduction, sizeof reduction));
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      ctx.blaslt, d.desc.desc, d.first.layout, d.second.layout, d.out.layout, d.out.layout, pref.pref, 1, &result,
+      &count);
+  // NOT_SUPPORTED is how cuBLASLt says "no algorithm"; anything else is a real error.
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) DRAGOMAN_CUBLAS_CHECK(status);
+  Plan plan;
+  plan.found = status == CUBLAS_STATUS_SUCCESS && count > 0;
+  if (plan.found) plan.algo = result.algo;
+  return plan;
 }
 
 std::string describe(const Problem& p) {
@@ -219,31 +305,9 @@ void log_plan(const Problem& p, int device, const Plan& plan, std::uint32_t alig
 // `may_fail`, otherwise such a problem is an error.
 bool matmul(const Problem& p, int device, bool may_fail) {
   const Context& ctx = context(device);
-  MatmulDesc desc;
-  DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  // cuBLASLt's first operand is our B, its second our A (column-major view).
-  const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  DRAGOMAN_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
-  DRAGOMAN_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
   const cublasLtEpilogue_t epilogue =
       p.bias != nullptr ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                         : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-    DRAGOMAN_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-  }
-  if (p.bias != nullptr) {
-    DRAGOMAN_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias));
-  }
-  Layout first, second, out;
-  make_layout(first, p.ab_type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);
-  make_layout(second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
-  make_layout(out, p.c_type, p.n, p.m, p.ldc, p.batch, p.stride_c);
-
   // Every batch's matrix (base + i * stride elements) must meet the alignment promised to cuBLASLt,
   // and so must every row: take the base pointer's, capped by the stride's and the leading
   // dimension's in bytes.
@@ -253,60 +317,40 @@ bool matmul(const Problem& p, int device, bool may_fail) {
   const PlanKey key = {
       device, p.trans_a, p.trans_b,  epilogue,          p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
       p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
+  Descriptors& d = descriptors_for(key, p, epilogue);
+  if (p.bias != nullptr) {
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias));
+  }
   Plan plan;
+  bool known = false;
   {
-    const std::lock_guard<std::mutex> lock(g_plans_mutex);
+    const std::shared_lock<std::shared_mutex> lock(g_plans_mutex);
     const auto it = g_plans.find(key);
     if (it != g_plans.end()) {
       plan = it->second;
-    } else {
-      Preference pref;
-      DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
-      const std::uint64_t workspace = ctx.blaslt_workspace_bytes;
-      DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                 &workspace, sizeof workspace));
-      // Our B is cuBLASLt's A, our A its B; C and D are one buffer.
-      const std::uint32_t aligns[4] = {align_b, align_a, align_c, align_c};
-      const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-      for (int i = 0; i < 4; ++i) {
-        DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, attrs[i], &aligns[i], sizeof aligns[i]));
-      }
-      // Split-K partial sums only in the compute type (f32): the in-place and output-type schemes
-      // add the parts in C's type, a rounding to bf16/f16 per part (3 bf16 ulps off on an H200 for
-      // 513 x 255 x 31 products), where the CPU's twin rounds once. With an epilogue and a 16-bit C,
-      // no split-K at all: its reduction rounds A B to C's type before it adds the bias (on an
-      // H200, 33 x 31 x 32 bf16 products with a bias were off by half an ulp of A B, not of the
-      // sum); without a split-K algorithm the heuristic says NOT_SUPPORTED and linear falls back.
-      const bool sixteen_bit_epilogue = epilogue != CUBLASLT_EPILOGUE_DEFAULT && p.c_type != CUDA_R_32F;
-      const std::uint32_t reduction =
-          sixteen_bit_epilogue ? CUBLASLT_REDUCTION_SCHEME_NONE : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-      DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                                 &reduction, sizeof reduction));
-      cublasLtMatmulHeuristicResult_t result{};
-      int count = 0;
-      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-          ctx.blaslt, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1, &result, &count);
-      // NOT_SUPPORTED is how cuBLASLt says "no algorithm"; anything else is a real error.
-      if (status != CUBLAS_STATUS_NOT_SUPPORTED) DRAGOMAN_CUBLAS_CHECK(status);
-      plan.found = status == CUBLAS_STATUS_SUCCESS && count > 0;
-      if (plan.found) plan.algo = result.algo;
-      if (log_plans()) log_plan(p, device, plan, align_a, align_b, align_c);
-      g_plans.emplace(key, plan);
+      known = true;
     }
+  }
+  if (!known) {
+    const Plan asked = ask_heuristic(p, ctx, d, epilogue, align_a, align_b, align_c);
+    const std::unique_lock<std::shared_mutex> lock(g_plans_mutex);
+    const auto [it, inserted] = g_plans.emplace(key, asked);  // another thread's answer, if it came first
+    plan = it->second;
+    if (inserted && log_plans()) log_plan(p, device, plan, align_a, align_b, align_c);
   }
   if (!plan.found) {
     if (may_fail) return false;
     throw Error("cuda::gemm: cuBLASLt found no algorithm for " + describe(p) + " on cuda:" + std::to_string(device));
   }
   const cublasStatus_t status =
-      cublasLtMatmul(ctx.blaslt, desc.desc, p.alpha, p.b, first.layout, p.a, second.layout, p.beta, p.c, out.layout,
-                     p.c, out.layout, &plan.algo, ctx.blaslt_workspace, ctx.blaslt_workspace_bytes, ctx.stream);
+      cublasLtMatmul(ctx.blaslt, d.desc.desc, p.alpha, p.b, d.first.layout, p.a, d.second.layout, p.beta, p.c,
+                     d.out.layout, p.c, d.out.layout, &plan.algo, ctx.blaslt_workspace, ctx.blaslt_workspace_bytes,
+                     ctx.stream);
   // An epilogue refused when the product runs is treated like one the heuristic refused: the plan
   // remembers it, and the caller falls back (nothing was written).
   if (status == CUBLAS_STATUS_NOT_SUPPORTED && may_fail) {
-    const std::lock_guard<std::mutex> lock(g_plans_mutex);
+    const std::unique_lock<std::shared_mutex> lock(g_plans_mutex);
     g_plans[key].found = false;
     return false;
   }
