@@ -13,7 +13,9 @@
 # Both systems batch alike (Dragoman's policy: sorted by length, at most 16,384 source tokens and
 # 1,024 sentences a batch) and normalise length alike (power, alpha 0.6); "1 sentence" rows
 # translate one sentence at a time (a service's latency), on the first SINGLE_LINES lines.
-# The last column compares each output with Dragoman's fp32 output at the same beam.
+# The last column compares each output with Dragoman's fp32 output at the same beam. The model
+# TFLOP/s and MFU columns count the search's matrix products (bench/translate_flops.py, as
+# bench/model_flops.h counts a training step) against the GPU's dense peak in that precision.
 #   LINES=1000  SINGLE_LINES=20  MODELS="base big"  PRECISIONS="fp32 bf16 fp16"  BEAMS="4 1"
 #   REFERENCE=1 (0: Dragoman alone)  DEVICE=cuda:0  KEEP=dir (work files)
 set -euo pipefail
@@ -38,6 +40,7 @@ mkdir -p "$work"
 head -n "$lines" "$data/dev.en" >"$work/input.en"
 head -n "$single_lines" "$data/dev.en" >"$work/single.en"
 
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i "${device#cuda:}" 2>/dev/null || echo unknown)
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); $("$dragoman" --version | sed -n 1p)"
 echo "input: $(wc -l <"$work/input.en") lines of the bench corpus's dev set (1 sentence: the first $single_lines)"
@@ -64,15 +67,18 @@ row() {
   local same="-"
   [[ -f $8 ]] && same="$(paste -d '\t' "$7" "$8" | awk -F'\t' '$1 == $2 { n++ } END { printf "%d/%d", n, NR }')"
   read -r n src tgt seconds <<<"$6"
+  local flops
+  flops=$(python3 bench/translate_flops.py "$work/$2.safetensors" "$n" "$src" "$tgt" "$4" "$seconds" "$3" "$gpu_name")
   awk -v sys="$1" -v model="$2" -v p="$3" -v beam="$4" -v batching="$5" -v n="$n" -v src="$src" -v tgt="$tgt" \
-    -v s="$seconds" -v same="$same" \
-    'BEGIN { printf "| %s | %s | %s | %d | %s | %d | %d | %.2f | %.0f | %.0f | %s |\n",
-             model, sys, p, beam, batching, n, tgt, s, src / s, tgt / s, same }'
+    -v s="$seconds" -v same="$same" -v flops="$flops" \
+    'BEGIN { split(flops, f, " ")
+             printf "| %s | %s | %s | %d | %s | %d | %d | %.2f | %.0f | %.0f | %s | %s | %s |\n",
+             model, sys, p, beam, batching, n, tgt, s, src / s, tgt / s, f[1], f[2], same }'
 }
 
 echo
-echo "| model | system | precision | beam | batches | lines | target tokens | seconds | source tok/s | target tok/s | same as dragoman fp32 |"
-echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"
+echo "| model | system | precision | beam | batches | lines | target tokens | seconds | source tok/s | target tok/s | model TFLOP/s | MFU | same as dragoman fp32 |"
+echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 caps=(--max-length-a 1 --max-length-b 0)
 for model in ${MODELS:-base big}; do
   for beam in ${BEAMS:-4 1}; do
