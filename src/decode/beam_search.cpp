@@ -220,8 +220,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
       if (device.is_cpu()) {
         row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
       } else {
-        row_best_candidates(top, first_row + k, static_cast<std::size_t>(2 * k_max),
-                            t >= s.max_length, c, best);
+        row_best_candidates(top, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
       }
       for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
     }

@@ -70,8 +70,8 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
         using T = decltype(zero);
         double* out = sums.data<double>();
         if (fused) {
-          cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                      pad, smoothing, out, out + 1, scale);
+          cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
+                                      smoothing, out, out + 1, scale);
         } else {
           cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
                                         pad, smoothing, out, out + 1);
@@ -88,11 +88,11 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
         double* out = sums.data<double>();
         if (fused) {
           cuda::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                       pad, smoothing, out, out + 1, row_losses.data<double>(),
-                                       cuda::stream_of(device), scale);
+                                       pad, smoothing, out, out + 1, row_losses.data<double>(), cuda::stream_of(device),
+                                       scale);
         } else {
-          cuda::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0),
-                                         logits.dim(1), pad, smoothing, out, out + 1, row_losses.data<double>(),
+          cuda::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                         pad, smoothing, out, out + 1, row_losses.data<double>(),
                                          cuda::stream_of(device));
         }
       });

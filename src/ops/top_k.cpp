@@ -33,8 +33,8 @@ void top_k_rows_cpu(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::i
     cpu::top_k_row(row, v, k, skip_a, skip_b, best);
     for (std::int64_t j = 0; j < k; ++j) {
       const bool found = j < static_cast<std::int64_t>(best.size());
-      values[r * k + j] = found ? static_cast<float>(best[static_cast<std::size_t>(j)].first)
-                                : -std::numeric_limits<float>::infinity();
+      values[r * k + j] =
+          found ? static_cast<float>(best[static_cast<std::size_t>(j)].first) : -std::numeric_limits<float>::infinity();
       ids[r * k + j] = found ? best[static_cast<std::size_t>(j)].second : -1;
     }
     eos_values[r] = row[eos];

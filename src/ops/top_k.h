@@ -22,9 +22,9 @@ TopK top_k_rows(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::int32
 // The same candidates on the host, for a decoder's step: from a GPU in one copy (the three results
 // packed in one device buffer) and one wait, instead of three.
 struct HostTopK {
-  std::vector<float> values;        // [rows * k]
-  std::vector<std::int32_t> ids;    // [rows * k]
-  std::vector<float> eos_values;    // [rows]
+  std::vector<float> values;      // [rows * k]
+  std::vector<std::int32_t> ids;  // [rows * k]
+  std::vector<float> eos_values;  // [rows]
 };
 HostTopK top_k_rows_to_host(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
                             std::int32_t eos);

@@ -118,8 +118,8 @@ TEST_CASE("The one-pass top-k's algorithm picks what cpu top_k_row picks", "[top
         const int threads = top_k::list_threads(top_k::list_length(k));
         for (std::int64_t i = 0; i < v; ++i) {
           switch (pattern) {
-            case 0: row[i] = static_cast<float>(coarse(rng)) * 0.25f; break;  // ties
-            case 1: row[i] = fine(rng); break;                                  // distinct
+            case 0: row[i] = static_cast<float>(coarse(rng)) * 0.25f; break;           // ties
+            case 1: row[i] = fine(rng); break;                                         // distinct
             case 2: row[i] = i % threads == 5 ? fine(rng) + 40.0f : fine(rng); break;  // all best in one thread
             default: row[i] = i % 3 == 0 ? fine(rng) : -std::numeric_limits<float>::infinity(); break;
           }

@@ -54,7 +54,8 @@ TEST_CASE("ops::top_k_rows: the k best of each row, best first, ties by lower id
     }
   }
   CHECK_THROWS_WITH(ops::top_k_rows(Tensor::zeros({2, 3}, DType::kF64), 1, 0, 1, 2), Catch::Contains("f32"));
-  CHECK_THROWS_WITH(ops::top_k_rows_to_host(Tensor::zeros({2, 3}, DType::kF32), 1, 0, 1, 3), Catch::Contains("eos in [0, V)"));
+  CHECK_THROWS_WITH(ops::top_k_rows_to_host(Tensor::zeros({2, 3}, DType::kF32), 1, 0, 1, 3),
+                    Catch::Contains("eos in [0, V)"));
 }
 
 }  // namespace dragoman

@@ -247,9 +247,9 @@ Plan ask_heuristic(const Problem& p, const Context& ctx, const Descriptors& d, c
                                                              &reduction, sizeof reduction));
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      ctx.blaslt, d.desc.desc, d.first.layout, d.second.layout, d.out.layout, d.out.layout, pref.pref, 1, &result,
-      &count);
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(ctx.blaslt, d.desc.desc, d.first.layout, d.second.layout, d.out.layout,
+                                     d.out.layout, pref.pref, 1, &result, &count);
   // NOT_SUPPORTED is how cuBLASLt says "no algorithm"; anything else is a real error.
   if (status != CUBLAS_STATUS_NOT_SUPPORTED) DRAGOMAN_CUBLAS_CHECK(status);
   Plan plan;
@@ -305,9 +305,9 @@ void log_plan(const Problem& p, int device, const Plan& plan, std::uint32_t alig
 // `may_fail`, otherwise such a problem is an error.
 bool matmul(const Problem& p, int device, bool may_fail) {
   const Context& ctx = context(device);
-  const cublasLtEpilogue_t epilogue =
-      p.bias != nullptr ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                        : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  const cublasLtEpilogue_t epilogue = p.bias != nullptr
+                                          ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                          : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   // Every batch's matrix (base + i * stride elements) must meet the alignment promised to cuBLASLt,
   // and so must every row: take the base pointer's, capped by the stride's and the leading
   // dimension's in bytes.
@@ -343,10 +343,9 @@ bool matmul(const Problem& p, int device, bool may_fail) {
     if (may_fail) return false;
     throw Error("cuda::gemm: cuBLASLt found no algorithm for " + describe(p) + " on cuda:" + std::to_string(device));
   }
-  const cublasStatus_t status =
-      cublasLtMatmul(ctx.blaslt, d.desc.desc, p.alpha, p.b, d.first.layout, p.a, d.second.layout, p.beta, p.c,
-                     d.out.layout, p.c, d.out.layout, &plan.algo, ctx.blaslt_workspace, ctx.blaslt_workspace_bytes,
-                     ctx.stream);
+  const cublasStatus_t status = cublasLtMatmul(
+      ctx.blaslt, d.desc.desc, p.alpha, p.b, d.first.layout, p.a, d.second.layout, p.beta, p.c, d.out.layout, p.c,
+      d.out.layout, &plan.algo, ctx.blaslt_workspace, ctx.blaslt_workspace_bytes, ctx.stream);
   // An epilogue refused when the product runs is treated like one the heuristic refused: the plan
   // remembers it, and the caller falls back (nothing was written).
   if (status == CUBLAS_STATUS_NOT_SUPPORTED && may_fail) {

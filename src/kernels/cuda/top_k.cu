@@ -164,7 +164,7 @@ void top_k_rows(const float* x, std::int64_t rows, std::int64_t v, std::int64_t 
     case 32: launch_one_pass<32>(x, rows, v, k, skip_a, skip_b, eos, values, ids, eos_values, stream); break;
     default:
       top_k_passes_kernel<<<static_cast<unsigned>(rows), kPassThreads, 0, stream>>>(x, v, k, skip_a, skip_b, eos,
-                                                                                   values, ids, eos_values);
+                                                                                    values, ids, eos_values);
   }
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
