@@ -1,6 +1,7 @@
 #include "data/batching.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
@@ -12,6 +13,7 @@ namespace {
 // Random streams of the batcher, apart from the dropout streams that share the seed.
 constexpr std::uint64_t kSortStream = philox::purpose_stream(philox::Purpose::kData, 0xA7C'0000'0000'0000ull);
 constexpr std::uint64_t kShuffleStream = philox::purpose_stream(philox::Purpose::kData, 0xA7C'0001'0000'0000ull);
+constexpr std::uint64_t kCurriculumStream = philox::purpose_stream(philox::Purpose::kData, 0xA7C'0002'0000'0000ull);
 static_assert(kSortStream == 0xBA7C'0000'0000'0000ull, "the batcher's streams never change (resume, the twin)");
 
 std::uint64_t random64(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
@@ -19,10 +21,36 @@ std::uint64_t random64(std::uint64_t seed, std::uint64_t stream, std::uint64_t i
          philox::bits(seed, stream, 2 * index + 1);
 }
 
+// The curriculum's order of batches ranked by length (see batching.h): position i takes a random
+// unused batch among the shortest ceil(c(i) n), or the shortest unused one when all of those are
+// taken.
+std::vector<std::size_t> curriculum_order(std::size_t n, const Curriculum& curriculum, std::uint64_t seed) {
+  const double count = static_cast<double>(n), c0 = curriculum.start;
+  std::vector<std::size_t> open, order;
+  open.reserve(n);
+  order.reserve(n);
+  std::size_t next = 0;  // the shortest batch not yet open
+  for (std::size_t i = 0; i < n; ++i) {
+    const double progress = static_cast<double>(i) / (curriculum.length * count);
+    const double competence = std::min(1.0, std::sqrt(progress * (1.0 - c0 * c0) + c0 * c0));
+    const auto limit = static_cast<std::size_t>(std::ceil(competence * count));
+    while (next < n && (next < limit || open.empty())) open.push_back(next++);
+    const auto k = static_cast<std::size_t>(random64(seed, kCurriculumStream, i) % open.size());
+    order.push_back(open[k]);
+    open[k] = open.back();
+    open.pop_back();
+  }
+  return order;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& corpus, std::int64_t max_tokens,
-                                                          std::uint64_t seed, std::int64_t epoch) {
+                                                          std::uint64_t seed, std::int64_t epoch,
+                                                          const Curriculum& curriculum) {
+  if (!(curriculum.length >= 0.0 && curriculum.length <= 1.0) || !(curriculum.start > 0.0 && curriculum.start <= 1.0)) {
+    throw Error("batching: the curriculum's length must be in [0, 1] and its start in (0, 1]");
+  }
   if (max_tokens < 1) throw Error("batching: max_tokens must be >= 1");
   const std::int64_t n = corpus.size();
   const std::uint64_t e = static_cast<std::uint64_t>(epoch);
@@ -57,6 +85,14 @@ std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& c
   }
   if (!current.empty()) batches.push_back(std::move(current));
 
+  if (epoch == 0 && curriculum.length > 0.0) {  // built in length order: batch j is the j-th shortest
+    std::vector<std::vector<std::int64_t>> ordered;
+    ordered.reserve(batches.size());
+    for (const std::size_t j : curriculum_order(batches.size(), curriculum, seed)) {
+      ordered.push_back(std::move(batches[j]));
+    }
+    return ordered;
+  }
   // Fisher-Yates over the batches.
   for (std::size_t j = batches.size(); j > 1; --j) {
     const std::size_t k = static_cast<std::size_t>(random64(seed, kShuffleStream + e, j) % j);

@@ -200,7 +200,9 @@ nlohmann::json TrainConfig::to_json() const {
             {"character_coverage", data.character_coverage},
             {"vocab_sample", data.vocab_sample},
             {"max_length", data.max_length},
-            {"max_ratio", data.max_ratio}}},
+            {"max_ratio", data.max_ratio},
+            {"curriculum", data.curriculum},
+            {"curriculum_start", data.curriculum_start}}},
           {"training",
            {{"seed", training.seed},
             {"max_tokens", training.max_tokens},
@@ -264,6 +266,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.integer("vocab_sample", c.data.vocab_sample);
       r.integer("max_length", c.data.max_length);
       r.number("max_ratio", c.data.max_ratio);
+      r.number("curriculum", c.data.curriculum);
+      r.number("curriculum_start", c.data.curriculum_start);
       r.finish();
     } else if (name == "training") {
       SectionReader r(section, source, name);
@@ -358,6 +362,10 @@ void TrainConfig::validate() const {
     fail("data.valid_source and data.valid_target go together");
   if (data.vocab_type != "bpe" && data.vocab_type != "unigram") fail("data.vocab_type must be bpe or unigram");
   if (data.max_length < 1) fail("data.max_length must be >= 1");
+  if (!(data.curriculum >= 0 && data.curriculum <= 1)) {
+    fail("data.curriculum must be in [0, 1] (the share of the first epoch; 0: off)");
+  }
+  if (!(data.curriculum_start > 0 && data.curriculum_start <= 1)) fail("data.curriculum_start must be in (0, 1]");
   if (training.max_tokens < 1) fail("training.max_tokens must be >= 1");
   if (training.update_freq < 1) fail("training.update_freq must be >= 1");
   if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");

@@ -26,6 +26,11 @@ struct DataConfig {
   std::int64_t vocab_sample = 2000000;  // sentences sampled to build the vocabulary (0: all)
   std::int64_t max_length = 250;        // tokens per side; longer training pairs are dropped
   double max_ratio = 3.0;               // length ratio filter (0: off)
+  // A curriculum for the first epoch (data/batching.h): its batches go from short to long sentences
+  // over this share of it (0: off, the batches shuffled as in every epoch), starting with the
+  // shortest curriculum_start of them open.
+  double curriculum = 0.0;
+  double curriculum_start = 0.3;
 };
 
 struct TrainingConfig {

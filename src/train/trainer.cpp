@@ -114,7 +114,7 @@ TrainResult Trainer::run() {
                model_->parameters().size(), config_.training.devices, t.precision, train_.size(), t.max_tokens,
                t.update_freq * comm_->world_size());
 
-  std::vector<std::vector<std::int64_t>> plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
+  std::vector<std::vector<std::int64_t>> plan = epoch_plan(state_.epoch);
   start_budget();
   const Clock::time_point start = loop_start_;
   const std::int64_t start_step = state_.step;

@@ -86,6 +86,7 @@ class Trainer {
   void start_workers();
   void wait_for_writer();
   void check_batches_per_update();
+  std::vector<std::vector<std::int64_t>> epoch_plan(std::int64_t epoch) const;
   std::vector<std::vector<std::int64_t>> next_update(std::vector<std::vector<std::int64_t>>& plan);
   std::int64_t compute_gradients(const std::vector<std::vector<std::int64_t>>& update, double loss_scale,
                                  const std::vector<Tensor>& sums);

@@ -73,6 +73,13 @@ void Trainer::start_workers() {
   }
 }
 
+// The batches of an epoch, in the order they are used (the curriculum's in the first).
+std::vector<std::vector<std::int64_t>> Trainer::epoch_plan(std::int64_t epoch) const {
+  const TrainingConfig& t = config_.training;
+  const data::Curriculum curriculum{config_.data.curriculum, config_.data.curriculum_start};
+  return data::make_token_batches(train_, t.max_tokens, t.seed, epoch, curriculum);
+}
+
 // The global batches of the next update: world_size() x update_freq of them from the plan, crossing
 // into the next epoch (and rebuilding `plan`) when this one ends; fewer at the end of the last epoch.
 std::vector<std::vector<std::int64_t>> Trainer::next_update(std::vector<std::vector<std::int64_t>>& plan) {
@@ -84,7 +91,7 @@ std::vector<std::vector<std::int64_t>> Trainer::next_update(std::vector<std::vec
       ++state_.epoch;
       state_.batch_index = 0;
       if (t.max_epochs > 0 && state_.epoch >= t.max_epochs) break;
-      plan = data::make_token_batches(train_, t.max_tokens, t.seed, state_.epoch);
+      plan = epoch_plan(state_.epoch);
       if (writer_) spdlog::info("train: epoch {}", state_.epoch + 1);
     }
     update.push_back(plan[static_cast<std::size_t>(state_.batch_index++)]);

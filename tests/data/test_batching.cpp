@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "data/batching.h"
@@ -123,6 +125,59 @@ TEST_CASE("batching: Batch::to validates once and keeps the token count", "[data
   Batch bad = b;
   bad.src = Tensor::from_vector(std::vector<std::int32_t>{5, 6, 7, 99}, {2, 2});
   CHECK_THROWS_WITH(bad.to(Device::cpu(), config), Catch::Contains("invalid batch"));
+}
+
+}  // namespace dragoman
+
+namespace dragoman {
+
+TEST_CASE("batching: a curriculum takes the first epoch's batches from short to long", "[data]") {
+  const data::EncodedCorpus c = synthetic_corpus(3000);
+  const data::Curriculum curriculum{0.5, 0.2};
+  const auto plain = data::make_token_batches(c, 300, 5, 0);
+  const auto plan = data::make_token_batches(c, 300, 5, 0, curriculum);
+  // The same batches, each once, in another order; the same for (seed, epoch, curriculum).
+  REQUIRE(plan.size() == plain.size());
+  CHECK(std::multiset<std::vector<std::int64_t>>(plan.begin(), plan.end()) ==
+        std::multiset<std::vector<std::int64_t>>(plain.begin(), plain.end()));
+  CHECK(plan != plain);
+  CHECK(data::make_token_batches(c, 300, 5, 0, curriculum) == plan);
+  CHECK(data::make_token_batches(c, 300, 6, 0, curriculum) != plan);
+
+  // A batch's length: its longest target, then its longest source (the order it was made in, up
+  // to batches of equal lengths).
+  const auto key = [&](const std::vector<std::int64_t>& batch) {
+    std::int64_t t = 0, s = 0;
+    for (const std::int64_t i : batch) {
+      t = std::max(t, c.tgt_length(i));
+      s = std::max(s, c.src_length(i));
+    }
+    return std::make_pair(t, s);
+  };
+  std::vector<std::pair<std::int64_t, std::int64_t>> by_length;
+  for (const auto& batch : plain) by_length.push_back(key(batch));
+  std::sort(by_length.begin(), by_length.end());
+  std::multiset<std::pair<std::int64_t, std::int64_t>> unused(by_length.begin(), by_length.end());
+  const auto n = static_cast<double>(plan.size());
+  double early = 0, late = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    // Open: the shortest ceil(c(i) n), or the shortest unused one when those are taken.
+    const double competence = std::min(1.0, std::sqrt(static_cast<double>(i) / (0.5 * n) * (1 - 0.04) + 0.04));
+    const auto limit = static_cast<std::size_t>(std::ceil(competence * n));
+    const auto k = key(plan[i]);
+    INFO("position " << i << ", length " << k.first << "/" << k.second << ", open " << limit);
+    CHECK((k <= by_length[limit - 1] || k == *unused.begin()));
+    unused.erase(unused.find(k));
+    if (static_cast<double>(i) < n / 4) early += static_cast<double>(k.first);
+    if (static_cast<double>(i) >= 3 * n / 4) late += static_cast<double>(k.first);
+  }
+  CHECK(early < late);
+
+  // Later epochs are shuffled as without it; length 0 is no curriculum.
+  CHECK(data::make_token_batches(c, 300, 5, 1, curriculum) == data::make_token_batches(c, 300, 5, 1));
+  CHECK(data::make_token_batches(c, 300, 5, 0, data::Curriculum{0.0, 0.2}) == plain);
+  CHECK_THROWS_AS(data::make_token_batches(c, 300, 5, 0, data::Curriculum{1.5, 0.2}), Error);
+  CHECK_THROWS_AS(data::make_token_batches(c, 300, 5, 0, data::Curriculum{0.5, 0.0}), Error);
 }
 
 }  // namespace dragoman

@@ -130,6 +130,9 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(TrainConfig::load(path, {"training.lr=5e-4", "training.lr_factor=2"}).validate(),
                     Contains("not both"));
   CHECK_NOTHROW(invalid("training.lr=5e-4").validate());
+  CHECK_THROWS_WITH(invalid("data.curriculum=1.5").validate(), Contains("data.curriculum must be in [0, 1]"));
+  CHECK_THROWS_WITH(invalid("data.curriculum_start=0").validate(), Contains("data.curriculum_start must be in (0, 1]"));
+  CHECK_NOTHROW(invalid("data.curriculum=0.5").validate());
   CHECK_THROWS_WITH(invalid("training.threads=1025").validate(), Contains("training.threads must be from 0"));
   CHECK_THROWS_WITH(invalid("training.threads=-1").validate(), Contains("training.threads"));
   CHECK_NOTHROW(invalid("training.threads=1024").validate());

@@ -119,6 +119,23 @@ TEST_CASE("train: a resumed run is bit-identical to an uninterrupted one", "[tra
   test::check_resume_is_bit_identical(task, resume_config(task));
 }
 
+TEST_CASE("train: a resumed run with a curriculum is bit-identical to an uninterrupted one", "[train]") {
+  const Task task("resume-curriculum", 200);
+  TrainConfig config = resume_config(task);
+  config.training.max_tokens = 32;  // about 40 batches an epoch: stopped halfway inside the curriculum
+  config.data.curriculum = 0.8;
+  config.data.curriculum_start = 0.2;
+  test::check_resume_is_bit_identical(task, config);
+  // The curriculum changed the run: other batches, other weights than without it.
+  const TrainOptions plain = task.options("no-curriculum");
+  TrainConfig without = config;
+  without.data.curriculum = 0;
+  train(without, plain);
+  const TrainOptions with = task.options("straight");  // check_resume_is_bit_identical's uninterrupted run
+  CHECK(weights(checkpoint_model_path(plain.run_dir, config.training.max_steps)) !=
+        weights(checkpoint_model_path(with.run_dir, config.training.max_steps)));
+}
+
 TEST_CASE("train: a resumed bf16 run is bit-identical to an uninterrupted one", "[train]") {
   const Task task("resume-bf16", 200);
   TrainConfig config = resume_config(task);
