@@ -1,8 +1,8 @@
 // The one-pass top-k of kernels/cuda/top_k.cu, run on the CPU: every thread's sorted list of its
 // entries (ids t, t + threads, ...) built with the kernel's own top_k::insert, then the kernel's
-// merge (k rounds, each taking the best head of all lists), against the spec cpu::top_k_row. This
-// checks the algorithm and the shared list code here; tests/cuda/test_ops_top_k.cpp checks the
-// kernel itself on a GPU.
+// merge (k rounds, each taking the best head of all lists), against the spec: the CPU op
+// (cpu::top_k_row). This checks the algorithm and the shared list code here;
+// tests/cuda/test_ops_top_k.cpp checks the kernel itself on a GPU.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor.h"
 #include "kernels/common/top_k.h"
-#include "kernels/cpu/top_k.h"
+#include "ops/top_k.h"
 
 namespace dragoman {
 namespace {
@@ -79,17 +80,11 @@ Picks one_pass_for(const std::vector<float>& row, std::int64_t k, std::int32_t s
   }
 }
 
+// The spec: the CPU op (cpu::top_k_row, the rest of a short row -1 and -inf).
 Picks spec(const std::vector<float>& row, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b) {
-  std::vector<std::pair<double, std::int32_t>> best;
-  cpu::top_k_row(row.data(), static_cast<std::int64_t>(row.size()), k, skip_a, skip_b, best);
-  Picks out;
-  for (std::int64_t j = 0; j < k; ++j) {
-    const bool found = j < static_cast<std::int64_t>(best.size());
-    out.values.push_back(found ? static_cast<float>(best[static_cast<std::size_t>(j)].first)
-                               : -std::numeric_limits<float>::infinity());
-    out.ids.push_back(found ? best[static_cast<std::size_t>(j)].second : -1);
-  }
-  return out;
+  const Tensor x = Tensor::from_vector(row, {1, static_cast<std::int64_t>(row.size())});
+  ops::HostTopK top = ops::top_k_rows_to_host(x, k, skip_a, skip_b, 0);
+  return {std::move(top.values), std::move(top.ids)};
 }
 
 }  // namespace
