@@ -1,9 +1,9 @@
 // The element-wise CUDA kernels (kernels/cuda/elementwise.h) against their CPU specs for f64, f32,
-// bf16 and f16 at awkward sizes, with sentinels after every output: add, accumulate, scale, ReLU,
-// bias_add and dropout bit for bit; Swish within a few ulps (each device's exp); bias_backward bit for bit up to
-// kColumnSumChunkRows rows and within float reassociation beyond, the same bits on a second run; sum_squares within
-// 1e-12 relative (double sums in another order), the same bits on a second run. Then the ops on GPU tensors equal the
-// ops on CPU tensors.
+// bf16 and f16 at awkward sizes (and one element past 16-byte alignment), with sentinels after every
+// output: add, accumulate, scale, ReLU, bias_add and dropout bit for bit; Swish within a few ulps (each device's exp);
+// bias_backward bit for bit up to kColumnSumChunkRows rows and within float reassociation beyond, the same bits on a
+// second run; sum_squares within 1e-12 relative (double sums in another order), the same bits on a second run. Then the
+// ops on GPU tensors equal the ops on CPU tensors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -82,6 +82,24 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
       cpu::swish_backward<T>(b.data(), a.data(), expected_dx.data(), n);
       test::check_close(ddx.download(), expected_dx, within(expected_dx), "swish_backward");
       ddx.check_sentinel();
+    }
+    if (n > 1) {
+      // One element past the buffers' 16-byte alignment: the kernels' element-at-a-time path (the
+      // aligned buffers above take the 16-byte packs and, past the last whole pack, the same path).
+      // The skipped first element must keep its bits.
+      DeviceBuffer<T> da(a), db(b), dy(b);
+      cuda::add<T>(da.get() + 1, db.get() + 1, dy.get() + 1, n - 1, stream);
+      std::vector<T> shifted = b;
+      cpu::add<T>(a.data() + 1, b.data() + 1, shifted.data() + 1, n - 1);
+      test::check_bits(dy.download(), shifted, "add, unaligned");
+      cuda::accumulate<T>(da.get() + 1, db.get() + 1, n - 1, stream);
+      std::vector<T> accumulated = a;
+      cpu::add<T>(a.data() + 1, b.data() + 1, accumulated.data() + 1, n - 1);
+      test::check_bits(da.download(), accumulated, "accumulate, unaligned");
+      cuda::relu_backward<T>(da.get() + 1, db.get() + 1, dy.get() + 1, n - 1, stream);
+      cpu::relu_backward<T>(accumulated.data() + 1, b.data() + 1, shifted.data() + 1, n - 1);
+      test::check_bits(dy.download(), shifted, "relu_backward, unaligned");
+      dy.check_sentinel();
     }
     for (const double p : {0.1, 0.5}) {
       DeviceBuffer<T> dx(b), dy(un);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,16 +37,69 @@ __host__ __device__ constexpr int odd(std::int64_t n) { return static_cast<int>(
 
 extern __shared__ __align__(16) float tile_shared[];
 
+// Element j of a 16-byte vector of T (4 floats or 8 16-bit values), as float.
+template <typename T>
+__device__ inline float vector_element(const uint4& v, int j) {
+  constexpr int kPerWord = 4 / static_cast<int>(sizeof(T));
+  const int w = j / kPerWord;
+  const unsigned word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(word);
+  } else {
+    return load(T::from_bits(static_cast<std::uint16_t>(word >> (16 * (j % kPerWord)))));
+  }
+}
+
+// Loads in flight per thread in load_tile: each thread issues this many global loads before it
+// waits for the first (a loop of one load and one shared store at a time waits a global latency per
+// element).
+constexpr int kLoadBatch = 4;
+
 // Rows [first, first + rows) of a block of rows of `size` elements at `base` (row stride `stride`)
 // into a shared tile of pitch `pitch`, as float; rows at or past `end` are zeros (a masked key's
-// value must add 0, not 0 times whatever lies past a key length).
+// value must add 0, not 0 times whatever lies past a key length). Rows of whole 16-byte vectors at
+// 16-byte addresses (bf16 and f16 sizes a multiple of 8, float of 4: every head size the models
+// use) are read a vector at a time; either way the tile holds the same values.
 template <typename T>
 __device__ void load_tile(float* tile, int rows, int pitch, const T* base, std::int64_t stride, std::int64_t first,
                           std::int64_t end, int size) {
-  for (int e = threadIdx.x; e < rows * size; e += kThreads) {
-    const int r = e / size, d = e % size;
-    const std::int64_t row = first + r;
-    tile[r * pitch + d] = row < end ? load(base[row * stride + d]) : 0.f;
+  constexpr int kVector = 16 / static_cast<int>(sizeof(T));
+  if (size % kVector == 0 && stride % kVector == 0 && reinterpret_cast<std::uintptr_t>(base) % 16 == 0) {
+    const int per_row = size / kVector, n = rows * per_row;
+    for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += kThreads * kLoadBatch) {
+      uint4 raw[kLoadBatch];
+#pragma unroll
+      for (int u = 0; u < kLoadBatch; ++u) {
+        const int e = e0 + u * kThreads, r = e / per_row;
+        const std::int64_t row = first + r;
+        raw[u] = make_uint4(0u, 0u, 0u, 0u);  // zero bits: +0 in float, bf16 and f16
+        if (e < n && row < end)
+          raw[u] = *reinterpret_cast<const uint4*>(base + row * stride + (e - r * per_row) * kVector);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadBatch; ++u) {
+        const int e = e0 + u * kThreads, r = e / per_row, d = (e - r * per_row) * kVector;
+        if (e >= n) break;
+#pragma unroll
+        for (int j = 0; j < kVector; ++j) tile[r * pitch + d + j] = vector_element<T>(raw[u], j);
+      }
+    }
+    return;
+  }
+  const int n = rows * size;
+  for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += kThreads * kLoadBatch) {
+    float x[kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = e0 + u * kThreads, r = e / size;
+      const std::int64_t row = first + r;
+      x[u] = e < n && row < end ? load(base[row * stride + e - r * size]) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = e0 + u * kThreads, r = e / size;
+      if (e < n) tile[r * pitch + e - r * size] = x[u];
+    }
   }
 }
 
@@ -204,7 +258,8 @@ __device__ inline void backward_terms(float& sc, float& dp, bool visible, float 
 }
 
 // Block (b, h, queries t0 .. t0 + 31): delta (sum_s p * dprob, into the workspace for the dk/dv
-// kernel) from a first pass over the keys, then dq from a second.
+// kernel) from a first pass over the keys, then dq from a second (which recomputes the scores only
+// when the keys take more than one tile).
 //   shared: Q [32][odd K], dout [32][odd Kv], K [64][odd K], V [64][odd Kv], p [32][65],
 //   dprob then dscore [32][65], each row's lse [32] and visible keys [32]
 template <typename T, int G>
@@ -242,36 +297,42 @@ __global__ void __launch_bounds__(kThreads, 1)
   load_tile(Os, kRows, pv, dout + b * a.out_batch_stride + h * Kv, a.out_row_stride, t0, Tq, Kv);
   const T* kb = k + b * a.k_batch_stride + h * K;
   const T* vb = v + b * a.v_batch_stride + h * Kv;
+  // Keys in one tile (every sentence up to 64 tokens): the second pass finds the tile's K and V,
+  // and the thread's own entries of p and dprob, where the first pass left them (the same values a
+  // recomputation would give, bit for bit), and only forms dscore.
+  const bool one_tile = n_max <= kCols;
   for (int pass = 0; pass < 2; ++pass) {
     for (std::int64_t s0 = 0; s0 < n_max; s0 += kCols) {
-      __syncthreads();
-      load_tile(Ks, kCols, pk, kb + s0 * a.k_row_stride, a.k_row_stride, 0, n_max - s0, K);
-      load_tile(Vs, kCols, pv, vb + s0 * a.v_row_stride, a.v_row_stride, 0, n_max - s0, Kv);
-      __syncthreads();
-      {
-        float p[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-        tile_dots(Qs, pk, Ks, pk, K, ty, tx, p);
-        tile_dots(Os, pv, Vs, pv, Kv, ty, tx, dp);
-        // The raw dot products into the thread's own entries of Ps and Ds, then each entry on its
-        // own (a loop, not 16 inlined Philox calls: those spilled registers on sm_80).
+      if (pass == 0 || !one_tile) {
+        __syncthreads();
+        load_tile(Ks, kCols, pk, kb + s0 * a.k_row_stride, a.k_row_stride, 0, n_max - s0, K);
+        load_tile(Vs, kCols, pv, vb + s0 * a.v_row_stride, a.v_row_stride, 0, n_max - s0, Kv);
+        __syncthreads();
+        {
+          float p[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
+          tile_dots(Qs, pk, Ks, pk, K, ty, tx, p);
+          tile_dots(Os, pv, Vs, pv, Kv, ty, tx, dp);
+          // The raw dot products into the thread's own entries of Ps and Ds, then each entry on its
+          // own (a loop, not 16 inlined Philox calls: those spilled registers on sm_80).
 #pragma unroll
-        for (int i = 0; i < kRowsPer; ++i) {
+          for (int i = 0; i < kRowsPer; ++i) {
 #pragma unroll
-          for (int j = 0; j < kColsPer; ++j) {
-            Ps[(ty + kRowThreads * i) * kPitchP + tx + kColThreads * j] = p[i][j];
-            Ds[(ty + kRowThreads * i) * kPitchP + tx + kColThreads * j] = dp[i][j];
+            for (int j = 0; j < kColsPer; ++j) {
+              Ps[(ty + kRowThreads * i) * kPitchP + tx + kColThreads * j] = p[i][j];
+              Ds[(ty + kRowThreads * i) * kPitchP + tx + kColThreads * j] = dp[i][j];
+            }
           }
         }
-      }
 #pragma unroll 1
-      for (int e = 0; e < kRowsPer * kColsPer; ++e) {
-        const int r = ty + kRowThreads * (e / kColsPer), c = tx + kColThreads * (e % kColsPer);
-        const std::int64_t s = s0 + c;
-        const bool visible = s < row_keys[r];
-        float p = Ps[r * kPitchP + c], dp = Ds[r * kPitchP + c];
-        backward_terms(p, dp, visible, scale, row_lse[r], visible ? drop.mask((bh * Tq + t0 + r) * S + s) : 0.f);
-        Ps[r * kPitchP + c] = p;
-        Ds[r * kPitchP + c] = dp;
+        for (int e = 0; e < kRowsPer * kColsPer; ++e) {
+          const int r = ty + kRowThreads * (e / kColsPer), c = tx + kColThreads * (e % kColsPer);
+          const std::int64_t s = s0 + c;
+          const bool visible = s < row_keys[r];
+          float p = Ps[r * kPitchP + c], dp = Ds[r * kPitchP + c];
+          backward_terms(p, dp, visible, scale, row_lse[r], visible ? drop.mask((bh * Tq + t0 + r) * S + s) : 0.f);
+          Ps[r * kPitchP + c] = p;
+          Ds[r * kPitchP + c] = dp;
+        }
       }
 #pragma unroll
       for (int i = 0; i < kRowsPer; ++i) {

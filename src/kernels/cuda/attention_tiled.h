@@ -12,7 +12,9 @@
 // differ by the online softmax's rescaling and the order of the softmax sum and delta (a few float
 // ulps of the terms' magnitudes, as the naive kernels).
 // The backward pass recomputes the scores twice per query tile (delta = sum_s p * dprob first, then
-// dq) and once per key tile (dk, dv): no [B, H, T, S] tensor and no atomics.
+// dq; once when the keys fit one tile of 64) and once per key tile (dk, dv): no [B, H, T, S] tensor
+// and no atomics. Tiles are read from global memory 16 bytes at a time where rows allow (head sizes
+// a multiple of 8 in bf16/f16, of 4 in float), several loads in flight per thread.
 // Shapes taken: float, bf16 and f16 (double stays on the naive kernels) with K and Kv at most 128,
 // when the tiles fit the device's shared memory per block (50-116 KiB: sm_80 and later).
 #pragma once

@@ -38,6 +38,8 @@ template <typename A>
 __global__ void add_chunk_sums_kernel(const A* workspace, A* out, std::int64_t chunks, std::int64_t cols) {
   for (std::int64_t c = launch::first_index(); c < cols; c += launch::grid_stride()) {
     A total = workspace[c];
+    // (unrolled: 16 loads in flight instead of one global latency per chunk; the sums' order is kept)
+#pragma unroll 16
     for (std::int64_t k = 1; k < chunks; ++k) total += workspace[k * cols + c];
     out[c] += total;
   }

@@ -1,7 +1,10 @@
-// Element-wise CUDA kernels (see elementwise.h): one thread per element in grid-stride loops; the
+// Element-wise CUDA kernels (see elementwise.h): grid-stride loops over 16-byte packs of elements
+// where the pointers allow (one element at a time otherwise, and for the remainder); the
 // column sums of bias_backward in two passes with a fixed order; the sum of squares per 2^16-element
 // block. Compiled without FMA contraction (src/CMakeLists.txt), so a * b + c rounds twice as on the CPU.
 #include "kernels/cuda/elementwise.h"
+
+#include <cstdint>
 
 #include "core/philox.h"
 #include "kernels/common/activation.h"
@@ -16,40 +19,121 @@ namespace {
 using launch::first_index;
 using launch::grid_stride;
 
+// 16 bytes of T: the unit of the element-wise kernels' loads and stores where every pointer is
+// 16-byte aligned (8 bf16 or f16, 4 floats, 2 doubles a load instruction: a warp then moves 512 bytes
+// an instruction instead of 64, which is what keeps enough bytes in flight to use the memory's
+// bandwidth). The per-element arithmetic is the same either way, so are the bits.
 template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = store<T>(load(a[i]) + load(b[i]));
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
+  T v[kSize];
+};
+
+inline bool packable(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// y[i] = op(x[i]) for i < n: whole packs first when `packed`, then the remaining elements one by one.
+template <typename T, typename Op>
+__global__ void map1_kernel(const T* x, T* y, std::int64_t n, bool packed, Op op) {
+  std::int64_t done = 0;
+  if (packed) {
+    const std::int64_t packs = n / Pack<T>::kSize;
+    const auto* px = reinterpret_cast<const Pack<T>*>(x);
+    auto* py = reinterpret_cast<Pack<T>*>(y);
+    for (std::int64_t p = first_index(); p < packs; p += grid_stride()) {
+      const Pack<T> a = px[p];
+      Pack<T> r;
+#pragma unroll
+      for (int j = 0; j < Pack<T>::kSize; ++j) r.v[j] = op(a.v[j]);
+      py[p] = r;
+    }
+    done = packs * Pack<T>::kSize;
+  }
+  for (std::int64_t i = done + first_index(); i < n; i += grid_stride()) y[i] = op(x[i]);
 }
 
-template <typename T>
-__global__ void accumulate_kernel(T* y, const T* x, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = store<T>(load(y[i]) + load(x[i]));
+// y[i] = op(x0[i], x1[i]) for i < n (y may be x0: each element is read before it is written).
+template <typename T, typename Op>
+__global__ void map2_kernel(const T* x0, const T* x1, T* y, std::int64_t n, bool packed, Op op) {
+  std::int64_t done = 0;
+  if (packed) {
+    const std::int64_t packs = n / Pack<T>::kSize;
+    const auto* p0 = reinterpret_cast<const Pack<T>*>(x0);
+    const auto* p1 = reinterpret_cast<const Pack<T>*>(x1);
+    auto* py = reinterpret_cast<Pack<T>*>(y);
+    for (std::int64_t p = first_index(); p < packs; p += grid_stride()) {
+      const Pack<T> a = p0[p], b = p1[p];
+      Pack<T> r;
+#pragma unroll
+      for (int j = 0; j < Pack<T>::kSize; ++j) r.v[j] = op(a.v[j], b.v[j]);
+      py[p] = r;
+    }
+    done = packs * Pack<T>::kSize;
+  }
+  for (std::int64_t i = done + first_index(); i < n; i += grid_stride()) y[i] = op(x0[i], x1[i]);
 }
 
-template <typename T>
-__global__ void scale_kernel(T* y, acc_t<T> s, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = store<T>(load(y[i]) * s);
+template <typename T, typename Op>
+void map1(const T* x, T* y, std::int64_t n, Op op, Stream stream) {
+  if (n <= 0) return;
+  const bool packed = packable(x) && packable(y);
+  map1_kernel<T, Op>
+      <<<launch::blocks_for(packed ? n / Pack<T>::kSize + 1 : n), launch::kThreads, 0, stream>>>(x, y, n, packed, op);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = load(x[i]) > 0 ? x[i] : T();
+template <typename T, typename Op>
+void map2(const T* x0, const T* x1, T* y, std::int64_t n, Op op, Stream stream) {
+  if (n <= 0) return;
+  const bool packed = packable(x0) && packable(x1) && packable(y);
+  map2_kernel<T, Op><<<launch::blocks_for(packed ? n / Pack<T>::kSize + 1 : n), launch::kThreads, 0, stream>>>(
+      x0, x1, y, n, packed, op);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = load(y[i]) > 0 ? dy[i] : T();
-}
+struct AddOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return store<T>(load(a) + load(b));
+  }
+};
 
-template <typename T>
-__global__ void swish_forward_kernel(const T* x, T* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = common::swish_element(x[i]);
-}
+template <typename A>
+struct ScaleOp {
+  A s;
+  template <typename T>
+  __device__ T operator()(T y) const {
+    return store<T>(load(y) * s);
+  }
+};
 
-template <typename T>
-__global__ void swish_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = common::swish_backward_element(x[i], dy[i]);
-}
+struct ReluOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return load(x) > 0 ? x : T();
+  }
+};
+
+// (y, dy): dy where the forward output y is positive.
+struct ReluBackwardOp {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return load(y) > 0 ? dy : T();
+  }
+};
+
+struct SwishOp {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return common::swish_element(x);
+  }
+};
+
+struct SwishBackwardOp {
+  template <typename T>
+  __device__ T operator()(T x, T dy) const {
+    return common::swish_backward_element(x, dy);
+  }
+};
 
 template <typename T>
 __global__ void bias_add_kernel(T* y, const T* b, std::int64_t rows, std::int64_t cols) {
@@ -64,7 +148,7 @@ __global__ void column_chunk_sums_kernel(const T* dy, acc_t<T>* workspace, std::
   std::int64_t c, r0, r1;
   if (!column_chunk(rows, cols, c, r0, r1)) return;
   acc_t<T> sum = 0;
-#pragma unroll 8
+#pragma unroll 16
   for (std::int64_t r = r0; r < r1; ++r) sum += load(dy[r * cols + c]);
   workspace[static_cast<std::int64_t>(blockIdx.x) * cols + c] = sum;
 }
@@ -116,51 +200,37 @@ __global__ void sum_in_order_kernel(const double* partials, std::int64_t count, 
 
 template <typename T>
 void add(const T* a, const T* b, T* y, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  add_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(a, b, y, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map2(a, b, y, n, AddOp{}, stream);
 }
 
 template <typename T>
 void accumulate(T* y, const T* x, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  accumulate_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(y, x, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map2(static_cast<const T*>(y), x, y, n, AddOp{}, stream);
 }
 
 template <typename T>
 void scale(T* y, acc_t<T> s, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  scale_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(y, s, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map1(static_cast<const T*>(y), y, n, ScaleOp<acc_t<T>>{s}, stream);
 }
 
 template <typename T>
 void relu_forward(const T* x, T* y, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  relu_forward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(x, y, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map1(x, y, n, ReluOp{}, stream);
 }
 
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  relu_backward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(y, dy, dx, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map2(y, dy, dx, n, ReluBackwardOp{}, stream);
 }
 
 template <typename T>
 void swish_forward(const T* x, T* y, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  swish_forward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(x, y, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map1(x, y, n, SwishOp{}, stream);
 }
 
 template <typename T>
 void swish_backward(const T* x, const T* dy, T* dx, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  swish_backward_kernel<T><<<launch::blocks_for(n), launch::kThreads, 0, stream>>>(x, dy, dx, n);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  map2(x, dy, dx, n, SwishBackwardOp{}, stream);
 }
 
 template <typename T>

@@ -84,6 +84,7 @@ __global__ void layer_norm_param_chunks_kernel(const T* dy, const T* x, const ac
   std::int64_t c, r0, r1;
   if (!column_chunk(rows, d, c, r0, r1)) return;
   A dw = 0, db = 0;
+#pragma unroll 8
   for (std::int64_t r = r0; r < r1; ++r) {
     const A g = load(dy[r * d + c]);
     dw += common::layer_norm_dweight_term(g, load(x[r * d + c]), mean[r], rstd[r]);
