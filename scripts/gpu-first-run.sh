@@ -23,10 +23,12 @@
 #                  attention kernels and with the naive ones (DRAGOMAN_CUDA_ATTENTION=naive)
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
-#   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4, beside MarianMT
+#   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4 and greedy
+#                  (TRANSLATE_BEAMS, default "4 1"), beside MarianMT
 # MODE=sanitize: 0-env, then memcheck, racecheck and synccheck over the op-level tags.
 # MODE=profile: 0-env, then Nsight Compute's per-kernel summary (GPU time of each launch, kernels
-# replayed one by one) of model_bench's base bf16 training step (a warm-up step and one measured).
+# replayed one by one) of model_bench's base and big bf16 training steps (a warm-up step and one
+# measured), then of `dragoman translate` (base after one update, fp32, beam 4, 100 dev lines).
 # A step that would start with less than 20 s of the deadline left is not run (the summary says
 # so); a running step is stopped at its cap or at the deadline, whichever comes first.
 # Exit status: 0 when every step ran and passed, 1 otherwise.
@@ -130,8 +132,8 @@ torch_reference() {
 
 translate_bench() {
   [[ -f $bundle/bench/vocab.model ]] || { echo "no $bundle/bench/ (gpu-bundle.sh found no bench corpus)"; return 2; }
-  DRAGOMAN=$bundle/dragoman BENCH_DATA=$bundle/bench MODELS=base PRECISIONS="fp32 bf16" BEAMS=4 SINGLE_LINES=10 \
-    KEEP=$work/translate bash scripts/bench-translate-gpu.sh
+  DRAGOMAN=$bundle/dragoman BENCH_DATA=$bundle/bench MODELS=base PRECISIONS="fp32 bf16" \
+    BEAMS="${TRANSLATE_BEAMS:-4 1}" SINGLE_LINES=10 KEEP=$work/translate bash scripts/bench-translate-gpu.sh
 }
 
 # The training step with the default attention kernels, then with the naive ones
@@ -154,11 +156,28 @@ kernel_times() {
   "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel "$bundle"/model_bench \
     --device cuda:0 --models "$1" --precision bf16 --tokens 16384 --length 32 --threads 1 --steps 1
 }
-export -f kernel_times
+# The same for decoding: `dragoman translate` of 100 dev lines at beam 4 in fp32, with the base
+# model after one update that 6-translate made (made here when it is not there).
+translate_kernel_times() {
+  local ncu model=$work/translate/base.safetensors
+  ncu=$(command -v ncu || find /opt/nvidia/nsight-compute -maxdepth 2 -name ncu -type f 2>/dev/null | head -n 1)
+  [[ -n $ncu ]] || { echo "no ncu (Nsight Compute) on this machine"; return 2; }
+  if [[ ! -s $model ]]; then
+    DRAGOMAN=$bundle/dragoman BENCH_DATA=$bundle/bench MODELS=base PRECISIONS=fp32 BEAMS=4 LINES=1 SINGLE_LINES=1 \
+      REFERENCE=0 KEEP=$work/translate bash scripts/bench-translate-gpu.sh >/dev/null || return
+  fi
+  head -n 100 "$bundle/bench/dev.en" >"$work/profile.en"
+  "$ncu" --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel "$bundle"/dragoman \
+    translate --model "$model" --input "$work/profile.en" --output "$work/profile.de" --device cuda:0 \
+    --precision fp32 --beam 4 --length-normalization power --length-penalty 0.6 --max-length-a 1 --max-length-b 0
+}
+export -f kernel_times translate_kernel_times
 
 step 0-env 60 environment
 if [[ $mode == profile ]]; then
   step 1-kernels-base 240 kernel_times base
+  step 2-kernels-big 240 kernel_times big
+  step 3-kernels-translate 240 translate_kernel_times
 elif [[ $mode == first ]]; then
   export PYTHONUNBUFFERED=1
   step 1-ops-tests 150 "$bundle"/dragoman_cuda_tests '~[train]~[translate]' --durations yes

@@ -83,23 +83,38 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
       test::check_close(ddx.download(), expected_dx, within(expected_dx), "swish_backward");
       ddx.check_sentinel();
     }
-    if (n > 1) {
-      // One element past the buffers' 16-byte alignment: the kernels' element-at-a-time path (the
-      // aligned buffers above take the 16-byte packs and, past the last whole pack, the same path).
-      // The skipped first element must keep its bits.
-      DeviceBuffer<T> da(a), db(b), dy(b);
-      cuda::add<T>(da.get() + 1, db.get() + 1, dy.get() + 1, n - 1, stream);
-      std::vector<T> shifted = b;
-      cpu::add<T>(a.data() + 1, b.data() + 1, shifted.data() + 1, n - 1);
-      test::check_bits(dy.download(), shifted, "add, unaligned");
-      cuda::accumulate<T>(da.get() + 1, db.get() + 1, n - 1, stream);
-      std::vector<T> accumulated = a;
-      cpu::add<T>(a.data() + 1, b.data() + 1, accumulated.data() + 1, n - 1);
-      test::check_bits(da.download(), accumulated, "accumulate, unaligned");
-      cuda::relu_backward<T>(da.get() + 1, db.get() + 1, dy.get() + 1, n - 1, stream);
-      cpu::relu_backward<T>(accumulated.data() + 1, b.data() + 1, shifted.data() + 1, n - 1);
-      test::check_bits(dy.download(), shifted, "relu_backward, unaligned");
-      dy.check_sentinel();
+    if (n > 8) {
+      // Pointers off the buffers' 16-byte alignment (one element) in every operand or in one: the
+      // kernels' element-at-a-time path, which any misaligned operand must select (the aligned
+      // buffers above take the 16-byte packs, and this path past the last whole pack). An offset of
+      // 8 elements keeps the alignment; the elements before an output's offset keep their bits.
+      const std::int64_t m = n - 8;
+      struct Offsets {
+        std::int64_t x0, x1, y;
+      };
+      for (const Offsets o : {Offsets{1, 1, 1}, Offsets{8, 1, 8}, Offsets{8, 8, 1}, Offsets{1, 8, 8}}) {
+        INFO("offsets " << o.x0 << ", " << o.x1 << ", " << o.y);
+        DeviceBuffer<T> da(a), db(b), dy(b);
+        std::vector<T> e = b;
+        cuda::add<T>(da.get() + o.x0, db.get() + o.x1, dy.get() + o.y, m, stream);
+        cpu::add<T>(a.data() + o.x0, b.data() + o.x1, e.data() + o.y, m);
+        test::check_bits(dy.download(), e, "add, unaligned");
+        cuda::relu_backward<T>(da.get() + o.x0, db.get() + o.x1, dy.get() + o.y, m, stream);
+        cpu::relu_backward<T>(a.data() + o.x0, b.data() + o.x1, e.data() + o.y, m);
+        test::check_bits(dy.download(), e, "relu_backward, unaligned");
+        cuda::relu_forward<T>(da.get() + o.x0, dy.get() + o.y, m, stream);
+        cpu::relu_forward<T>(a.data() + o.x0, e.data() + o.y, m);
+        test::check_bits(dy.download(), e, "relu_forward, unaligned");
+        dy.check_sentinel();
+        std::vector<T> accumulated = a;
+        cuda::accumulate<T>(da.get() + o.x0, db.get() + o.x1, m, stream);
+        cpu::add<T>(a.data() + o.x0, b.data() + o.x1, accumulated.data() + o.x0, m);
+        test::check_bits(da.download(), accumulated, "accumulate, unaligned");
+        cuda::scale<T>(da.get() + o.x0, static_cast<acc_t<T>>(0.37), m, stream);
+        cpu::scale<T>(accumulated.data() + o.x0, static_cast<acc_t<T>>(0.37), m);
+        test::check_bits(da.download(), accumulated, "scale, unaligned");
+        da.check_sentinel();
+      }
     }
     for (const double p : {0.1, 0.5}) {
       DeviceBuffer<T> dx(b), dy(un);

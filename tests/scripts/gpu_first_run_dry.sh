@@ -47,13 +47,17 @@ got=$(cd "$work/late" && find . -mindepth 1 | sed 's|^\./||' | paste -sd' ')
 run "$work/near" 40
 awk -F'|' '/^\| [0-9]-/ { if ($5 + 0 > 40) exit 1 }' "$work/near/summary.md" || fail "a cap beyond the deadline"
 
-# GPU_STEPS picks steps; MODE=sanitize has its own three; an unknown MODE is refused.
+# GPU_STEPS picks steps; MODE=sanitize and MODE=profile have their own; an unknown MODE is refused.
 run "$work/some" 540 GPU_STEPS="2-train-cli"
 [[ $(grep -c 'not run: GPU_STEPS' "$work/some/summary.md") == 5 ]] || fail "GPU_STEPS: $(cat "$work/some/summary.md")"
 [[ -f $work/some/2-train-cli.log && ! -f $work/some/1-ops-tests.log ]] || fail "GPU_STEPS ran the wrong steps"
 run "$work/sanitize" 540 MODE=sanitize
 got=$(cd "$work/sanitize" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ')
 [[ $got == "0-env.log 1-memcheck.log 2-racecheck.log 3-synccheck.log summary.md" ]] || fail "sanitize mode: '$got'"
+run "$work/profile" 540 MODE=profile
+got=$(cd "$work/profile" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ')
+expected="0-env.log 1-kernels-base.log 2-kernels-big.log 3-kernels-translate.log summary.md"
+[[ $got == "$expected" ]] || fail "profile mode: '$got'"
 run "$work/bad" 540 MODE=everything
 [[ $? == 2 ]] || fail "an unknown MODE should exit 2"
 echo "gpu-first-run dry run: all checks passed"

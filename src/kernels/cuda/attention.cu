@@ -21,6 +21,7 @@ using attention_detail::Dropout;
 using attention_detail::dropout_of;
 using attention_detail::exp_acc;
 using attention_detail::log_acc;
+using attention_detail::row_dot;
 using attention_detail::visible_keys;
 
 constexpr unsigned kThreads = 128;  // per block: one row (query or key) each
@@ -89,8 +90,7 @@ __global__ void __launch_bounds__(kThreads)
   A local_max = -INFINITY;
   for (std::int64_t s = tid; s < n; s += kThreads) {
     const T* ks = k + b * a.k_batch_stride + s * a.k_row_stride + h * K;
-    A dot = 0;
-    for (std::int64_t i = 0; i < K; ++i) dot += q_row[i] * load(ks[i]);
+    const A dot = row_dot(q_row, ks, K);
     prob[s] = dot * scale;
     local_max = prob[s] > local_max ? prob[s] : local_max;
   }
@@ -109,6 +109,8 @@ __global__ void __launch_bounds__(kThreads)
   const T* vb = v + b * a.v_batch_stride + h * Kv;
   for (std::int64_t i = tid; i < Kv; i += kThreads) {
     A acc = 0;
+    // (unrolled: several value rows' loads in flight; the sum stays in key order)
+#pragma unroll 4
     for (std::int64_t s = 0; s < n; ++s) {
       if (prob[s] == A(0)) continue;  // as the CPU: a dropped key adds nothing
       acc += prob[s] * load(vb[s * a.v_row_stride + i]);
@@ -147,11 +149,9 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t s = tid; s < n; s += kThreads) {
     const T* ks = k + b * a.k_batch_stride + s * a.k_row_stride + h * K;
     const T* vs = v + b * a.v_batch_stride + s * a.v_row_stride + h * Kv;
-    A dot = 0;
-    for (std::int64_t i = 0; i < K; ++i) dot += q_row[i] * load(ks[i]);
+    const A dot = row_dot(q_row, ks, K);
     const A p = exp_acc(dot * scale - log_sum);
-    A dp = 0;
-    for (std::int64_t i = 0; i < Kv; ++i) dp += do_row[i] * load(vs[i]);
+    A dp = row_dot(do_row, vs, Kv);
     dp *= drop.mask(first + s);
     prob[s] = p;
     dprob[s] = dp;

@@ -1,10 +1,13 @@
 // Device helpers shared by the two attention implementations (attention.cu: one block per row;
 // attention_tiled.cu: tiles through shared memory): which keys a query sees, the dropout factor of
-// one probability, and the accumulator type's exp and log. Private to kernels/cuda/attention*.cu.
+// one probability, the accumulator type's exp and log, and 16-byte reads of rows. Private to
+// kernels/cuda/attention*.cu.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include "core/numeric.h"
 #include "core/philox.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/attention.h"
@@ -43,6 +46,41 @@ struct Dropout {
 template <typename A>
 Dropout<A> dropout_of(double p, std::uint64_t seed, std::uint64_t rng_stream) {
   return {p > 0, static_cast<float>(p), static_cast<A>(1.0 / (1.0 - p)), seed, rng_stream};
+}
+
+// Element j of a 16-byte vector of T (4 floats or 8 16-bit values), as float.
+template <typename T>
+__device__ inline float vector_element(const uint4& v, int j) {
+  constexpr int kPerWord = 4 / static_cast<int>(sizeof(T));
+  const int w = j / kPerWord;
+  const unsigned word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(word);
+  } else {
+    return load(T::from_bits(static_cast<std::uint16_t>(word >> (16 * (j % kPerWord)))));
+  }
+}
+
+// q_row . ks over K elements, in index order: the products and sums of the plain loop, bit for bit.
+// A key row at a 16-byte address with K a multiple of 16 / sizeof(T) is read 16 bytes at a time
+// (K / 8 loads for bf16 instead of K: each thread reads its own key row, so a warp's scalar loads
+// touch 32 rows an instruction).
+template <typename T, typename A>
+__device__ inline A row_dot(const A* q_row, const T* ks, std::int64_t K) {
+  A dot = 0;
+  if constexpr (!std::is_same_v<T, double>) {
+    constexpr int kVector = 16 / static_cast<int>(sizeof(T));
+    if (K % kVector == 0 && reinterpret_cast<std::uintptr_t>(ks) % 16 == 0) {
+      for (std::int64_t i0 = 0; i0 < K; i0 += kVector) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(ks + i0);
+#pragma unroll
+        for (int j = 0; j < kVector; ++j) dot += q_row[i0 + j] * vector_element<T>(raw, j);
+      }
+      return dot;
+    }
+  }
+  for (std::int64_t i = 0; i < K; ++i) dot += q_row[i] * load(ks[i]);
+  return dot;
 }
 
 // exp and log of the accumulator type: CUDA's expf/logf (within 2 ulps) for float, exp/log for double.

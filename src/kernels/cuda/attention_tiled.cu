@@ -37,19 +37,6 @@ __host__ __device__ constexpr int odd(std::int64_t n) { return static_cast<int>(
 
 extern __shared__ __align__(16) float tile_shared[];
 
-// Element j of a 16-byte vector of T (4 floats or 8 16-bit values), as float.
-template <typename T>
-__device__ inline float vector_element(const uint4& v, int j) {
-  constexpr int kPerWord = 4 / static_cast<int>(sizeof(T));
-  const int w = j / kPerWord;
-  const unsigned word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-  if constexpr (std::is_same_v<T, float>) {
-    return __uint_as_float(word);
-  } else {
-    return load(T::from_bits(static_cast<std::uint16_t>(word >> (16 * (j % kPerWord)))));
-  }
-}
-
 // Loads in flight per thread in load_tile: each thread issues this many global loads before it
 // waits for the first (a loop of one load and one shared store at a time waits a global latency per
 // element).
