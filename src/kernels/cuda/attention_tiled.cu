@@ -101,25 +101,39 @@ __device__ inline float row_sum(float x) {
   return x;
 }
 
-// acc[i][j] = sum over d < size of a[(ty + 8 i) * pitch_a + d] * b[(tx + 16 j) * pitch_b + d], in d order.
-__device__ inline void tile_dots(const float* a, int pitch_a, const float* b, int pitch_b, int size, int ty, int tx,
-                                 float (&acc)[kRowsPer][kColsPer]) {
+// acc[i][j] = sum over d < size of a[(ty + 8 i) * pitch_a + d] * b[(tx + 16 j) * pitch_b + d], in d order,
+// for j < J (acc[i][j] = 0 beyond: columns past the tile's last row, which the callers mask).
+template <int J>
+__device__ inline void tile_dots_first(const float* a, int pitch_a, const float* b, int pitch_b, int size, int ty,
+                                       int tx, float (&acc)[kRowsPer][kColsPer]) {
 #pragma unroll
   for (int i = 0; i < kRowsPer; ++i) {
 #pragma unroll
     for (int j = 0; j < kColsPer; ++j) acc[i][j] = 0.f;
   }
   for (int d = 0; d < size; ++d) {
-    float x[kRowsPer], y[kColsPer];
+    float x[kRowsPer], y[J];
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) x[i] = a[(ty + kRowThreads * i) * pitch_a + d];
 #pragma unroll
-    for (int j = 0; j < kColsPer; ++j) y[j] = b[(tx + kColThreads * j) * pitch_b + d];
+    for (int j = 0; j < J; ++j) y[j] = b[(tx + kColThreads * j) * pitch_b + d];
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) {
 #pragma unroll
-      for (int j = 0; j < kColsPer; ++j) acc[i][j] += x[i] * y[j];
+      for (int j = 0; j < J; ++j) acc[i][j] += x[i] * y[j];
     }
+  }
+}
+
+// The same for a tile with `cols` rows of b: a tile of at most 32 (a sentence of up to 32 tokens,
+// or the last part of a longer one) computes only the dot products of its first 32 columns, the
+// others being masked; each product computed is the same either way, bit for bit.
+__device__ inline void tile_dots(const float* a, int pitch_a, const float* b, int pitch_b, int size, int ty, int tx,
+                                 std::int64_t cols, float (&acc)[kRowsPer][kColsPer]) {
+  if (cols <= kCols / 2) {
+    tile_dots_first<kColsPer / 2>(a, pitch_a, b, pitch_b, size, ty, tx, acc);
+  } else {
+    tile_dots_first<kColsPer>(a, pitch_a, b, pitch_b, size, ty, tx, acc);
   }
 }
 
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(kThreads)
     load_tile(Vs, kCols, Kv, vb + s0 * a.v_row_stride, a.v_row_stride, 0, n_max - s0, Kv);
     __syncthreads();
     float sc[kRowsPer][kColsPer];
-    tile_dots(Qs, pk, Ks, pk, K, ty, tx, sc);
+    tile_dots(Qs, pk, Ks, pk, K, ty, tx, n_max - s0, sc);
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) {
       const std::int64_t t = t0 + ty + kRowThreads * i;
@@ -297,8 +311,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncthreads();
         {
           float p[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-          tile_dots(Qs, pk, Ks, pk, K, ty, tx, p);
-          tile_dots(Os, pv, Vs, pv, Kv, ty, tx, dp);
+          tile_dots(Qs, pk, Ks, pk, K, ty, tx, n_max - s0, p);
+          tile_dots(Os, pv, Vs, pv, Kv, ty, tx, n_max - s0, dp);
           // The raw dot products into the thread's own entries of Ps and Ds, then each entry on its
           // own (a loop, not 16 inlined Philox calls: those spilled registers on sm_80).
 #pragma unroll
@@ -359,7 +373,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 //   shared: K [32][odd K], V [32][odd Kv], Q [64][odd K], dout [64][odd Kv], dropped p [32][65],
 //   dscore [32][65], lse [64], delta [64]
 template <typename T, int G>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     tiled_dkv_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths, float scale,
                      Dropout<float> drop, const float* lse, const T* dout, const float* delta, T* dk, T* dv) {
   const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size), pk = odd(K), pv = odd(Kv);
@@ -402,8 +416,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     {
       float p[kRowsPer][kColsPer], dp[kRowsPer][kColsPer];
-      tile_dots(Ks, pk, Qs, pk, K, ty, tx, p);
-      tile_dots(Vs, pv, Os, pv, Kv, ty, tx, dp);
+      tile_dots(Ks, pk, Qs, pk, K, ty, tx, Tq - t0, p);
+      tile_dots(Vs, pv, Os, pv, Kv, ty, tx, Tq - t0, dp);
       // The raw dot products into the thread's own entries of Pd and Ds, then each entry on its own
       // (a loop, not 16 inlined Philox calls: those spilled registers).
 #pragma unroll

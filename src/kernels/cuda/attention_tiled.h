@@ -14,7 +14,8 @@
 // The backward pass recomputes the scores twice per query tile (delta = sum_s p * dprob first, then
 // dq; once when the keys fit one tile of 64) and once per key tile (dk, dv): no [B, H, T, S] tensor
 // and no atomics. Tiles are read from global memory 16 bytes at a time where rows allow (head sizes
-// a multiple of 8 in bf16/f16, of 4 in float), several loads in flight per thread.
+// a multiple of 8 in bf16/f16, of 4 in float), several loads in flight per thread; a tile whose
+// other side has at most 32 rows (sentences of up to 32 tokens) computes only the scores of those.
 // Shapes taken: float, bf16 and f16 (double stays on the naive kernels) with K and Kv at most 128,
 // when the tiles fit the device's shared memory per block (50-116 KiB: sm_80 and later).
 #pragma once
