@@ -1,6 +1,7 @@
 // The element-wise CUDA kernels (kernels/cuda/elementwise.h) against their CPU specs for f64, f32,
 // bf16 and f16 at awkward sizes (and one element past 16-byte alignment), with sentinels after every
-// output: add, accumulate, scale, ReLU, bias_add and dropout bit for bit; Swish within a few ulps (each device's exp);
+// output: add, accumulate, scale, ReLU, bias_add and dropout bit for bit (the packed and the element
+// paths); Swish within a few ulps (each device's exp);
 // bias_backward bit for bit up to kColumnSumChunkRows rows and within float reassociation beyond, the same bits on a
 // second run; sum_squares within 1e-12 relative (double sums in another order), the same bits on a second run. Then the
 // ops on GPU tensors equal the ops on CPU tensors.
@@ -105,6 +106,9 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
         cuda::relu_forward<T>(da.get() + o.x0, dy.get() + o.y, m, stream);
         cpu::relu_forward<T>(a.data() + o.x0, e.data() + o.y, m);
         test::check_bits(dy.download(), e, "relu_forward, unaligned");
+        cuda::dropout<T>(da.get() + o.x0, dy.get() + o.y, m, 0.1, 1234, 0x1000000000000005ull, stream);
+        cpu::dropout<T>(a.data() + o.x0, e.data() + o.y, m, 0.1, 1234, 0x1000000000000005ull);
+        test::check_bits(dy.download(), e, "dropout, unaligned");
         dy.check_sentinel();
         std::vector<T> accumulated = a;
         cuda::accumulate<T>(da.get() + o.x0, db.get() + o.x1, m, stream);

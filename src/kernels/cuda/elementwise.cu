@@ -153,12 +153,26 @@ __global__ void column_chunk_sums_kernel(const T* dy, acc_t<T>* workspace, std::
   workspace[static_cast<std::int64_t>(blockIdx.x) * cols + c] = sum;
 }
 
+// The 4 elements of one Philox block, loaded and stored together (8 bytes for bf16/f16).
 template <typename T>
-__global__ void dropout_kernel(const T* x, T* y, std::int64_t n, float threshold, acc_t<T> keep_scale,
+struct alignas(4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16) Quad {
+  T v[4];
+};
+
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, std::int64_t n, bool packed, float threshold, acc_t<T> keep_scale,
                                std::uint64_t seed, std::uint64_t rng_stream) {
   const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i)
   for (std::int64_t b = first_index(); b < blocks; b += grid_stride()) {
     const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
+    if (packed && 4 * b + 3 < n) {
+      const Quad<T> in = reinterpret_cast<const Quad<T>*>(x)[b];
+      Quad<T> out;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out.v[j] = common::dropout_element(in.v[j], r.v[j], threshold, keep_scale);
+      reinterpret_cast<Quad<T>*>(y)[b] = out;
+      continue;
+    }
     for (int j = 0; j < 4 && 4 * b + j < n; ++j) {
       const std::int64_t i = 4 * b + j;
       y[i] = common::dropout_element(x[i], r.v[j], threshold, keep_scale);
@@ -256,8 +270,10 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
   // The scalars exactly as the CPU spec computes them (on the host).
   const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
-  dropout_kernel<T><<<launch::blocks_for((n + 3) / 4), launch::kThreads, 0, stream>>>(x, y, n, threshold, keep_scale,
-                                                                                      seed, rng_stream);
+  const auto quad_aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % alignof(Quad<T>) == 0; };
+  const bool packed = quad_aligned(x) && quad_aligned(y);
+  dropout_kernel<T><<<launch::blocks_for((n + 3) / 4), launch::kThreads, 0, stream>>>(x, y, n, packed, threshold,
+                                                                                      keep_scale, seed, rng_stream);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -53,8 +53,9 @@ inline std::int64_t column_sum_chunks(std::int64_t rows) {
 }
 
 // db[c] += sum over r of dy[r, c]. Pass 1 sums each chunk of kColumnSumChunkRows rows in row order
-// (one thread per column and chunk) into workspace; pass 2 adds the chunk sums in chunk order (one
-// thread per column) and then adds the total to db. With rows <= kColumnSumChunkRows this is the CPU
+// (one thread per column and chunk) into workspace; pass 2 adds the chunk sums in a fixed order
+// (8 lanes per column, each every 8th chunk in order, then the lanes in order) and adds the total to
+// db. With rows <= kColumnSumChunkRows this is the CPU
 // spec's order and its bits; with more rows the sums are reassociated (fixed order, same bits run to
 // run), within float summation error of the CPU's.
 //   dy: [rows, cols] of T; db: [cols] of acc_t<T> (+=); workspace: [column_sum_chunks(rows) * cols] of acc_t<T>
