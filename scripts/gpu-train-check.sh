@@ -3,9 +3,10 @@
 # train-cli step): a synthetic corpus made here (random words; the target is the source's words in
 # reverse order), the vocabulary built into the run, 1,000 updates in bf16 with validation BLEU on the
 # GPU, a resume on the CPU from the GPU's checkpoint, that checkpoint translated on the CPU and
-# scored, then translated on the GPU (f32 and bf16, compared with the CPU's) and timed there. Fails
-# unless the loss falls to less than half its first value and every command exits 0.
-#   Usage: scripts/gpu-train-check.sh DRAGOMAN WORK_DIR
+# scored, then translated on the GPU (f32 and bf16, compared with the CPU's) and timed there; a second
+# training of 200 updates must repeat the first's log lines bit for bit. Fails unless the loss falls
+# to less than half its first value, the rerun repeats it and every command exits 0.
+#   Usage: [OTHER_DRAGOMAN=path] scripts/gpu-train-check.sh DRAGOMAN WORK_DIR
 set -euo pipefail
 dragoman=$1
 work=$2
@@ -43,6 +44,38 @@ first=$(grep -v valid_ "$work/run/metrics.jsonl" | head -n 1 | sed 's/.*"loss":\
 last=$(grep -v valid_ "$work/run/metrics.jsonl" | tail -n 1 | sed 's/.*"loss":\([^,]*\).*/\1/')
 echo "training loss: first log line $first, last $last"
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+
+# The same training again for 200 updates, on the first run's vocabulary: the GPU's sums run in fixed
+# orders (no atomics), so the first four log lines (loss, gradient norm) must be the first run's, to
+# the last bit. With OTHER_DRAGOMAN=path (another build), that one trains the same 200 updates and is
+# compared likewise: "same bits as OTHER_DRAGOMAN" or the first line that differs (not a failure: a
+# change may mean to round differently; the line says so).
+# loss_lines RUN: the first four training log lines' step, loss and gnorm.
+loss_lines() { grep -v valid_ "$1/metrics.jsonl" | head -n 4 | sed 's/.*"gnorm":\([^,]*\),"loss":\([^,]*\),.*"step":\([0-9]*\).*/\3 \2 \1/'; }
+rerun() {
+  "$1" train -c "$work/config.yaml" --run "$2" --devices cuda:0 --set "data.vocabulary=$work/run/vocab.model" \
+    --set training.max_steps=200 --set training.valid_every=0 --set checkpoint.every_steps=0 2>"$2.log" ||
+    { tail -n 20 "$2.log" >&2; return 1; }
+}
+rerun "$dragoman" "$work/rerun"
+echo "first run's log lines (step, loss, gnorm):"
+loss_lines "$work/run"
+if [[ "$(loss_lines "$work/run")" == "$(loss_lines "$work/rerun")" ]]; then
+  echo "rerun: the same bits"
+else
+  echo "rerun: DIFFERENT (GPU training is not deterministic):"
+  loss_lines "$work/rerun"
+  exit 1
+fi
+if [[ -n ${OTHER_DRAGOMAN:-} ]]; then
+  rerun "$OTHER_DRAGOMAN" "$work/other"
+  if [[ "$(loss_lines "$work/run")" == "$(loss_lines "$work/other")" ]]; then
+    echo "same bits as OTHER_DRAGOMAN ($("$OTHER_DRAGOMAN" --version | sed -n 1p))"
+  else
+    echo "other bits than OTHER_DRAGOMAN ($("$OTHER_DRAGOMAN" --version | sed -n 1p)):"
+    loss_lines "$work/other"
+  fi
+fi
 
 # The GPU's checkpoint resumes on the CPU (20 more updates) and translates there.
 "$dragoman" train --run "$work/run" --devices cpu --set training.max_steps=1020

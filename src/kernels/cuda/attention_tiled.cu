@@ -246,6 +246,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Blocks per SM the backward kernels' registers must allow: for head sizes up to 64 (G = 4) on sm_90
+// the 3 that their shared memory allows (about 67 KiB a block with K = 64; at 184 registers a thread
+// dq had room for 2), on sm_80 2 (at 3, ptxas spills there); for larger heads 1 (about 200 registers).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr int kNarrowBackwardBlocks = 2;
+#else
+constexpr int kNarrowBackwardBlocks = 3;
+#endif
+template <int G>
+constexpr int kBackwardBlocks = G <= 4 ? kNarrowBackwardBlocks : 1;
+
 // The probabilities of one tile of scores for the backward pass: p = exp(score - lse) where visible,
 // dprob (dout . v) times the dropout factor; 0 and 0 where masked. sc, dp: the raw dot products.
 __device__ inline void backward_terms(float& sc, float& dp, bool visible, float scale, float log_sum, float mask) {
@@ -264,7 +275,7 @@ __device__ inline void backward_terms(float& sc, float& dp, bool visible, float 
 //   shared: Q [32][odd K], dout [32][odd Kv], K [64][odd K], V [64][odd Kv], p [32][65],
 //   dprob then dscore [32][65], each row's lse [32] and visible keys [32]
 template <typename T, int G>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kBackwardBlocks<G>)
     tiled_dq_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths, float scale,
                     Dropout<float> drop, const float* lse, const T* dout, T* dq, float* delta) {
   const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size), pk = odd(K), pv = odd(Kv);
@@ -373,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 //   shared: K [32][odd K], V [32][odd Kv], Q [64][odd K], dout [64][odd Kv], dropped p [32][65],
 //   dscore [32][65], lse [64], delta [64]
 template <typename T, int G>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kBackwardBlocks<G>)
     tiled_dkv_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths, float scale,
                      Dropout<float> drop, const float* lse, const T* dout, const float* delta, T* dk, T* dv) {
   const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size), pk = odd(K), pv = odd(Kv);
