@@ -15,8 +15,11 @@
 // r = test::reorder_tolerance<T>() (1e-5 for float accumulation, 1e-13 for double): some 20 times
 // the float order term, still far below one missing or doubled key.
 // Every case runs on the naive kernels and (float, bf16, f16) on the tiled ones (attention_tiled.h),
-// with extra cases of several 32-query and 64-key tiles. Then ops::attention/attention_backward on
-// GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, on both kernels.
+// with extra cases of several 32-query and 64-key tiles; the 6 cases the tensor-core kernels take
+// (attention_mma.h: bf16, f16, at most 64 queries and keys, K a multiple of 16) on those too, with
+// r + u_T for r (they round the probabilities and dscore to T before their products). Then
+// ops::attention/attention_backward on GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, on both
+// kernels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include "core/tensor.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
 #include "ops/attention.h"
 #include "parity_testing.h"
@@ -157,7 +161,11 @@ void check_case(const Case& c) {
       }
     }
   }
-  const double r = test::reorder_tolerance<T>(), u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
+  // The tensor-core kernels round the probabilities and dscore to T before their products
+  // (attention_mma.h): one more rounding of T on each term's magnitude.
+  const bool mma = cuda::attention_kernels() == cuda::AttentionKernels::mma;
+  const double u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
+  const double r = test::reorder_tolerance<T>() + (mma ? u : 0.0);
   const auto within = [&](const std::vector<T>& ref, const std::vector<double>& mag) {
     return
         [&ref, &mag, r, u, floor](std::size_t i) { return 2 * u * std::fabs(as_double(ref[i])) + floor + r * mag[i]; };
@@ -247,20 +255,34 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
       {1, 2, 65, 200, 96, false, 0.0, true, false},
       {2, 2, 100, 40, 16, false, 0.1, false, false},
       {3, 1, 97, 97, 5, true, 0.1, true, false},
+      // A whole 64 x 64 tile and odd counts with K 48 (the tensor-core kernels take these too).
+      {4, 2, 64, 64, 16, true, 0.1, true, false},
+      {2, 2, 17, 50, 48, false, 0.0, true, false},
   };
-  // Every case on both implementations (double: the naive kernels only), then back to the default.
+  // Every case on both implementations (double: the naive kernels only), the cases the tensor-core
+  // kernels take on them too (bf16, f16), then back to the default.
   std::vector<cuda::AttentionKernels> kernels = {cuda::AttentionKernels::naive};
   if (!std::is_same_v<T, double>) kernels.push_back(cuda::AttentionKernels::tiled);
+  if (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) kernels.push_back(cuda::AttentionKernels::mma);
   const KernelsGuard restore;
   for (const cuda::AttentionKernels kernel : kernels) {
     cuda::set_attention_kernels(kernel);
+    std::size_t taken = 0;
     for (const Case& c : cases) {
-      INFO((kernel == cuda::AttentionKernels::tiled ? "tiled" : "naive")
+      if (kernel == cuda::AttentionKernels::mma && !cuda::attention_detail::mma_attention_takes<T>(shape_of(c)))
+        continue;
+      ++taken;
+      INFO((kernel == cuda::AttentionKernels::tiled ? "tiled"
+            : kernel == cuda::AttentionKernels::mma ? "mma"
+                                                    : "naive")
            << " kernels: B " << c.batch << ", H " << c.heads << ", T " << c.queries << ", S " << c.keys << ", K "
            << c.key_size << (c.causal ? ", causal" : "") << ", dropout " << c.dropout << (c.padded ? ", padded" : "")
            << (c.cache ? ", strided cache" : ""));
       check_case<T>(c);
     }
+    // On a GPU that has them (sm_80 and later), the tensor-core kernels took 6 of the cases.
+    if (kernel == cuda::AttentionKernels::mma && cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[2])))
+      CHECK(taken == 6);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
 #include "kernels/cuda/check.h"
 
@@ -256,9 +257,19 @@ bool use_tiled(const AttentionShape& a) {
     return false;
   } else {
     const AttentionKernels kernels = attention_kernels();
-    if (kernels == AttentionKernels::naive || (kernels == AttentionKernels::automatic && a.queries < kTiledMinQueries))
+    if (kernels == AttentionKernels::naive || (kernels != AttentionKernels::tiled && a.queries < kTiledMinQueries))
       return false;
     return attention_detail::tiled_attention_takes<T>(a);
+  }
+}
+
+// Whether this call runs the tensor-core kernels (only when chosen: attention.h).
+template <typename T>
+bool use_mma(const AttentionShape& a) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    return attention_kernels() == AttentionKernels::mma && attention_detail::mma_attention_takes<T>(a);
+  } else {
+    return false;
   }
 }
 
@@ -276,8 +287,10 @@ AttentionKernels attention_kernels() {
       kernels = AttentionKernels::naive;
     } else if (name == "tiled") {
       kernels = AttentionKernels::tiled;
+    } else if (name == "mma") {
+      kernels = AttentionKernels::mma;
     } else if (name != "auto" && !name.empty()) {
-      throw Error("DRAGOMAN_CUDA_ATTENTION is '" + name + "': expected auto, naive or tiled");
+      throw Error("DRAGOMAN_CUDA_ATTENTION is '" + name + "': expected auto, naive, tiled or mma");
     }
     int expected = -1;
     chosen_kernels.compare_exchange_strong(expected, static_cast<int>(kernels));
@@ -293,6 +306,11 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
   const std::int64_t rows = a.batch * a.heads * a.queries;
   if (rows <= 0) return;
   if constexpr (!std::is_same_v<T, double>) {
+    if (use_mma<T>(a)) {
+      attention_detail::mma_attention_forward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse, out,
+                                                 stream);
+      return;
+    }
     if (use_tiled<T>(a)) {
       attention_detail::tiled_attention_forward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
                                                    out, stream);
@@ -313,6 +331,11 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
                         double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream,
                         const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv, acc_t<T>* workspace, Stream stream) {
   if constexpr (!std::is_same_v<T, double>) {
+    if (use_mma<T>(a)) {
+      attention_detail::mma_attention_backward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
+                                                  dout, dq, dk, dv, stream);
+      return;
+    }
     if (use_tiled<T>(a)) {
       attention_detail::tiled_attention_backward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
                                                     dout, dq, dk, dv, workspace, stream);

@@ -27,7 +27,8 @@
 //
 // The tiled kernels (attention_tiled.h: 32 rows a block, tiles of 64 through shared memory, the
 // softmax online, as flash attention) compute the same contract for float, bf16 and f16 with K and
-// Kv up to 128, any S and T. Which kernels run is attention_kernels() below.
+// Kv up to 128, any S and T; the tensor-core kernels (attention_mma.h) short sequences in bf16 and
+// f16, when chosen. Which kernels run is attention_kernels() below.
 // All pointers are device memory of the stream's device (the caller holds its DeviceGuard),
 // key_lengths included.
 #pragma once
@@ -49,10 +50,13 @@ using cpu::AttentionShape;
 //     cross-attention, where a tile of 32 query rows would be mostly idle) and for double;
 //   naive: always the naive kernels;
 //   tiled: the tiled kernels wherever they take the shape, one query too (the tests run every case
-//     both ways).
-// The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive or tiled; anything else is an error);
-// set_attention_kernels overrides it for the process (tests, benchmarks).
-enum class AttentionKernels { automatic, naive, tiled };
+//     both ways);
+//   mma: the tensor-core kernels (attention_mma.h: bf16/f16, at most 64 queries and 64 keys, head
+//     sizes multiples of 16) where they take the shape, the automatic choice elsewhere. Not the
+//     default until a GPU run has measured it against the tiled kernels.
+// The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive, tiled or mma; anything else is an
+// error); set_attention_kernels overrides it for the process (tests, benchmarks).
+enum class AttentionKernels { automatic, naive, tiled, mma };
 inline constexpr std::int64_t kTiledMinQueries = 16;  // half a tile of queries
 void set_attention_kernels(AttentionKernels kernels);
 AttentionKernels attention_kernels();

@@ -1,0 +1,405 @@
+// Attention on tensor cores for up to 64 queries and 64 keys a (batch, head) (see attention_mma.h):
+// one block of 4 warps per (b, h), every operand in shared memory, WMMA's 16 x 16 x 16 bf16/f16
+// tiles with float accumulators for the six products, the softmax and dscore on CUDA cores.
+#include "kernels/cuda/attention_mma.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/check.h"
+
+namespace dragoman::cuda::attention_detail {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxRows = 64;   // queries and keys of a (b, h): two keys a lane in the softmax
+constexpr int kMaxSize = 128;  // K and Kv
+constexpr int kTile = 16;      // WMMA's m, n and k
+constexpr int kCopyBatch = 4;  // 16-byte loads in flight a thread while filling shared memory
+
+// The CUDA type WMMA multiplies for T (the same 16 bits).
+template <typename T>
+struct Wmma;
+template <>
+struct Wmma<bf16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct Wmma<f16> {
+  using type = __half;
+};
+
+__host__ __device__ constexpr int round_tile(std::int64_t n) {
+  return static_cast<int>((n + kTile - 1) / kTile * kTile);
+}
+__host__ __device__ constexpr int round_up(int n, int to) { return (n + to - 1) / to * to; }
+
+// Where each array of a block lives in its dynamic shared memory (byte offsets, each 128-byte
+// aligned), and the rows' pitches: elements of T for q, k, v, dout, p, ds (padded by 8: 16 bytes, so
+// that the rows of a WMMA tile fall in different banks), floats for the scores, dprob and the output
+// staging (padded by 4).
+struct Layout {
+  int tp = 0, sp = 0;  // queries and keys rounded up to whole tiles
+  int ldk = 0, ldv = 0, lds = 0, ldp = 0, ldo = 0;
+  int q = 0, k = 0, v = 0, dout = 0, s = 0, dp = 0, p = 0, ds = 0, o = 0, rows = 0;
+  int bytes = 0;
+};
+
+__host__ __device__ inline int take(int& at, int bytes) {
+  const int offset = at;
+  at += round_up(bytes, 128);
+  return offset;
+}
+
+__host__ __device__ inline Layout layout_of(const AttentionShape& a, bool backward) {
+  Layout l;
+  const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size);
+  l.tp = round_tile(a.queries);
+  l.sp = round_tile(a.keys);
+  l.ldk = K + 8;
+  l.ldv = Kv + 8;
+  l.lds = l.sp + 4;
+  l.ldp = l.sp + 8;
+  l.ldo = (K > Kv ? K : Kv) + 4;
+  constexpr int e = 2;  // bytes of T
+  int at = 0;
+  l.q = take(at, l.tp * l.ldk * e);
+  l.k = take(at, l.sp * l.ldk * e);
+  l.v = take(at, l.sp * l.ldv * e);
+  if (backward) l.dout = take(at, l.tp * l.ldv * e);
+  l.s = take(at, l.tp * l.lds * 4);
+  if (backward) l.dp = take(at, l.tp * l.lds * 4);
+  l.p = take(at, l.tp * l.ldp * e);
+  if (backward) l.ds = take(at, l.tp * l.ldp * e);
+  l.o = take(at, (l.tp > l.sp ? l.tp : l.sp) * l.ldo * 4);
+  l.rows = take(at, 2 * l.tp * 4);
+  l.bytes = at;
+  return l;
+}
+
+// Rows [0, padded_rows) of `size` elements (a multiple of 16) into a shared array of pitch ld: rows
+// [0, rows) from src (row stride `stride`), the others zeros (a key past the length must add 0, not
+// 0 times whatever lies there). 16 bytes a load where src allows, kCopyBatch loads in flight.
+template <typename T>
+__device__ void copy_rows(T* dst, int ld, const T* src, std::int64_t stride, std::int64_t rows, int padded_rows,
+                          int size) {
+  constexpr int kVector = 16 / static_cast<int>(sizeof(T));
+  if (stride % kVector == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0) {
+    const int per_row = size / kVector, n = padded_rows * per_row;
+    for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += kThreads * kCopyBatch) {
+      uint4 x[kCopyBatch];
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        const int e = e0 + u * kThreads, r = e / per_row;
+        x[u] = make_uint4(0u, 0u, 0u, 0u);
+        if (e < n && r < rows) x[u] = *reinterpret_cast<const uint4*>(src + r * stride + (e - r * per_row) * kVector);
+      }
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        const int e = e0 + u * kThreads, r = e / per_row;
+        if (e < n) *reinterpret_cast<uint4*>(dst + r * ld + (e - r * per_row) * kVector) = x[u];
+      }
+    }
+    return;
+  }
+  const int n = padded_rows * size;
+  for (int e = static_cast<int>(threadIdx.x); e < n; e += kThreads) {
+    const int r = e / size, d = e - r * size;
+    dst[r * ld + d] = r < rows ? src[r * stride + d] : T();
+  }
+}
+
+// The butterfly maximum and sum over a warp: every lane combines the same pairs, so all hold the
+// same bits.
+__device__ inline float warp_max(float x) {
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+__device__ inline float warp_sum(float x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
+  return x;
+}
+
+namespace wmma = nvcuda::wmma;
+
+// C[M, N] = A[M, Kd] B[Kd, N] for one block, M, N and Kd multiples of 16: the warps take the 16 x 16
+// tiles of C in turn, each summed over Kd in order, and store them as float into c (pitch ldc).
+// A is row-major at a (pitch lda) or, with ATransposed, column-major (A = a^T: a holds A's columns
+// as rows); B is row-major at b (pitch ldb) or, with BTransposed, column-major.
+template <typename T, bool ATransposed, bool BTransposed>
+__device__ void block_product(const T* a, int lda, const T* b, int ldb, float* c, int ldc, int M, int N, int Kd) {
+  using W = typename Wmma<T>::type;
+  using LayoutA = std::conditional_t<ATransposed, wmma::col_major, wmma::row_major>;
+  using LayoutB = std::conditional_t<BTransposed, wmma::col_major, wmma::row_major>;
+  const int warp = static_cast<int>(threadIdx.x) / 32, tiles_n = N / kTile;
+  for (int tile = warp; tile < (M / kTile) * tiles_n; tile += kWarps) {
+    const int i = tile / tiles_n * kTile, j = tile % tiles_n * kTile;
+    wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
+    wmma::fill_fragment(acc, 0.f);
+    for (int kk = 0; kk < Kd; kk += kTile) {
+      wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, W, LayoutA> fa;
+      wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, W, LayoutB> fb;
+      // Element (m, k) of A: a[m * lda + k] row-major, a[k * lda + m] column-major; (k, n) of B likewise.
+      const T* at = ATransposed ? a + kk * lda + i : a + i * lda + kk;
+      const T* bt = BTransposed ? b + j * ldb + kk : b + kk * ldb + j;
+      wmma::load_matrix_sync(fa, reinterpret_cast<const W*>(at), lda);
+      wmma::load_matrix_sync(fb, reinterpret_cast<const W*>(bt), ldb);
+      wmma::mma_sync(acc, fa, fb, acc);
+    }
+    wmma::store_matrix_sync(c + i * ldc + j, acc, ldc, wmma::mem_row_major);
+  }
+}
+
+// Rows [0, rows) of the float staging array (pitch ld, `size` columns) to dst (row stride `stride`),
+// each element rounded once to T, divided by divisor[row] first when divisor is not null.
+template <typename T>
+__device__ void store_rows(T* dst, std::int64_t stride, const float* staging, int ld, std::int64_t rows, int size,
+                           const float* divisor) {
+  for (int e = static_cast<int>(threadIdx.x); e < rows * size; e += kThreads) {
+    const int r = e / size, d = e - r * size;
+    const float x = staging[r * ld + d];
+    dst[r * stride + d] = store<T>(divisor != nullptr ? x / divisor[r] : x);
+  }
+}
+
+// Block (b, h): out and lse of every query.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    mma_forward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
+                       float scale, Dropout<float> drop, float* lse, T* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char mma_shared[];
+  const Layout L = layout_of(a, false);
+  T* Qs = reinterpret_cast<T*>(mma_shared + L.q);
+  T* Ks = reinterpret_cast<T*>(mma_shared + L.k);
+  T* Vs = reinterpret_cast<T*>(mma_shared + L.v);
+  float* Ss = reinterpret_cast<float*>(mma_shared + L.s);
+  T* Ps = reinterpret_cast<T*>(mma_shared + L.p);
+  float* Os = reinterpret_cast<float*>(mma_shared + L.o);
+  float* row_sum = reinterpret_cast<float*>(mma_shared + L.rows);
+  const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size);
+  const std::int64_t Tq = a.queries, S = a.keys, bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int32_t length = key_lengths[b];
+  const std::int64_t n_max = visible_keys(a, length, Tq - 1);  // the most keys any query sees
+  copy_rows(Qs, L.ldk, q + b * a.q_batch_stride + h * K, a.q_row_stride, Tq, L.tp, K);
+  copy_rows(Ks, L.ldk, k + b * a.k_batch_stride + h * K, a.k_row_stride, n_max, L.sp, K);
+  copy_rows(Vs, L.ldv, v + b * a.v_batch_stride + h * Kv, a.v_row_stride, n_max, L.sp, Kv);
+  __syncthreads();
+  block_product<T, false, true>(Qs, L.ldk, Ks, L.ldk, Ss, L.lds, L.tp, L.sp, K);  // Q K^T
+  __syncthreads();
+  // Each warp a query row at a time, each lane keys lane and lane + 32: the probabilities (dropped,
+  // rounded to T) into Ps, zeros where masked and in the padding; the sum of the undropped ones.
+  for (int t = warp; t < L.tp; t += kWarps) {
+    const std::int64_t n = t < Tq ? visible_keys(a, length, t) : 0;
+    float x[2], m = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      x[u] = s < n ? Ss[t * L.lds + s] * scale : -INFINITY;
+      m = fmaxf(m, x[u]);
+    }
+    m = warp_max(m);
+    float sum = 0.f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      float p = 0.f, dropped = 0.f;
+      if (s < n) {
+        p = exp_acc(x[u] - m);
+        dropped = p * drop.mask((bh * Tq + t) * S + s);
+      }
+      sum += p;
+      if (s < L.sp) Ps[t * L.ldp + s] = store<T>(dropped);
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) {
+      row_sum[t] = n > 0 ? sum : 1.f;  // a query that sees no key: out 0, lse 0
+      if (lse != nullptr && t < Tq) lse[bh * Tq + t] = n > 0 ? m + log_acc(sum) : 0.f;
+    }
+  }
+  __syncthreads();
+  block_product<T, false, false>(Ps, L.ldp, Vs, L.ldv, Os, L.ldo, L.tp, Kv, L.sp);  // P V
+  __syncthreads();
+  store_rows(out + b * a.out_batch_stride + h * Kv, a.out_row_stride, Os, L.ldo, Tq, Kv, row_sum);
+#endif
+}
+
+// Block (b, h): dq of every query, dk and dv of every key.
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+    mma_backward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
+                        float scale, Dropout<float> drop, const float* lse, const T* dout, T* dq, T* dk, T* dv) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char mma_shared[];
+  const Layout L = layout_of(a, true);
+  T* Qs = reinterpret_cast<T*>(mma_shared + L.q);
+  T* Ks = reinterpret_cast<T*>(mma_shared + L.k);
+  T* Vs = reinterpret_cast<T*>(mma_shared + L.v);
+  T* DOs = reinterpret_cast<T*>(mma_shared + L.dout);
+  float* Ss = reinterpret_cast<float*>(mma_shared + L.s);
+  float* DPs = reinterpret_cast<float*>(mma_shared + L.dp);
+  T* Ps = reinterpret_cast<T*>(mma_shared + L.p);
+  T* DSs = reinterpret_cast<T*>(mma_shared + L.ds);
+  float* staging = reinterpret_cast<float*>(mma_shared + L.o);
+  float* row_lse = reinterpret_cast<float*>(mma_shared + L.rows);
+  const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size);
+  const std::int64_t Tq = a.queries, S = a.keys, bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int32_t length = key_lengths[b];
+  const std::int64_t n_max = visible_keys(a, length, Tq - 1);
+  copy_rows(Qs, L.ldk, q + b * a.q_batch_stride + h * K, a.q_row_stride, Tq, L.tp, K);
+  copy_rows(DOs, L.ldv, dout + b * a.out_batch_stride + h * Kv, a.out_row_stride, Tq, L.tp, Kv);
+  copy_rows(Ks, L.ldk, k + b * a.k_batch_stride + h * K, a.k_row_stride, n_max, L.sp, K);
+  copy_rows(Vs, L.ldv, v + b * a.v_batch_stride + h * Kv, a.v_row_stride, n_max, L.sp, Kv);
+  for (int t = static_cast<int>(threadIdx.x); t < L.tp; t += kThreads) row_lse[t] = t < Tq ? lse[bh * Tq + t] : 0.f;
+  __syncthreads();
+  block_product<T, false, true>(Qs, L.ldk, Ks, L.ldk, Ss, L.lds, L.tp, L.sp, K);     // Q K^T
+  block_product<T, false, true>(DOs, L.ldv, Vs, L.ldv, DPs, L.lds, L.tp, L.sp, Kv);  // dout V^T
+  __syncthreads();
+  // Each warp a query row at a time: p from the forward's lse, dprob times the dropout factor,
+  // delta = sum_s p dprob, then the dropped p (for dv) and dscore = p (dprob - delta) scale (for dq
+  // and dk), each rounded to T; zeros where masked and in the padding.
+  for (int t = warp; t < L.tp; t += kWarps) {
+    const std::int64_t n = t < Tq ? visible_keys(a, length, t) : 0;
+    float p[2], dp[2], mask[2], part = 0.f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      p[u] = dp[u] = mask[u] = 0.f;
+      if (s < n) {
+        p[u] = exp_acc(Ss[t * L.lds + s] * scale - row_lse[t]);
+        mask[u] = drop.mask((bh * Tq + t) * S + s);
+        dp[u] = DPs[t * L.lds + s] * mask[u];
+      }
+      part += p[u] * dp[u];
+    }
+    const float delta = warp_sum(part);
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int s = lane + 32 * u;
+      if (s >= L.sp) continue;
+      Ps[t * L.ldp + s] = store<T>(p[u] * mask[u]);
+      DSs[t * L.ldp + s] = store<T>(s < n ? p[u] * (dp[u] - delta) * scale : 0.f);
+    }
+  }
+  __syncthreads();
+  block_product<T, true, false>(Ps, L.ldp, DOs, L.ldv, staging, L.ldo, L.sp, Kv, L.tp);  // dv = P^T dout
+  __syncthreads();
+  store_rows(dv + b * a.v_batch_stride + h * Kv, a.v_row_stride, staging, L.ldo, S, Kv, nullptr);
+  __syncthreads();
+  block_product<T, true, false>(DSs, L.ldp, Qs, L.ldk, staging, L.ldo, L.sp, K, L.tp);  // dk = dS^T Q
+  __syncthreads();
+  store_rows(dk + b * a.k_batch_stride + h * K, a.k_row_stride, staging, L.ldo, S, K, nullptr);
+  __syncthreads();
+  block_product<T, false, false>(DSs, L.ldp, Ks, L.ldk, staging, L.ldo, L.tp, K, L.sp);  // dq = dS K
+  __syncthreads();
+  store_rows(dq + b * a.q_batch_stride + h * K, a.q_row_stride, staging, L.ldo, Tq, K, nullptr);
+#endif
+}
+
+// The shared memory a block of the current device may opt in to, and the compute capability (asked
+// once per device).
+struct DeviceLimits {
+  std::size_t shared = 0;
+  int major = 0;
+};
+DeviceLimits device_limits() {
+  static std::mutex mutex;
+  static std::map<int, DeviceLimits> limits;
+  int device = 0;
+  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = limits.find(device);
+  if (found != limits.end()) return found->second;
+  int bytes = 0, major = 0;
+  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const DeviceLimits l{static_cast<std::size_t>(bytes), major};
+  limits[device] = l;
+  return l;
+}
+
+// Launches kernel with `bytes` of dynamic shared memory (opting in to all a block may have, once
+// per kernel and device), one block per (b, h).
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), std::int64_t blocks, int bytes, Stream stream, Args... args) {
+  if (blocks <= 0) return;
+  if (blocks > 0x7FFFFFFF) throw Error("cuda::attention: " + std::to_string(blocks) + " heads in one grid");
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (done.insert({reinterpret_cast<const void*>(kernel), device}).second) {
+      DRAGOMAN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(device_limits().shared)));
+    }
+  }
+  kernel<<<static_cast<unsigned>(blocks), kThreads, static_cast<std::size_t>(bytes), stream>>>(args...);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+template <typename T>
+bool mma_attention_takes(const AttentionShape& a) {
+  if constexpr (!std::is_same_v<T, bf16> && !std::is_same_v<T, f16>) {
+    return false;
+  } else {
+    if (a.queries < 1 || a.queries > kMaxRows || a.keys < 1 || a.keys > kMaxRows) return false;
+    for (const std::int64_t size : {a.key_size, a.value_size}) {
+      if (size < kTile || size > kMaxSize || size % kTile != 0) return false;
+    }
+    const DeviceLimits limits = device_limits();
+    return limits.major >= 8 && static_cast<std::size_t>(layout_of(a, true).bytes) <= limits.shared;
+  }
+}
+
+template <typename T>
+void mma_attention_forward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
+                           double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, float* lse,
+                           T* out, Stream stream) {
+  launch(mma_forward_kernel<T>, a.batch * a.heads, layout_of(a, false).bytes, stream, a, q, k, v, key_lengths,
+         static_cast<float>(scale), dropout_of<float>(dropout_p, seed, rng_stream), lse, out);
+}
+
+template <typename T>
+void mma_attention_backward(const AttentionShape& a, const T* q, const T* k, const T* v,
+                            const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
+                            std::uint64_t rng_stream, const float* lse, const T* dout, T* dq, T* dk, T* dv,
+                            Stream stream) {
+  launch(mma_backward_kernel<T>, a.batch * a.heads, layout_of(a, true).bytes, stream, a, q, k, v, key_lengths,
+         static_cast<float>(scale), dropout_of<float>(dropout_p, seed, rng_stream), lse, dout, dq, dk, dv);
+}
+
+#define DRAGOMAN_INSTANTIATE(T)                                                                                     \
+  template bool mma_attention_takes<T>(const AttentionShape&);                                                      \
+  template void mma_attention_forward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*,  \
+                                         double, double, std::uint64_t, std::uint64_t, float*, T*, Stream);         \
+  template void mma_attention_backward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, \
+                                          double, double, std::uint64_t, std::uint64_t, const float*, const T*, T*, \
+                                          T*, T*, Stream);
+DRAGOMAN_INSTANTIATE(bf16)
+DRAGOMAN_INSTANTIATE(f16)
+#undef DRAGOMAN_INSTANTIATE
+template bool mma_attention_takes<float>(const AttentionShape&);
+template bool mma_attention_takes<double>(const AttentionShape&);
+
+}  // namespace dragoman::cuda::attention_detail
