@@ -163,9 +163,10 @@ void check_case(const Case& c) {
   }
   // The tensor-core kernels round the probabilities and dscore to T before their products
   // (attention_mma.h): one more rounding of T on each term's magnitude.
+  // (lse is float arithmetic in every family: r alone.)
   const bool mma = cuda::attention_kernels() == cuda::AttentionKernels::mma;
   const double u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
-  const double r = test::reorder_tolerance<T>() + (mma ? u : 0.0);
+  const double r_lse = test::reorder_tolerance<T>(), r = r_lse + (mma ? u : 0.0);
   const auto within = [&](const std::vector<T>& ref, const std::vector<double>& mag) {
     return
         [&ref, &mag, r, u, floor](std::size_t i) { return 2 * u * std::fabs(as_double(ref[i])) + floor + r * mag[i]; };
@@ -182,7 +183,7 @@ void check_case(const Case& c) {
   const std::vector<T> got_out = gout.download();
   test::check_close<T>(got_out, out, within(out, mag_out), "out");
   test::check_close<A>(
-      glse.download(), lse, [&](std::size_t i) { return r * (std::fabs(as_double(lse[i])) + 1); }, "lse");
+      glse.download(), lse, [&](std::size_t i) { return r_lse * (std::fabs(as_double(lse[i])) + 1); }, "lse");
   gout.check_sentinel();
   glse.check_sentinel();
   // Without lse (decoding): the same output.
@@ -280,9 +281,11 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
            << (c.cache ? ", strided cache" : ""));
       check_case<T>(c);
     }
-    // On a GPU that has them (sm_80 and later), the tensor-core kernels took 6 of the cases.
+    // On a GPU that has them (sm_80 and later), the tensor-core kernels took 6 of the cases; 5 where a
+    // block has at most 99 KiB of shared memory (sm_86, sm_89, sm_120), too little for case 6's
+    // backward pass (33 queries and keys, K 128: 106 KiB).
     if (kernel == cuda::AttentionKernels::mma && cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[2])))
-      CHECK(taken == 6);
+      CHECK(taken == (cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[6])) ? 6u : 5u));
   }
 }
 

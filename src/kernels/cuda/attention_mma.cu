@@ -236,6 +236,8 @@ __global__ void __launch_bounds__(kThreads)
   block_product<T, false, false>(Ps, L.ldp, Vs, L.ldv, Os, L.ldo, L.tp, Kv, L.sp);  // P V
   __syncthreads();
   store_rows(out + b * a.out_batch_stride + h * Kv, a.out_row_stride, Os, L.ldo, Tq, Kv, row_sum);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // compiled for an architecture without bf16 WMMA (mma_attention_takes refuses below sm_80)
 #endif
 }
 
@@ -309,14 +311,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   block_product<T, false, false>(DSs, L.ldp, Ks, L.ldk, staging, L.ldo, L.tp, K, L.sp);  // dq = dS K
   __syncthreads();
   store_rows(dq + b * a.q_batch_stride + h * K, a.q_row_stride, staging, L.ldo, Tq, K, nullptr);
+#elif defined(__CUDA_ARCH__)
+  __trap();
 #endif
 }
 
-// The shared memory a block of the current device may opt in to, and the compute capability (asked
-// once per device).
+// The shared memory a block of the current device may opt in to, and whether the kernels were
+// compiled for its architecture with bf16 WMMA (sm_80 or later: a build for an older one leaves
+// them empty, with a trap). Asked once per device.
 struct DeviceLimits {
   std::size_t shared = 0;
-  int major = 0;
+  bool wmma = false;
 };
 DeviceLimits device_limits() {
   static std::mutex mutex;
@@ -329,7 +334,9 @@ DeviceLimits device_limits() {
   int bytes = 0, major = 0;
   DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  const DeviceLimits l{static_cast<std::size_t>(bytes), major};
+  cudaFuncAttributes compiled{};
+  DRAGOMAN_CUDA_CHECK(cudaFuncGetAttributes(&compiled, reinterpret_cast<const void*>(mma_backward_kernel<bf16>)));
+  const DeviceLimits l{static_cast<std::size_t>(bytes), major >= 8 && compiled.ptxVersion >= 80};
   limits[device] = l;
   return l;
 }
@@ -368,7 +375,7 @@ bool mma_attention_takes(const AttentionShape& a) {
       if (size < kTile || size > kMaxSize || size % kTile != 0) return false;
     }
     const DeviceLimits limits = device_limits();
-    return limits.major >= 8 && static_cast<std::size_t>(layout_of(a, true).bytes) <= limits.shared;
+    return limits.wmma && static_cast<std::size_t>(layout_of(a, true).bytes) <= limits.shared;
   }
 }
 
