@@ -1,8 +1,7 @@
 // Device helpers shared by the attention implementations (attention.cu: one block per row;
 // attention_tiled.cu: tiles through shared memory; attention_mma.cu: tensor cores, one block per
-// head): which keys a query sees, the dropout factor of
-// one probability, the accumulator type's exp and log, and 16-byte reads of rows. Private to
-// kernels/cuda/attention*.cu.
+// head): which keys a query sees, the dropout factor of one probability, the accumulator type's exp
+// and log, and 16-byte reads of rows. Private to kernels/cuda/attention*.cu.
 #pragma once
 
 #include <cstdint>
