@@ -7,18 +7,15 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
-#include <string>
 #include <type_traits>
-#include <utility>
 
-#include "core/error.h"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/check.h"
 
 namespace dragoman::cuda::attention_detail {
@@ -316,51 +313,22 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// The shared memory a block of the current device may opt in to, and whether the kernels were
-// compiled for its architecture with bf16 WMMA (sm_80 or later: a build for an older one leaves
-// them empty, with a trap). Asked once per device.
-struct DeviceLimits {
-  std::size_t shared = 0;
-  bool wmma = false;
-};
-DeviceLimits device_limits() {
+// Whether the kernels were compiled for the current device's architecture with bf16 WMMA (sm_80 or
+// later: a build for an older one leaves them empty, with a trap). Asked once per device.
+bool device_has_wmma() {
   static std::mutex mutex;
-  static std::map<int, DeviceLimits> limits;
+  static std::map<int, bool> has;
   int device = 0;
   DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = limits.find(device);
-  if (found != limits.end()) return found->second;
-  int bytes = 0, major = 0;
-  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const auto found = has.find(device);
+  if (found != has.end()) return found->second;
+  int major = 0;
   DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   cudaFuncAttributes compiled{};
   DRAGOMAN_CUDA_CHECK(cudaFuncGetAttributes(&compiled, reinterpret_cast<const void*>(mma_backward_kernel<bf16>)));
-  const DeviceLimits l{static_cast<std::size_t>(bytes), major >= 8 && compiled.ptxVersion >= 80};
-  limits[device] = l;
-  return l;
-}
-
-// Launches kernel with `bytes` of dynamic shared memory (opting in to all a block may have, once
-// per kernel and device), one block per (b, h).
-template <typename... Params, typename... Args>
-void launch(void (*kernel)(Params...), std::int64_t blocks, int bytes, Stream stream, Args... args) {
-  if (blocks <= 0) return;
-  if (blocks > 0x7FFFFFFF) throw Error("cuda::attention: " + std::to_string(blocks) + " heads in one grid");
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  int device = 0;
-  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (done.insert({reinterpret_cast<const void*>(kernel), device}).second) {
-      DRAGOMAN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(device_limits().shared)));
-    }
-  }
-  kernel<<<static_cast<unsigned>(blocks), kThreads, static_cast<std::size_t>(bytes), stream>>>(args...);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  has[device] = major >= 8 && compiled.ptxVersion >= 80;
+  return has[device];
 }
 
 }  // namespace
@@ -374,8 +342,7 @@ bool mma_attention_takes(const AttentionShape& a) {
     for (const std::int64_t size : {a.key_size, a.value_size}) {
       if (size < kTile || size > kMaxSize || size % kTile != 0) return false;
     }
-    const DeviceLimits limits = device_limits();
-    return limits.wmma && static_cast<std::size_t>(layout_of(a, true).bytes) <= limits.shared;
+    return device_has_wmma() && static_cast<std::size_t>(layout_of(a, true).bytes) <= device_shared_limit();
   }
 }
 
@@ -383,8 +350,9 @@ template <typename T>
 void mma_attention_forward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                            double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream, float* lse,
                            T* out, Stream stream) {
-  launch(mma_forward_kernel<T>, a.batch * a.heads, layout_of(a, false).bytes, stream, a, q, k, v, key_lengths,
-         static_cast<float>(scale), dropout_of<float>(dropout_p, seed, rng_stream), lse, out);
+  launch_blocks(mma_forward_kernel<T>, a.batch * a.heads, kThreads, static_cast<std::size_t>(layout_of(a, false).bytes),
+                stream, "heads", a, q, k, v, key_lengths, static_cast<float>(scale),
+                dropout_of<float>(dropout_p, seed, rng_stream), lse, out);
 }
 
 template <typename T>
@@ -392,8 +360,9 @@ void mma_attention_backward(const AttentionShape& a, const T* q, const T* k, con
                             const std::int32_t* key_lengths, double scale, double dropout_p, std::uint64_t seed,
                             std::uint64_t rng_stream, const float* lse, const T* dout, T* dq, T* dk, T* dv,
                             Stream stream) {
-  launch(mma_backward_kernel<T>, a.batch * a.heads, layout_of(a, true).bytes, stream, a, q, k, v, key_lengths,
-         static_cast<float>(scale), dropout_of<float>(dropout_p, seed, rng_stream), lse, dout, dq, dk, dv);
+  launch_blocks(mma_backward_kernel<T>, a.batch * a.heads, kThreads, static_cast<std::size_t>(layout_of(a, true).bytes),
+                stream, "heads", a, q, k, v, key_lengths, static_cast<float>(scale),
+                dropout_of<float>(dropout_p, seed, rng_stream), lse, dout, dq, dk, dv);
 }
 
 #define DRAGOMAN_INSTANTIATE(T)                                                                                     \

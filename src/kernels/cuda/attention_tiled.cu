@@ -7,15 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <set>
-#include <string>
 #include <type_traits>
-#include <utility>
 
-#include "core/error.h"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/check.h"
 
 namespace dragoman::cuda::attention_detail {
@@ -30,7 +25,6 @@ constexpr int kRowsPer = kRows / kRowThreads;        // 4: thread (ty, tx) owns 
 constexpr int kColsPer = kCols / kColThreads;        // 4: and tile columns tx + 16 j
 constexpr int kPitchP = kCols + 1;                   // a row of the probability tiles in shared memory
 constexpr std::int64_t kMaxSize = 128;               // K and Kv: output columns tx + 16 g, g < G <= 8
-constexpr std::size_t kDefaultShared = 48 * 1024;    // more needs cudaFuncAttributeMaxDynamicSharedMemorySize
 
 // A row pitch with no shared-memory bank conflicts when 16 threads read 16 rows at the same column.
 __host__ __device__ constexpr int odd(std::int64_t n) { return static_cast<int>(n | 1); }
@@ -478,44 +472,10 @@ std::size_t dkv_bytes(std::int64_t K, std::int64_t Kv) {
                                                   2 * kRows * kPitchP + 2 * kCols);
 }
 
-// The shared memory a block of the current device may opt in to (asked once per device).
-std::size_t device_shared_limit() {
-  static std::mutex mutex;
-  static std::map<int, std::size_t> limits;
-  int device = 0;
-  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = limits.find(device);
-  if (found != limits.end()) return found->second;
-  int bytes = 0;
-  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  limits[device] = static_cast<std::size_t>(bytes);
-  return static_cast<std::size_t>(bytes);
-}
-
-// Lets `kernel` use all the shared memory a block may opt in to on the current device (once per
-// kernel and device: the attribute belongs to the device's context).
-void allow_shared(const void* kernel) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  int device = 0;
-  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
-  const std::size_t limit = device_shared_limit();
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (!done.insert({kernel, device}).second) return;
-  DRAGOMAN_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit)));
-}
-
-// Launches kernel with `bytes` of dynamic shared memory (opting in beyond 48 KiB), one block per
-// tile; the grid's x dimension holds up to 2^31 - 1 blocks.
+// Launches kernel with `bytes` of dynamic shared memory, one block per tile.
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), std::int64_t blocks, std::size_t bytes, Stream stream, Args... args) {
-  if (blocks <= 0) return;
-  if (blocks > 0x7FFFFFFF) throw Error("cuda::attention: " + std::to_string(blocks) + " tiles in one grid");
-  if (bytes > kDefaultShared) allow_shared(reinterpret_cast<const void*>(kernel));
-  kernel<<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(args...);
-  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  launch_blocks(kernel, blocks, kThreads, bytes, stream, "tiles", args...);
 }
 
 std::int64_t tiles(std::int64_t rows) { return (rows + kRows - 1) / kRows; }

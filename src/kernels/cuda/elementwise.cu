@@ -4,6 +4,7 @@
 // block. Compiled without FMA contraction (src/CMakeLists.txt), so a * b + c rounds twice as on the CPU.
 #include "kernels/cuda/elementwise.h"
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/philox.h"
@@ -29,7 +30,13 @@ struct alignas(16) Pack {
   T v[kSize];
 };
 
-inline bool packable(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+inline bool aligned(const void* p, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+template <typename T>
+bool packable(const void* p) {
+  return aligned(p, alignof(Pack<T>));
+}
 
 // y[i] = op(x[i]) for i < n: whole packs first when `packed`, then the remaining elements one by one.
 template <typename T, typename Op>
@@ -75,7 +82,7 @@ __global__ void map2_kernel(const T* x0, const T* x1, T* y, std::int64_t n, bool
 template <typename T, typename Op>
 void map1(const T* x, T* y, std::int64_t n, Op op, Stream stream) {
   if (n <= 0) return;
-  const bool packed = packable(x) && packable(y);
+  const bool packed = packable<T>(x) && packable<T>(y);
   map1_kernel<T, Op>
       <<<launch::blocks_for(packed ? n / Pack<T>::kSize + 1 : n), launch::kThreads, 0, stream>>>(x, y, n, packed, op);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
@@ -84,7 +91,7 @@ void map1(const T* x, T* y, std::int64_t n, Op op, Stream stream) {
 template <typename T, typename Op>
 void map2(const T* x0, const T* x1, T* y, std::int64_t n, Op op, Stream stream) {
   if (n <= 0) return;
-  const bool packed = packable(x0) && packable(x1) && packable(y);
+  const bool packed = packable<T>(x0) && packable<T>(x1) && packable<T>(y);
   map2_kernel<T, Op><<<launch::blocks_for(packed ? n / Pack<T>::kSize + 1 : n), launch::kThreads, 0, stream>>>(
       x0, x1, y, n, packed, op);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
@@ -270,8 +277,7 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
   // The scalars exactly as the CPU spec computes them (on the host).
   const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
-  const auto quad_aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % alignof(Quad<T>) == 0; };
-  const bool packed = quad_aligned(x) && quad_aligned(y);
+  const bool packed = aligned(x, alignof(Quad<T>)) && aligned(y, alignof(Quad<T>));
   dropout_kernel<T><<<launch::blocks_for((n + 3) / 4), launch::kThreads, 0, stream>>>(x, y, n, packed, threshold,
                                                                                       keep_scale, seed, rng_stream);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
