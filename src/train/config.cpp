@@ -218,6 +218,10 @@ nlohmann::json TrainConfig::to_json() const {
             {"adam_beta2", training.adam_beta2},
             {"adam_eps", training.adam_eps},
             {"weight_decay", training.weight_decay},
+            {"optimizer", training.optimizer},
+            {"muon_lr_scale", training.muon_lr_scale},
+            {"muon_momentum", training.muon_momentum},
+            {"muon_ns_steps", training.muon_ns_steps},
             {"ema_decay", training.ema_decay},
             {"clip_norm", training.clip_norm},
             {"log_every", training.log_every},
@@ -285,6 +289,10 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.number("adam_beta2", c.training.adam_beta2);
       r.number("adam_eps", c.training.adam_eps);
       r.number("weight_decay", c.training.weight_decay);
+      r.string("optimizer", c.training.optimizer);
+      r.number("muon_lr_scale", c.training.muon_lr_scale);
+      r.number("muon_momentum", c.training.muon_momentum);
+      r.integer("muon_ns_steps", c.training.muon_ns_steps);
       r.number("ema_decay", c.training.ema_decay);
       r.number("clip_norm", c.training.clip_norm);
       r.integer("log_every", c.training.log_every);
@@ -376,6 +384,14 @@ void TrainConfig::validate() const {
     fail("set training.max_steps, training.max_epochs or training.max_minutes");
   }
   if (training.warmup_steps < 1) fail("training.warmup_steps must be >= 1");
+  if (training.optimizer != "adam" && training.optimizer != "muon") {
+    fail("training.optimizer must be adam or muon, got '" + training.optimizer + "'");
+  }
+  if (!(training.muon_lr_scale > 0) || !std::isfinite(training.muon_lr_scale)) {
+    fail("training.muon_lr_scale must be > 0");
+  }
+  if (!(training.muon_momentum >= 0 && training.muon_momentum < 1)) fail("training.muon_momentum must be in [0, 1)");
+  if (training.muon_ns_steps < 1 || training.muon_ns_steps > 20) fail("training.muon_ns_steps must be in [1, 20]");
   if (!(training.ema_decay >= 0 && training.ema_decay < 1)) {
     fail("training.ema_decay must be in [0, 1) (0: no moving average; 0.9999 is usual)");
   }

@@ -50,6 +50,13 @@ struct TrainingConfig {
   // the updates that fit max_minutes (train/schedule.h).
   std::string lr_decay = "inverse_sqrt";
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
+  // adam (every parameter), or muon: Muon over the encoder's and decoder's weight matrices, Adam
+  // over the rest (train/optimizer.h). Muon's learning rate is lr(step) * muon_lr_scale, its update
+  // scaled to Adam's root-mean-square; muon_momentum (Nesterov) and muon_ns_steps (Newton-Schulz
+  // iterations) as torch.optim.Muon's. weight_decay applies to both (decoupled).
+  std::string optimizer = "adam";
+  double muon_lr_scale = 2.5, muon_momentum = 0.95;
+  std::int64_t muon_ns_steps = 5;
   // An exponential moving average of the weights (Marian's exponential smoothing, fairseq's EMA):
   // ema = decay * ema + (1 - decay) * weights after every update, kept in fp32 beside the master
   // weights, in the checkpoints, written as its own model file and used by validation (0: off).

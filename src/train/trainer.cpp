@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/batching.h"
-#include "ops/adam.h"
 #include "ops/elementwise.h"
+#include "train/optimizer.h"
 #include "train/schedule.h"
 
 namespace dragoman::trainer_detail {
@@ -165,10 +165,16 @@ TrainResult Trainer::run() {
     hyper.beta2 = t.adam_beta2;
     hyper.eps = t.adam_eps;
     hyper.weight_decay = t.weight_decay;
+    const bool muon = t.optimizer == "muon";
+    cpu::MuonHyper muon_hyper;
+    muon_hyper.lr = hyper.lr * t.muon_lr_scale;
+    muon_hyper.momentum = t.muon_momentum;
+    muon_hyper.ns_steps = t.muon_ns_steps;
+    muon_hyper.weight_decay = t.weight_decay;
     for_each_worker([&](std::size_t w) {
       ParameterSet& params = worker_model(w).parameters();
       if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
-      ops::adam_step(params.values(), params.grads(), worker_adam_m(w), worker_adam_v(w), hyper, params.mirror());
+      optimizer_step(params, worker_adam_m(w), worker_adam_v(w), hyper, muon ? &muon_hyper : nullptr);
       ops::add_(window_sums[w], update_sums[w]);
     });
     if (state_.ema.defined()) update_ema();

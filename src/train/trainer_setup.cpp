@@ -33,7 +33,10 @@ nlohmann::json run_identity(const nlohmann::json& config) {
   nlohmann::json id = {{"model", config["model"]}, {"data", config["data"]}};
   // update_freq is not among them: what defines the run is workers x update_freq, which the
   // training state keeps (Trainer::check_batches_per_update).
-  for (const char* key : {"seed", "max_tokens"}) id["training"][key] = config["training"][key];
+  // The optimizer too: Muon keeps its momentum where Adam keeps its first moment.
+  for (const char* key : {"seed", "max_tokens", "optimizer"}) {
+    if (config["training"].contains(key)) id["training"][key] = config["training"][key];
+  }
   return id;
 }
 
@@ -124,6 +127,12 @@ void Trainer::check_inputs() {
   device_ = devices_.front();
   for (const Device& d : devices_) {
     if (d.is_cpu()) continue;
+    if (config_.training.optimizer == "muon") {
+      throw Error(
+          "training.optimizer muon: runs on the CPU only so far (its Newton-Schulz iteration has no CUDA "
+          "kernel yet); train on " +
+          d.str() + " with training.optimizer adam");
+    }
     if (!built_with_cuda()) {
       throw Error(
           "training.devices " + d.str() +

@@ -145,6 +145,11 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(invalid("training.best_metric=chrf").validate(), Contains("nll or bleu"));
   CHECK_THROWS_WITH(invalid("training.best_metric=bleu").validate(), Contains("needs training.valid_bleu"));
   CHECK_NOTHROW(TrainConfig::load(path, {"training.best_metric=bleu", "training.valid_bleu=true"}).validate());
+  CHECK_THROWS_WITH(invalid("training.optimizer=sgd").validate(), Contains("training.optimizer must be adam or muon"));
+  CHECK_NOTHROW(invalid("training.optimizer=muon").validate());
+  CHECK_THROWS_WITH(invalid("training.muon_lr_scale=0").validate(), Contains("training.muon_lr_scale"));
+  CHECK_THROWS_WITH(invalid("training.muon_momentum=1").validate(), Contains("training.muon_momentum"));
+  CHECK_THROWS_WITH(invalid("training.muon_ns_steps=0").validate(), Contains("training.muon_ns_steps"));
   TrainConfig no_end = TrainConfig::load(path, {"training.max_steps=0"});
   CHECK_THROWS_WITH(no_end.validate(), Contains("max_steps"));
   CHECK_THROWS_WITH(TrainConfig::load(path, {"model.heads=3"}).model.validate(), Contains("heads"));

@@ -136,6 +136,30 @@ TEST_CASE("train: a resumed run with a curriculum is bit-identical to an uninter
         weights(checkpoint_model_path(with.run_dir, config.training.max_steps)));
 }
 
+TEST_CASE("train: a tiny model learns with Muon, and a resumed Muon run is bit-identical", "[train]") {
+  const Task task("muon");
+  TrainConfig config = task.config();
+  config.training.optimizer = "muon";
+  config.training.lr_decay = "linear";
+  config.training.valid_every = 500;
+  const TrainResult result = train(config, task.options("run"));
+  CHECK(result.step == config.training.max_steps);
+  CHECK(result.best_valid_nll < 0.05);
+  CHECK(result.last_train_loss < 0.1);
+  TrainConfig resumed = resume_config(task);
+  resumed.training.optimizer = "muon";
+  test::check_resume_is_bit_identical(task, resumed);
+  // Switching the optimizer of a run is refused: Muon's momentum is not Adam's first moment.
+  TrainConfig adam = resumed;
+  adam.training.optimizer = "adam";
+  CHECK_THROWS_WITH(train(adam, task.options("straight")),
+                    Contains("another config") && Contains("training.optimizer"));
+  // Muon runs on the CPU only so far.
+  TrainConfig gpu = config;
+  gpu.training.devices = "cuda:0";
+  CHECK_THROWS_WITH(train(gpu, task.options("gpu")), Contains("training.optimizer muon") && Contains("CPU only"));
+}
+
 TEST_CASE("train: a resumed bf16 run is bit-identical to an uninterrupted one", "[train]") {
   const Task task("resume-bf16", 200);
   TrainConfig config = resume_config(task);

@@ -1,0 +1,22 @@
+// The optimizer step of one worker (docs/TRAINING.md, "The optimizer"): Adam over every parameter
+// (the paper's), or Muon over the hidden layers' weight matrices and Adam over the rest (the
+// embeddings and the output projection, layer norms and biases), as Muon's authors train.
+#pragma once
+
+#include "kernels/cpu/adam.h"
+#include "kernels/cpu/muon.h"
+#include "model/parameters.h"
+
+namespace dragoman {
+
+// Whether Muon updates this parameter under training.optimizer muon: a linear layer's [out, in]
+// weight inside the encoder or decoder (not the embeddings, not a separate output projection).
+bool muon_updates(const ParameterEntry& entry);
+
+// Updates params from their gradients (already unscaled and clipped): Adam with `adam` over every
+// parameter when muon is null; else Muon with *muon over the matrices muon_updates() takes, its
+// momentum in m's slice of each (v's stays zero), and Adam over the others, which get the same
+// bits as under Adam alone. The compute mirror (mixed precision) follows the master weights.
+void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam, const cpu::MuonHyper* muon);
+
+}  // namespace dragoman
