@@ -3,7 +3,7 @@
 # scripts/prepare-demo-data.sh) for STEPS updates, for each dragoman binary given, at each thread
 # count and CPU level. Prints a Markdown table of target tokens/s (the median of the log lines after
 # the first 100 updates) and seconds an update; docs/PERFORMANCE.md records it. Runs one at a time.
-#   scripts/bench-demo-train.sh [STEPS=400] [THREADS="1 2"] [ISAS="native avx2"] [BINARIES="build/src/dragoman"]
+#   scripts/bench-demo-train.sh [STEPS=400] [THREADS="1 2"] [ISAS="native avx2"] [BINARIES="build/src/dragoman"] [SETTINGS=""]
 # ISAS: native (what the CPU has), avx2 or baseline (DRAGOMAN_CPU_ISA and ONEDNN_MAX_CPU_ISA forced
 # down: an AVX2 machine's code paths on this one). BINARIES: compare builds of two revisions.
 set -euo pipefail
@@ -12,6 +12,10 @@ steps=${1:-400}
 threads_list=${2:-1 2}
 isas=${3:-native avx2}
 binaries=${4:-build/src/dragoman}
+# SETTINGS: config keys applied to every run, "section.key=value ..." (each one --set), e.g.
+# "training.optimizer=adam" to time Adam on the demo config, which uses Muon.
+settings=()
+for s in ${5:-}; do settings+=(--set "$s"); done
 ((steps > 200)) || { echo "bench-demo-train: STEPS must be above 200 (100 of warm-up, then the measurement)" >&2; exit 1; }
 [[ -f data/demo/train.en ]] || { echo "bench-demo-train: data/demo/train.en not found: run scripts/prepare-demo-data.sh" >&2; exit 1; }
 
@@ -25,7 +29,7 @@ first=${binaries%% *}
   { echo "bench-demo-train: build-vocab failed" >&2; exit 1; }
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "configs/demo.yaml, $steps updates (warm-up 100, no validation or checkpoints), tokens/s: the median after update 100"
+echo "configs/demo.yaml${5:+ with $5}, $steps updates (warm-up 100, no validation or checkpoints), tokens/s: the median after update 100"
 echo
 echo "| binary | CPU level | threads | target tokens/s | s an update |"
 echo "|---|---|---:|---:|---:|"
@@ -44,7 +48,7 @@ for binary in $binaries; do
       env "${env_args[@]}" "$binary" train -c configs/demo.yaml --run "$work/run" --overwrite \
         --set training.threads="$threads" --set training.max_minutes=0 --set training.max_steps="$steps" \
         --set training.warmup_steps=100 --set training.log_every=50 --set training.valid_every=0 \
-        --set checkpoint.every_steps=0 --set data.vocabulary="$work/vocab.model" >"$log" 2>&1 ||
+        --set checkpoint.every_steps=0 --set data.vocabulary="$work/vocab.model" "${settings[@]}" >"$log" 2>&1 ||
         { echo "bench-demo-train: $binary failed (log: $log)" >&2; tail -5 "$log" >&2; exit 1; }
       # Each log line: "step N | ... | R tgt tok/s | elapsed H:MM:SS | ...": the median rate and the
       # seconds an update from update 100 to the last.

@@ -180,6 +180,26 @@ TEST_CASE("data parallel: 1, 2, 4 and 8 CPU workers train like one worker with u
         test::weights(checkpoint_model_path(task.options("cpu").run_dir, 20)));
 }
 
+TEST_CASE("data parallel: 2 CPU workers under Muon train like one worker with update_freq 2", "[train]") {
+  // Every worker applies Muon to the same summed gradients: the replicas stay alike, so the losses
+  // (computed by both workers' replicas) follow the one-worker run.
+  const test::ReversalTask task("dp-muon", 300);
+  TrainConfig single = parallel_config(task);
+  single.training.optimizer = "muon";
+  single.training.update_freq = 2;
+  train(single, task.options("one"));
+  TrainConfig parallel = parallel_config(task);
+  parallel.training.optimizer = "muon";
+  parallel.training.devices = "cpu:2";
+  CHECK(train(parallel, task.options("two")).step == 20);
+  const std::vector<double> expected = losses(task.options("one").run_dir), got = losses(task.options("two").run_dir);
+  REQUIRE(got.size() == 4);
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).epsilon(1e-5));
+  CHECK(relative_difference(test::weights(checkpoint_model_path(task.options("two").run_dir, 20)),
+                            test::weights(checkpoint_model_path(task.options("one").run_dir, 20))) < 1e-3);
+}
+
 TEST_CASE("data parallel: a run resumes on another number of workers with the same batches per update", "[train]") {
   const test::ReversalTask task("dp-resume", 300);
   TrainConfig straight = parallel_config(task);
