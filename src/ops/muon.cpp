@@ -5,20 +5,30 @@
 
 namespace dragoman::ops {
 
-void muon_step(Tensor& param, const Tensor& grad, Tensor& momentum, const cpu::MuonHyper& hyper) {
+void muon_step(std::vector<MuonTensors>& matrices, const cpu::MuonHyper& hyper) {
   constexpr const char* kOp = "muon_step";
-  detail::require_like(kOp, "param", param, param);
-  detail::require(param.rank() == 2, kOp, "param must be a matrix, got " + param.describe());
-  for (const Tensor* t : {&grad, static_cast<const Tensor*>(&momentum)}) {
-    detail::require_like(kOp, "state", *t, param);
-    detail::require(t->shape() == param.shape(), kOp, "shapes differ: " + t->describe() + " vs " + param.describe());
-  }
   detail::require(hyper.ns_steps >= 0, kOp, "ns_steps must be >= 0");
-  switch (param.device().type) {
+  if (matrices.empty()) return;
+  const Tensor& first = matrices.front().param;
+  for (MuonTensors& x : matrices) {
+    detail::require_like(kOp, "param", x.param, first);
+    detail::require(x.param.rank() == 2, kOp, "param must be a matrix, got " + x.param.describe());
+    for (const Tensor* t : {&x.grad, &x.momentum}) {
+      detail::require_like(kOp, "state", *t, x.param);
+      detail::require(t->shape() == x.param.shape(), kOp,
+                      "shapes differ: " + t->describe() + " vs " + x.param.describe());
+    }
+  }
+  switch (first.device().type) {
     case DeviceType::kCpu:
-      detail::dispatch_float(kOp, param, [&](auto zero) {
+      detail::dispatch_float(kOp, first, [&](auto zero) {
         using T = decltype(zero);
-        cpu::muon_step<T>(param.data<T>(), grad.data<T>(), momentum.data<T>(), param.dim(0), param.dim(1), hyper);
+        std::vector<cpu::MuonMatrix<T>> kernels;
+        for (MuonTensors& x : matrices) {
+          kernels.push_back(
+              {x.param.data<T>(), x.grad.data<T>(), x.momentum.data<T>(), x.param.dim(0), x.param.dim(1)});
+        }
+        cpu::muon_steps(kernels, hyper);
       });
       break;
     case DeviceType::kCuda:

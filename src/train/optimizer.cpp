@@ -1,6 +1,8 @@
 // The optimizer step (see optimizer.h).
 #include "train/optimizer.h"
 
+#include <vector>
+
 #include "ops/adam.h"
 #include "ops/muon.h"
 
@@ -29,20 +31,25 @@ void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamH
                    mirror != nullptr ? &mirror_part : nullptr);
   };
   std::int64_t run_begin = 0;
+  std::vector<ops::MuonTensors> matrices;
+  std::vector<const ParameterEntry*> taken;
   for (const ParameterEntry& e : params.entries()) {
     if (!muon_updates(e)) continue;
     adam_over(run_begin, e.offset);
     run_begin = e.offset + e.numel;
     const Shape& shape = e.spec.shape;  // [out, in]
-    Tensor value = params.values().narrow(0, e.offset, e.numel).view(shape);
-    Tensor momentum = m.narrow(0, e.offset, e.numel).view(shape);
-    ops::muon_step(value, params.grads().narrow(0, e.offset, e.numel).view(shape), momentum, *muon);
-    if (mirror != nullptr) {
-      Tensor mirror_part = mirror->narrow(0, e.offset, e.numel);
-      mirror_part.copy_from(value.view({e.numel}).to(mirror->dtype()));
-    }
+    matrices.push_back({params.values().narrow(0, e.offset, e.numel).view(shape),
+                        params.grads().narrow(0, e.offset, e.numel).view(shape),
+                        m.narrow(0, e.offset, e.numel).view(shape)});
+    taken.push_back(&e);
   }
   adam_over(run_begin, params.size());
+  ops::muon_step(matrices, *muon);
+  if (mirror == nullptr) return;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    Tensor mirror_part = mirror->narrow(0, taken[i]->offset, taken[i]->numel);
+    mirror_part.copy_from(matrices[i].param.view({taken[i]->numel}).to(mirror->dtype()));
+  }
 }
 
 }  // namespace dragoman

@@ -15,6 +15,7 @@
 #include "model/parameters.h"
 #include "ops/adam.h"
 #include "ops/muon.h"
+#include "ops/op_testing.h"
 #include "train/optimizer.h"
 
 namespace dragoman {
@@ -165,19 +166,74 @@ TEMPLATE_TEST_CASE("cpu::muon_step matches the update written out", "[kernels]",
   CHECK(cpu::muon_update_scale(0.5, 3, 200) == Approx(0.5 * 0.2 * std::sqrt(200.0)));
 }
 
-TEST_CASE("ops::muon_step refuses what is not a matrix and mismatched state", "[ops]") {
-  Tensor w = Tensor::zeros({4, 3}, DType::kF32), g = Tensor::zeros({4, 3}, DType::kF32);
-  Tensor m = Tensor::zeros({4, 3}, DType::kF32);
+TEST_CASE("ops::muon_step refuses what is not a matrix and mismatched state, before writing any", "[ops]") {
   cpu::MuonHyper h;
   h.lr = 0.1;
-  CHECK_NOTHROW(ops::muon_step(w, g, m, h));
-  Tensor flat = Tensor::zeros({12}, DType::kF32), flat_g = Tensor::zeros({12}, DType::kF32),
-         flat_m = Tensor::zeros({12}, DType::kF32);
-  CHECK_THROWS_WITH(ops::muon_step(flat, flat_g, flat_m, h), Catch::Contains("must be a matrix"));
-  Tensor other = Tensor::zeros({3, 4}, DType::kF32);
-  CHECK_THROWS_WITH(ops::muon_step(w, other, m, h), Catch::Contains("shapes differ"));
-  Tensor wrong_dtype = Tensor::zeros({4, 3}, DType::kF64);
-  CHECK_THROWS_WITH(ops::muon_step(w, g, wrong_dtype, h), Catch::Contains("expected F32"));
+  const auto matrix = [](const Shape& shape, DType dtype, double value) {
+    Tensor t = Tensor::zeros(shape, dtype);
+    if (dtype == DType::kF32) {
+      float* p = t.data<float>();
+      for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(value + 0.25 * static_cast<double>(i % 5));
+    }
+    return t;
+  };
+  const auto good = [&]() {
+    return ops::MuonTensors{matrix({4, 3}, DType::kF32, 1), matrix({4, 3}, DType::kF32, -1),
+                            matrix({4, 3}, DType::kF32, 0)};
+  };
+  std::vector<ops::MuonTensors> fine = {good()};
+  CHECK_NOTHROW(ops::muon_step(fine, h));
+  struct Bad {
+    ops::MuonTensors second;
+    const char* message;
+  };
+  const std::vector<Bad> bad = {
+      {{matrix({12}, DType::kF32, 1), matrix({12}, DType::kF32, 1), matrix({12}, DType::kF32, 0)}, "must be a matrix"},
+      {{matrix({4, 3}, DType::kF32, 1), matrix({3, 4}, DType::kF32, 1), matrix({4, 3}, DType::kF32, 0)},
+       "shapes differ"},
+      {{matrix({4, 3}, DType::kF32, 1), matrix({4, 3}, DType::kF32, 1), matrix({4, 3}, DType::kF64, 0)},
+       "expected F32"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.message);
+    std::vector<ops::MuonTensors> matrices = {good(), b.second};
+    const std::vector<float> before = matrices[0].param.to_vector<float>();
+    CHECK_THROWS_WITH(ops::muon_step(matrices, h), Catch::Contains(b.message));
+    CHECK(matrices[0].param.to_vector<float>() == before);  // the good first matrix untouched
+  }
+}
+
+TEST_CASE("cpu::muon_steps gives each matrix muon_step's bits at 1 and 2 threads", "[kernels]") {
+  struct Shape2 {
+    int64_t rows, cols;
+  };
+  const std::vector<Shape2> shapes = {{16, 16}, {64, 16}, {16, 64}, {8, 8}, {33, 9}};
+  std::vector<std::vector<float>> expected;
+  cpu::MuonHyper h;
+  h.lr = 0.05;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const int64_t n = shapes[k].rows * shapes[k].cols;
+    std::vector<float> w = cast_all<float>(random_values(n, static_cast<std::uint32_t>(10 + k))), m(n, 0.5f);
+    const std::vector<float> g = cast_all<float>(random_values(n, static_cast<std::uint32_t>(20 + k)));
+    cpu::muon_step(w.data(), g.data(), m.data(), shapes[k].rows, shapes[k].cols, h);
+    expected.push_back(w);
+  }
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    std::vector<std::vector<float>> w, m, g;
+    std::vector<cpu::MuonMatrix<float>> matrices;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const int64_t n = shapes[k].rows * shapes[k].cols;
+      w.push_back(cast_all<float>(random_values(n, static_cast<std::uint32_t>(10 + k))));
+      m.emplace_back(n, 0.5f);
+      g.push_back(cast_all<float>(random_values(n, static_cast<std::uint32_t>(20 + k))));
+    }
+    for (std::size_t k = 0; k < shapes.size(); ++k)
+      matrices.push_back({w[k].data(), g[k].data(), m[k].data(), shapes[k].rows, shapes[k].cols});
+    const test::ScopedThreads scope(threads);
+    cpu::muon_steps(matrices, h);
+    for (std::size_t k = 0; k < shapes.size(); ++k) CHECK(w[k] == expected[k]);
+  }
 }
 
 TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with its own bits", "[train]") {

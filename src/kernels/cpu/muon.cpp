@@ -58,9 +58,26 @@ void muon_step(T* param, const T* grad, T* momentum, std::int64_t rows, std::int
   for (std::int64_t i = 0; i < n; ++i) param[i] = param[i] * decay - step * update[i];
 }
 
+template <typename T>
+void muon_steps(const std::vector<MuonMatrix<T>>& matrices, const MuonHyper& hyper) {
+  std::vector<std::size_t> order(matrices.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return matrices[a].rows * matrices[a].cols > matrices[b].rows * matrices[b].cols;
+  });
+  const auto count = static_cast<std::ptrdiff_t>(order.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t k = 0; k < count; ++k) {
+    const MuonMatrix<T>& x = matrices[order[static_cast<std::size_t>(k)]];
+    muon_step(x.param, x.grad, x.momentum, x.rows, x.cols, hyper);
+  }
+}
+
 template void newton_schulz<float>(float*, std::int64_t, std::int64_t, std::int64_t, double);
 template void newton_schulz<double>(double*, std::int64_t, std::int64_t, std::int64_t, double);
 template void muon_step<float>(float*, const float*, float*, std::int64_t, std::int64_t, const MuonHyper&);
 template void muon_step<double>(double*, const double*, double*, std::int64_t, std::int64_t, const MuonHyper&);
+template void muon_steps<float>(const std::vector<MuonMatrix<float>>&, const MuonHyper&);
+template void muon_steps<double>(const std::vector<MuonMatrix<double>>&, const MuonHyper&);
 
 }  // namespace dragoman::cpu

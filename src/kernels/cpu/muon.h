@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace dragoman::cpu {
 
@@ -35,6 +36,21 @@ void newton_schulz(T* x, std::int64_t rows, std::int64_t cols, std::int64_t step
 // One Muon update of param [rows, cols] from grad, with its momentum buffer (same layout, updated).
 template <typename T>
 void muon_step(T* param, const T* grad, T* momentum, std::int64_t rows, std::int64_t cols, const MuonHyper& hyper);
+
+// One matrix of muon_steps: param, grad and momentum [rows, cols], contiguous.
+template <typename T>
+struct MuonMatrix {
+  T* param;
+  const T* grad;
+  T* momentum;
+  std::int64_t rows, cols;
+};
+
+// muon_step on each matrix, the matrices spread over the OpenMP threads (largest first), each
+// one's products on one thread: the same bits at every thread count. Small matrices (d_model 128:
+// products of 128 x 128) keep two threads busier this way than splitting each product.
+template <typename T>
+void muon_steps(const std::vector<MuonMatrix<T>>& matrices, const MuonHyper& hyper);
 
 // lr * 0.2 sqrt(max(rows, cols)): the step taken along the orthogonalised update.
 double muon_update_scale(double lr, std::int64_t rows, std::int64_t cols);
