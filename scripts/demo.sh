@@ -55,9 +55,10 @@ awk '/"budget_updates"/ {
     for (i = 1; i <= n; i++) { split(kv[i], p, ":"); v[p[1]] = p[2] }
     printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", v["calibration_tgt_tokens_per_s"], v["budget_updates"]
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides), and the\n", v["budget_minutes"], v["calibration_update_seconds"]
-    printf "learning rate decays to zero at the last of them. What the README measured: 13,715 updates at\n"
-    printf "24,600 tokens/s (test BLEU 21.8), 7,000 at 12,600 (17.9), 3,860 at 7,000 (14.4), 2,283 at 4,200 (11.1): a slower\n"
-    printf "machine makes fewer updates and scores lower, a faster one more and higher.\n" }' "$run/metrics.jsonl"
+    printf "learning rate decays to zero at the last of them. What the README measured with this config:\n"
+    printf "12,626 updates at 22,600 tokens/s (test BLEU 23.4), 2,065 at 3,700 (13.2); at fixed counts 2,000\n"
+    printf "updates give about 13 and 2,500 about 15: a slower machine makes fewer updates and scores lower, a\n"
+    printf "faster one more and higher.\n" }' "$run/metrics.jsonl"
 
 echo
 echo "== the end of the loss curves ($run/metrics.jsonl; scripts/plot-metrics.py $run draws them)"
