@@ -30,26 +30,29 @@ void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamH
     ops::adam_step(values, params.grads().narrow(0, begin, end - begin), m_part, v_part, adam,
                    mirror != nullptr ? &mirror_part : nullptr);
   };
-  std::int64_t run_begin = 0;
+  // Muon first: ops::muon_step checks every matrix before it writes any, so a refusal (a CUDA
+  // tensor) leaves the whole update undone.
   std::vector<ops::MuonTensors> matrices;
   std::vector<const ParameterEntry*> taken;
   for (const ParameterEntry& e : params.entries()) {
     if (!muon_updates(e)) continue;
-    adam_over(run_begin, e.offset);
-    run_begin = e.offset + e.numel;
     const Shape& shape = e.spec.shape;  // [out, in]
     matrices.push_back({params.values().narrow(0, e.offset, e.numel).view(shape),
                         params.grads().narrow(0, e.offset, e.numel).view(shape),
                         m.narrow(0, e.offset, e.numel).view(shape)});
     taken.push_back(&e);
   }
-  adam_over(run_begin, params.size());
   ops::muon_step(matrices, *muon);
-  if (mirror == nullptr) return;
-  for (std::size_t i = 0; i < matrices.size(); ++i) {
-    Tensor mirror_part = mirror->narrow(0, taken[i]->offset, taken[i]->numel);
-    mirror_part.copy_from(matrices[i].param.view({taken[i]->numel}).to(mirror->dtype()));
+  std::int64_t run_begin = 0;
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    adam_over(run_begin, taken[i]->offset);
+    run_begin = taken[i]->offset + taken[i]->numel;
+    if (mirror != nullptr) {
+      Tensor mirror_part = mirror->narrow(0, taken[i]->offset, taken[i]->numel);
+      mirror_part.copy_from(matrices[i].param.view({taken[i]->numel}).to(mirror->dtype()));
+    }
   }
+  adam_over(run_begin, params.size());
 }
 
 }  // namespace dragoman

@@ -34,9 +34,7 @@ nlohmann::json run_identity(const nlohmann::json& config) {
   // update_freq is not among them: what defines the run is workers x update_freq, which the
   // training state keeps (Trainer::check_batches_per_update).
   // The optimizer too: Muon keeps its momentum where Adam keeps its first moment.
-  for (const char* key : {"seed", "max_tokens", "optimizer"}) {
-    if (config["training"].contains(key)) id["training"][key] = config["training"][key];
-  }
+  for (const char* key : {"seed", "max_tokens", "optimizer"}) id["training"][key] = config["training"][key];
   return id;
 }
 

@@ -11,8 +11,10 @@
 // newton_schulz: X = U / (|U|_F + eps), then `steps` times X = a X + (b A + c A A) X with
 // A = X X^T (for rows <= cols; X^T X on the right for a tall X), (a, b, c) = (3.4445, -4.7750,
 // 2.0315): the quintic iteration that drives every singular value into about [0.7, 1.2] in 5 steps.
-// The products are cpu::gemm's (oneDNN or OpenBLAS, on the caller's OpenMP threads), so the last
-// bits depend on the library and the thread count, never on the run. T = float or double.
+// The products are cpu::gemm's (oneDNN or OpenBLAS): called alone, newton_schulz and muon_step run
+// them on the caller's OpenMP threads, so their last bits depend on the library and the thread
+// count; muon_steps runs each matrix's on one thread, so its bits depend on the library alone.
+// Never on the run. T = float or double.
 #pragma once
 
 #include <cstdint>
