@@ -20,19 +20,29 @@ namespace dragoman::cuda::attention_detail {
 // Dynamic shared memory a block has without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr std::size_t kDefaultShared = 48 * 1024;
 
-// The shared memory a block of the current device may opt in to (asked once per device).
-inline std::size_t device_shared_limit() {
+// A value of the current device, compute(device) the first time it is asked for that device and
+// kept (one cache per call site: Compute is each caller's own lambda type). Thread-safe.
+template <typename Value, typename Compute>
+Value once_per_device(Compute compute) {
   static std::mutex mutex;
-  static std::map<int, std::size_t> limits;
+  static std::map<int, Value> values;
   int device = 0;
   DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = limits.find(device);
-  if (found != limits.end()) return found->second;
-  int bytes = 0;
-  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  limits[device] = static_cast<std::size_t>(bytes);
-  return static_cast<std::size_t>(bytes);
+  const auto found = values.find(device);
+  if (found != values.end()) return found->second;
+  const Value value = compute(device);
+  values[device] = value;
+  return value;
+}
+
+// The shared memory a block of the current device may opt in to (asked once per device).
+inline std::size_t device_shared_limit() {
+  return once_per_device<std::size_t>([](int device) {
+    int bytes = 0;
+    DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return static_cast<std::size_t>(bytes);
+  });
 }
 
 // Lets `kernel` use all the shared memory a block may opt in to on the current device (once per

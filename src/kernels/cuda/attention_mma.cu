@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <type_traits>
 
 #include "kernels/cuda/attention_common.cuh"
@@ -316,19 +314,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 // Whether the kernels were compiled for the current device's architecture with bf16 WMMA (sm_80 or
 // later: a build for an older one leaves them empty, with a trap). Asked once per device.
 bool device_has_wmma() {
-  static std::mutex mutex;
-  static std::map<int, bool> has;
-  int device = 0;
-  DRAGOMAN_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = has.find(device);
-  if (found != has.end()) return found->second;
-  int major = 0;
-  DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  cudaFuncAttributes compiled{};
-  DRAGOMAN_CUDA_CHECK(cudaFuncGetAttributes(&compiled, reinterpret_cast<const void*>(mma_backward_kernel<bf16>)));
-  has[device] = major >= 8 && compiled.ptxVersion >= 80;
-  return has[device];
+  return once_per_device<bool>([](int device) {
+    int major = 0;
+    DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    cudaFuncAttributes compiled{};
+    DRAGOMAN_CUDA_CHECK(cudaFuncGetAttributes(&compiled, reinterpret_cast<const void*>(mma_backward_kernel<bf16>)));
+    return major >= 8 && compiled.ptxVersion >= 80;
+  });
 }
 
 }  // namespace
