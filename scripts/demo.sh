@@ -33,10 +33,11 @@ for setting in ${DEMO_SET:-}; do train_args+=(--set "$setting"); done
 echo
 echo "== dragoman train ${train_args[*]}"
 # The budget is train's own (training.max_minutes): after 1-8 % of it the run knows its pace, fixes
-# the number of updates that fits and decays the learning rate to zero at the last one, so a slow
-# machine makes fewer updates but still ends annealed. Building the vocabulary and encoding the
-# corpus come before the budget's clock starts. timeout is only a safety net (SIGINT: train saves
-# its state and exits 130; running the demo again resumes it).
+# the number of updates that fits and decays the learning rate to zero at the last one (after the
+# peak held for 60 % of them: training.lr_hold), so a slow machine makes fewer updates but still
+# ends annealed. Building the vocabulary and encoding the corpus come before the budget's clock
+# starts. timeout is only a safety net (SIGINT: train saves its state and exits 130; running the
+# demo again resumes it).
 start=$SECONDS
 status=0
 # --preserve-status: train's own exit status (130 after SIGINT's save), so that a crash is not
@@ -56,9 +57,9 @@ awk '/"budget_updates"/ {
     printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", v["calibration_tgt_tokens_per_s"], v["budget_updates"]
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides), and the\n", v["budget_minutes"], v["calibration_update_seconds"]
     printf "learning rate decays to zero at the last of them. What the README measured with this config:\n"
-    printf "12,626 updates at 22,600 tokens/s (test BLEU 23.4), 2,065 at 3,700 (13.2); at fixed counts 2,000\n"
-    printf "updates give about 13 and 2,500 about 15: a slower machine makes fewer updates and scores lower, a\n"
-    printf "faster one more and higher.\n" }' "$run/metrics.jsonl"
+    printf "12,543 updates at 22,400 tokens/s (test BLEU 24.0), 2,126 at 3,800 (14.2); at fixed counts 2,000\n"
+    printf "updates give about 13.5-14 and 2,500 about 15: a slower machine makes fewer updates and scores\n"
+    printf "lower, a faster one more and higher.\n" }' "$run/metrics.jsonl"
 
 echo
 echo "== the end of the loss curves ($run/metrics.jsonl; scripts/plot-metrics.py $run draws them)"
@@ -161,6 +162,7 @@ awk -v last="$bleu_last" -v avg="$bleu_avg" -v n="$last" -v a="$first_step" -v b
   print "minutes apart at the end of 12 hours). While the loss still falls fast the older checkpoints are"
   print "just worse models and the average lags behind the last one; a window that is short against the"
   print "time the model takes to improve averages out the noise of the last updates and can still win."
-  print "configs/demo.yaml decays the learning rate linearly to zero at its last update (training.lr_decay):"
-  print "the last updates are small and its last checkpoints close together, so their average changes little."
+  print "configs/demo.yaml decays the learning rate linearly to zero at its last update (training.lr_decay,"
+  print "after the peak held for 60 % of the updates: training.lr_hold): the last updates are small and its"
+  print "last checkpoints close together, so their average changes little."
 }'

@@ -214,6 +214,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"lr", training.lr},
             {"warmup_steps", training.warmup_steps},
             {"lr_decay", training.lr_decay},
+            {"lr_hold", training.lr_hold},
             {"adam_beta1", training.adam_beta1},
             {"adam_beta2", training.adam_beta2},
             {"adam_eps", training.adam_eps},
@@ -285,6 +286,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.number("lr", c.training.lr);
       r.integer("warmup_steps", c.training.warmup_steps);
       r.string("lr_decay", c.training.lr_decay);
+      r.number("lr_hold", c.training.lr_hold);
       r.number("adam_beta1", c.training.adam_beta1);
       r.number("adam_beta2", c.training.adam_beta2);
       r.number("adam_eps", c.training.adam_eps);
@@ -397,6 +399,10 @@ void TrainConfig::validate() const {
   }
   if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "linear" && training.lr_decay != "cosine") {
     fail("training.lr_decay must be inverse_sqrt, linear or cosine");
+  }
+  if (!(training.lr_hold >= 0 && training.lr_hold < 1)) fail("training.lr_hold must be in [0, 1)");
+  if (training.lr_hold > 0 && training.lr_decay == "inverse_sqrt") {
+    fail("training.lr_hold holds the peak before a decay to zero: it needs lr_decay linear or cosine");
   }
   if (training.lr_decay != "inverse_sqrt" && training.max_minutes == 0 &&
       (training.max_steps == 0 || training.max_steps <= training.warmup_steps)) {

@@ -49,6 +49,7 @@ struct TrainingConfig {
   // After the warmup: inverse_sqrt (the paper), or linear / cosine decay to 0 at max_steps, or at
   // the updates that fit max_minutes (train/schedule.h).
   std::string lr_decay = "inverse_sqrt";
+  double lr_hold = 0.0;  // linear / cosine: the fraction of the updates after the warmup held at the peak
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
   // adam (every parameter), or muon: Muon over the encoder's and decoder's weight matrices, Adam
   // over the rest (train/optimizer.h). Muon's learning rate is lr(step) * muon_lr_scale, its update

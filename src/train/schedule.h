@@ -34,13 +34,15 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
 // After the warmup, training.lr_decay: "inverse_sqrt" (the paper, above), or a decay to zero at
 // `max_steps` from the same peak, "linear" (fairseq's polynomial_decay, power 1) or "cosine"
 // (half a cosine period, without restarts). For a fixed budget of updates the last two anneal:
-// the final updates are small, and the last checkpoint is the better for it.
+// the final updates are small, and the last checkpoint is the better for it. `hold` in [0, 1)
+// (training.lr_hold) holds the peak for that share of the updates after the warmup and decays
+// over the rest (fairseq's tri_stage; "warmup-stable-decay"); 0 decays from the warmup's end.
 inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor,
-                            const std::string& decay, std::int64_t max_steps) {
+                            const std::string& decay, std::int64_t max_steps, double hold = 0.0) {
   if (decay == "inverse_sqrt" || step <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor);
   const double peak = learning_rate(warmup, d_model, warmup, lr, lr_factor);
-  const double left =
-      std::clamp(static_cast<double>(max_steps - step) / static_cast<double>(max_steps - warmup), 0.0, 1.0);
+  const double left = std::clamp(
+      static_cast<double>(max_steps - step) / (static_cast<double>(max_steps - warmup) * (1.0 - hold)), 0.0, 1.0);
   return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 
@@ -50,20 +52,23 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
 //  - Not yet fixed: the max_steps schedule above when max_steps is set (a run that reaches max_steps
 //    before its calibration ends still anneals), else the warmup, then the peak held.
 //  - Fixed at or before the warmup's end with total > warmup: exactly the schedule above with
-//    max_steps = total.
-//  - Otherwise (fixed after the warmup, or a budget shorter than the warmup): from the value at
-//    fixed_at down to 0 at total, linear or half a cosine.
+//    max_steps = total (and the same hold).
+//  - Otherwise (fixed after the warmup, or a budget shorter than the warmup): the value at
+//    fixed_at held for `hold` of the updates left, then down to 0 at total, linear or half a cosine.
 inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr,
                                    double lr_factor, const std::string& decay, std::int64_t total,
-                                   std::int64_t fixed_at, std::int64_t max_steps) {
+                                   std::int64_t fixed_at, std::int64_t max_steps, double hold = 0.0) {
   const auto provisional = [&](std::int64_t s) {
-    return max_steps > warmup ? learning_rate(s, d_model, warmup, lr, lr_factor, decay, max_steps)
+    return max_steps > warmup ? learning_rate(s, d_model, warmup, lr, lr_factor, decay, max_steps, hold)
                               : learning_rate(std::min(s, warmup), d_model, warmup, lr, lr_factor);
   };
   if (total <= 0 || step <= fixed_at) return provisional(step);
-  if (total > warmup && fixed_at <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total);
+  if (total > warmup && fixed_at <= warmup) {
+    return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total, hold);
+  }
   const double from = provisional(std::max<std::int64_t>(fixed_at, 1));
-  const double left = std::clamp(static_cast<double>(total - step) / static_cast<double>(total - fixed_at), 0.0, 1.0);
+  const double left =
+      std::clamp(static_cast<double>(total - step) / (static_cast<double>(total - fixed_at) * (1.0 - hold)), 0.0, 1.0);
   return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 

@@ -66,10 +66,10 @@ double Trainer::learning_rate_at(std::int64_t step) const {
   const TrainingConfig& t = config_.training;
   const std::int64_t d_model = config_.model.d_model;
   if (!budget_fixes_count_) {
-    return learning_rate(step, d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, t.max_steps);
+    return learning_rate(step, d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, t.max_steps, t.lr_hold);
   }
   return budget_learning_rate(step, d_model, t.warmup_steps, t.lr, t.lr_factor, t.lr_decay, state_.budget_updates,
-                              state_.budget_fixed_at, t.max_steps);
+                              state_.budget_fixed_at, t.max_steps, t.lr_hold);
 }
 
 // Regular checkpoints: every checkpoint.every_minutes, and every checkpoint.every_steps counted

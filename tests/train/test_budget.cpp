@@ -132,6 +132,24 @@ TEST_CASE("budget: the schedule anneals to the fixed count", "[train][budget]") 
   CHECK(budget_learning_rate(400, 32, 100, 0.0, 0.3, "linear", 400, 250, 500) == 0.0);
 }
 
+TEST_CASE("budget: a held peak (training.lr_hold) holds inside the fixed count", "[train][budget]") {
+  const auto lr = [](std::int64_t step, std::int64_t total, std::int64_t fixed_at, double hold) {
+    return budget_learning_rate(step, 32, 100, 0.0, 0.3, "linear", total, fixed_at, 0, hold);
+  };
+  const double peak = noam_learning_rate(100, 32, 100, 0.3);
+  // Fixed inside the warmup: the max_steps schedule with the same hold.
+  for (std::int64_t step = 1; step <= 700; ++step) {
+    CHECK(lr(step, 700, 40, 0.5) == learning_rate(step, 32, 100, 0.0, 0.3, "linear", 700, 0.5));
+  }
+  CHECK(lr(400, 700, 40, 0.5) == peak);
+  CHECK(lr(550, 700, 40, 0.5) == Approx(peak / 2));
+  // Fixed after the warmup: held from the fix to 250 + 0.5 x 450, then down to 0 at the count.
+  CHECK(lr(475, 700, 250, 0.5) == peak);
+  CHECK(lr(587, 700, 250, 0.5) < peak);
+  CHECK(lr(587, 700, 250, 0.5) == Approx(peak * 113 / 225));
+  CHECK(lr(700, 700, 250, 0.5) == 0.0);
+}
+
 TEST_CASE("budget: a run fixes its count by its pace, and is the run of that many updates", "[train][budget]") {
   const Task task("budget", 200);
   const TrainOptions options = simulated(task, "budget");
@@ -165,6 +183,26 @@ TEST_CASE("budget: a run fixes its count by its pace, and is the run of that man
   const TrainResult again = train(budget_config(task, 1.0, "linear"), options);
   CHECK(again.already_finished);
   CHECK(again.step == 114);
+}
+
+TEST_CASE("budget: training.lr_hold reaches the run's schedule", "[train][budget]") {
+  const Task task("budget-hold", 200);
+  const TrainOptions options = simulated(task, "hold");
+  TrainConfig config = budget_config(task, 1.0, "linear");
+  config.training.lr_hold = 0.5;
+  CHECK(train(config, options).step == 114);  // the pace fixes the count, whatever the schedule
+  // Update by update: the max_steps schedule of 114 updates with the hold (the peak from the
+  // warmup's end, 100, to 107; then down to 0 at 114).
+  int lines = 0;
+  for (const nlohmann::json& line : read_metrics(options.run_dir)) {
+    if (!line.contains("lr")) continue;
+    ++lines;
+    const std::int64_t step = line["step"];
+    CHECK(line["lr"].get<double>() == learning_rate(step, 32, 100, 0.0, 0.3, "linear", 114, 0.5));
+  }
+  CHECK(lines == 114);
+  CHECK(learning_rate(107, 32, 100, 0.0, 0.3, "linear", 114, 0.5) == noam_learning_rate(100, 32, 100, 0.3));
+  CHECK(learning_rate(108, 32, 100, 0.0, 0.3, "linear", 114, 0.5) < noam_learning_rate(100, 32, 100, 0.3));
 }
 
 TEST_CASE("budget: a run that fails after the calibration resumes with the same count", "[train][budget]") {

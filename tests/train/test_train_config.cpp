@@ -267,6 +267,28 @@ TEST_CASE("lr_decay linear and cosine: the warmup's ramp, then down to zero at m
         Approx(noam_learning_rate(4000, 512, 4000, 1.0) / 2));
 }
 
+TEST_CASE("training.lr_hold: the peak held for that fraction of the decay, then down to zero at max_steps", "[train]") {
+  const double peak = 4e-3;
+  for (const std::string decay : {"linear", "cosine"}) {
+    INFO(decay);
+    // Hold 0 is the schedule without a hold, to the bit.
+    for (const std::int64_t step : {1, 300, 301, 2000, 6999, 7000}) {
+      CHECK(learning_rate(step, 128, 300, peak, 1.0, decay, 7000, 0.0) ==
+            learning_rate(step, 128, 300, peak, 1.0, decay, 7000));
+    }
+    // Hold 0.5 of the 6,700 updates after the warmup: the warmup's ramp, the peak to update 3,650,
+    // then the decay over the last 3,350 (half-way at 5,325), zero at the end.
+    CHECK(learning_rate(150, 128, 300, peak, 1.0, decay, 7000, 0.5) == learning_rate(150, 128, 300, peak, 1.0));
+    for (const std::int64_t step : {300, 301, 2000, 3650}) {
+      CHECK(learning_rate(step, 128, 300, peak, 1.0, decay, 7000, 0.5) == peak);
+    }
+    CHECK(learning_rate(3651, 128, 300, peak, 1.0, decay, 7000, 0.5) < peak);
+    CHECK(learning_rate(5325, 128, 300, peak, 1.0, decay, 7000, 0.5) == Approx(peak / 2));
+    CHECK(learning_rate(7000, 128, 300, peak, 1.0, decay, 7000, 0.5) == Approx(0.0).margin(1e-18));
+  }
+  CHECK(learning_rate(6330, 128, 300, peak, 1.0, "linear", 7000, 0.5) == Approx(peak * 670 / 3350));
+}
+
 TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
   const std::string dir = test::scratch_dir("config_lr_decay");
   const auto load = [&](const std::string& yaml, const std::vector<std::string>& overrides) {
@@ -282,6 +304,16 @@ TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
   CHECK_THROWS_WITH(
       load(kMinimal, {"training.lr_decay=cosine", "training.max_steps=100", "training.warmup_steps=100"}).validate(),
       Contains("decays to zero at training.max_steps"));
+  CHECK(load(kMinimal, {}).training.lr_hold == 0.0);
+  CHECK(linear.training.lr_hold == 0.0);
+  for (const char* bad : {"training.lr_hold=1", "training.lr_hold=-0.1", "training.lr_hold=nan"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(load(kMinimal, {bad}).validate(), Contains("training.lr_hold must be in [0, 1)"));
+  }
+  CHECK_THROWS_WITH(load(kMinimal, {"training.lr_hold=0.5"}).validate(), Contains("needs lr_decay linear or cosine"));
+  CHECK_NOTHROW(load(kMinimal, {"training.lr_decay=linear", "training.max_steps=1000", "training.warmup_steps=100",
+                                "training.lr_hold=0.5"})
+                    .validate());
 }
 
 }  // namespace dragoman
