@@ -58,7 +58,7 @@ awk '/"budget_updates"/ {
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides), and the\n", v["budget_minutes"], v["calibration_update_seconds"]
     printf "learning rate decays to zero at the last of them. What the README measured with this config:\n"
     printf "12,543 updates at 22,400 tokens/s (test BLEU 24.0), 2,126 at 3,800 (14.2); at fixed counts 2,000\n"
-    printf "updates give about 13.5-14 and 2,500 about 15: a slower machine makes fewer updates and scores\n"
+    printf "updates give about 13.5-14 and 2,350 about 15: a slower machine makes fewer updates and scores\n"
     printf "lower, a faster one more and higher.\n" }' "$run/metrics.jsonl"
 
 echo
