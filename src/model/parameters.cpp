@@ -75,7 +75,7 @@ void ParameterSet::zero_grads() {
   grads_.fill_zero();
 }
 
-void ParameterSet::initialize(std::uint64_t seed) {
+void ParameterSet::initialize(std::uint64_t seed, const std::function<bool(const ParameterSpec&)>& zeroed) {
   constexpr double kTwoPi = 6.283185307179586;
   std::vector<double> host(static_cast<std::size_t>(size()));
   for (std::size_t p = 0; p < entries_.size(); ++p) {
@@ -87,6 +87,10 @@ void ParameterSet::initialize(std::uint64_t seed) {
       const philox::Block bits = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(block));
       for (int j = 0; j < 4; ++j) u[j] = 1.0 - static_cast<double>(bits.v[j]) / 4294967296.0;
     };
+    if (zeroed && zeroed(e.spec)) {
+      std::fill(out, out + e.numel, 0.0);
+      continue;
+    }
     switch (e.spec.init) {
       case ParameterInit::kZeros: std::fill(out, out + e.numel, 0.0); break;
       case ParameterInit::kOnes: std::fill(out, out + e.numel, 1.0); break;

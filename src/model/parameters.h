@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -93,8 +94,9 @@ class ParameterSet {
   void zero_grads();
   // Fills every parameter by its ParameterInit from counter-based random numbers: the values are
   // a function of `seed` alone (parameter i uses rng_stream i), computed in double, rounded once to
-  // the master dtype (and the compute mirror refreshed).
-  void initialize(std::uint64_t seed);
+  // the master dtype (and the compute mirror refreshed). Parameters `zeroed` names start at zero
+  // instead (their random numbers are not drawn; the others' values do not change).
+  void initialize(std::uint64_t seed, const std::function<bool(const ParameterSpec&)>& zeroed = {});
 
  private:
   // The view of parameter `name` in a flat buffer (undefined when the buffer is).

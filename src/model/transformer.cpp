@@ -240,7 +240,15 @@ Transformer::~Transformer() = default;
 Transformer::Transformer(Transformer&&) noexcept = default;
 Transformer& Transformer::operator=(Transformer&&) noexcept = default;
 
-void Transformer::initialize(std::uint64_t seed) { params_.initialize(seed); }
+void Transformer::initialize(std::uint64_t seed, bool zero_residual) {
+  if (!zero_residual) return params_.initialize(seed);
+  const auto ends_with = [](const std::string& name, const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  params_.initialize(seed, [&](const ParameterSpec& spec) {
+    return ends_with(spec.name, ".out_proj.weight") || ends_with(spec.name, ".fc2.weight");
+  });
+}
 
 // ---- Forward and backward ------------------------------------------------------------------------
 

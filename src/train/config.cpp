@@ -205,6 +205,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"curriculum_start", data.curriculum_start}}},
           {"training",
            {{"seed", training.seed},
+            {"zero_init_residual", training.zero_init_residual},
             {"max_tokens", training.max_tokens},
             {"update_freq", training.update_freq},
             {"max_steps", training.max_steps},
@@ -277,6 +278,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
     } else if (name == "training") {
       SectionReader r(section, source, name);
       r.unsigned_integer("seed", c.training.seed);
+      r.boolean("zero_init_residual", c.training.zero_init_residual);
       r.integer("max_tokens", c.training.max_tokens);
       r.integer("update_freq", c.training.update_freq);
       r.integer("max_steps", c.training.max_steps);

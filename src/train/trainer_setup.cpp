@@ -355,7 +355,8 @@ void Trainer::resume_or_initialize() {
   } catch (const OutOfMemory& e) {
     throw too_large(e.what());
   }
-  model_->initialize(config_.training.seed);  // the same weights on every device (Philox, per element)
+  // The same weights on every device (Philox, per element).
+  model_->initialize(config_.training.seed, config_.training.zero_init_residual);
   state_ = TrainState();
   state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
   state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);

@@ -203,6 +203,40 @@ TEST_CASE("initialize draws each element from its own Philox words, whatever the
   use_compute_threads_here(1);
 }
 
+TEST_CASE("initialize with zero_residual: the residual branches' last matrices start at zero and the rest is unchanged",
+          "[model]") {
+  for (const std::string& name : test::kFixtureCases) {
+    SECTION(name) {
+      const ModelConfig c = test::fixture_config(name);
+      Transformer plain(c, DType::kF64), zeroed(c, DType::kF64);
+      plain.initialize(11);
+      zeroed.initialize(11, true);
+      const std::vector<double> a = plain.parameters().values().to_vector<double>();
+      const std::vector<double> b = zeroed.parameters().values().to_vector<double>();
+      std::int64_t zeroed_entries = 0;
+      for (const ParameterEntry& e : plain.parameters().entries()) {
+        INFO(e.spec.name);
+        const std::string& n = e.spec.name;
+        const bool last_of_branch =
+            (n.find(".out_proj.weight") != std::string::npos || n.find(".fc2.weight") != std::string::npos);
+        bool all_zero = true, same = true;
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          all_zero = all_zero && b[static_cast<std::size_t>(i)] == 0.0;
+          same = same && b[static_cast<std::size_t>(i)] == a[static_cast<std::size_t>(i)];
+        }
+        if (last_of_branch) {
+          CHECK(all_zero);
+          ++zeroed_entries;
+        } else {
+          CHECK(same);
+        }
+      }
+      // Self-attention and the feed-forward in every layer, cross-attention in the decoder's.
+      CHECK(zeroed_entries == 2 * c.encoder_layers + 3 * c.decoder_layers);
+    }
+  }
+}
+
 TEST_CASE("select_rows moves nothing when every row stays in place, and still drops trailing sentences", "[model]") {
   Transformer model = random_model("post_shared_tied");
   const ModelConfig& c = model.config();

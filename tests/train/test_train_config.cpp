@@ -305,6 +305,8 @@ TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
       load(kMinimal, {"training.lr_decay=cosine", "training.max_steps=100", "training.warmup_steps=100"}).validate(),
       Contains("decays to zero at training.max_steps"));
   CHECK(load(kMinimal, {}).training.lr_hold == 0.0);
+  CHECK(!load(kMinimal, {}).training.zero_init_residual);
+  CHECK(load(kMinimal, {"training.zero_init_residual=true"}).training.zero_init_residual);
   CHECK(linear.training.lr_hold == 0.0);
   for (const char* bad : {"training.lr_hold=1", "training.lr_hold=-0.1", "training.lr_hold=nan"}) {
     INFO(bad);
