@@ -144,7 +144,8 @@ class Transformer {
 
   // docs/MODEL.md's initialisation, a function of the seed alone. `zero_residual`: the last
   // matrix of every residual branch (attention's out_proj, the feed-forward's fc2) starts at zero,
-  // so every layer starts as the identity (training.zero_init_residual).
+  // so every branch starts by adding nothing (pre-norm: every layer is the identity;
+  // training.zero_init_residual).
   void initialize(std::uint64_t seed, bool zero_residual = false);
   // After the master weights changed outside an optimizer step that refreshes them (loading,
   // averaging, tests): rounds them into the compute weights.

@@ -36,8 +36,8 @@ struct DataConfig {
 struct TrainingConfig {
   std::uint64_t seed = 1;
   // The last matrix of every residual branch (attention's out_proj, the feed-forward's fc2) starts
-  // at zero instead of Xavier-uniform: every layer starts as the identity (torchvision's
-  // zero_init_residual). A fresh run's initialisation only.
+  // at zero instead of Xavier-uniform: every branch starts by adding nothing (pre-norm: every
+  // layer is the identity; torchvision's zero_init_residual). A fresh run's initialisation only.
   bool zero_init_residual = false;
   std::int64_t max_tokens = 4096;   // per batch, source and target each, padding counted
   std::int64_t update_freq = 1;     // batches accumulated per update
