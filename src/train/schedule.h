@@ -31,6 +31,15 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
   return lr > 0 ? inverse_sqrt_learning_rate(step, warmup, lr) : noam_learning_rate(step, d_model, warmup, lr_factor);
 }
 
+// From `from` at update `start` down to 0 at `end`, linear or half a cosine, after `from` held for
+// `hold` (in [0, 1)) of the updates between them; 0 after `end`.
+inline double decay_to_zero(double from, std::int64_t step, std::int64_t start, std::int64_t end, double hold,
+                            const std::string& decay) {
+  const double left =
+      std::clamp(static_cast<double>(end - step) / (static_cast<double>(end - start) * (1.0 - hold)), 0.0, 1.0);
+  return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
+}
+
 // After the warmup, training.lr_decay: "inverse_sqrt" (the paper, above), or a decay to zero at
 // `max_steps` from the same peak, "linear" (fairseq's polynomial_decay, power 1) or "cosine"
 // (half a cosine period, without restarts). For a fixed budget of updates the last two anneal:
@@ -40,10 +49,7 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
 inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor,
                             const std::string& decay, std::int64_t max_steps, double hold = 0.0) {
   if (decay == "inverse_sqrt" || step <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor);
-  const double peak = learning_rate(warmup, d_model, warmup, lr, lr_factor);
-  const double left = std::clamp(
-      static_cast<double>(max_steps - step) / (static_cast<double>(max_steps - warmup) * (1.0 - hold)), 0.0, 1.0);
-  return decay == "linear" ? peak * left : peak * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
+  return decay_to_zero(learning_rate(warmup, d_model, warmup, lr, lr_factor), step, warmup, max_steps, hold, decay);
 }
 
 // A decaying schedule under a time budget (training.max_minutes, train/budget.h), where the number
@@ -66,10 +72,7 @@ inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std:
   if (total > warmup && fixed_at <= warmup) {
     return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total, hold);
   }
-  const double from = provisional(std::max<std::int64_t>(fixed_at, 1));
-  const double left =
-      std::clamp(static_cast<double>(total - step) / (static_cast<double>(total - fixed_at) * (1.0 - hold)), 0.0, 1.0);
-  return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
+  return decay_to_zero(provisional(std::max<std::int64_t>(fixed_at, 1)), step, fixed_at, total, hold, decay);
 }
 
 }  // namespace dragoman
