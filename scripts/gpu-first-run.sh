@@ -9,6 +9,8 @@
 #   scripts/gpu-first-run.sh                     # REPORT_DIR=${OUT:-gpu-first-run}
 #   GPU_DEADLINE=540 scripts/gpu-first-run.sh    # seconds for the whole (default 540)
 #   MODE=sanitize scripts/gpu-first-run.sh       # compute-sanitizer on op-level test tags only
+#   SHARED_MEMORY_TAGS='[attention]'             # racecheck/synccheck on these tags (default: every
+#                                                # kernel with shared memory)
 #   MODE=profile scripts/gpu-first-run.sh        # the GPU time of every kernel of a training step (ncu)
 #   GPU_BUNDLE=dir                               # another bundle folder (the dry run's)
 #   GPU_STEPS="1-ops-tests 5-train-tests"        # only these steps (0-env always runs)
@@ -187,7 +189,8 @@ elif [[ $mode == first ]]; then
   step 5-train-tests 180 "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes
   step 6-translate 300 translate_bench
 else
-  shared_memory='[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'
+  # (SHARED_MEMORY_TAGS='[attention]': racecheck and synccheck on the attention kernels alone)
+  shared_memory=${SHARED_MEMORY_TAGS:-'[attention],[cross_entropy],[top_k],[elementwise],[embedding],[layer_norm]'}
   step 1-memcheck 130 compute-sanitizer --tool memcheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests "$gpu_op_tags"
   step 2-racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 1 "$bundle"/dragoman_cuda_tests \
     "$shared_memory"
