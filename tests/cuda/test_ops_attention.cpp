@@ -164,7 +164,7 @@ void check_case(const Case& c) {
   // The tensor-core kernels round the probabilities and dscore to T before their products
   // (attention_mma.h): one more rounding of T on each term's magnitude.
   // (lse is float arithmetic in every family: r alone.)
-  const bool mma = cuda::attention_kernels() == cuda::AttentionKernels::mma;
+  const bool mma = cuda::attention_kernels_for<T>(a) == cuda::AttentionKernels::mma;
   const double u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
   const double r_lse = test::reorder_tolerance<T>(), r = r_lse + (mma ? u : 0.0);
   const auto within = [&](const std::vector<T>& ref, const std::vector<double>& mag) {

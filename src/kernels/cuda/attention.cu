@@ -250,7 +250,7 @@ namespace {
 
 std::atomic<int> chosen_kernels{-1};  // an AttentionKernels, or -1 before the first call
 
-// Whether this call runs the tiled kernels (attention.h, attention_kernels()).
+// Whether this call runs the tiled kernels (attention.h, attention_kernels()); asked after use_mma.
 template <typename T>
 bool use_tiled(const AttentionShape& a) {
   if constexpr (std::is_same_v<T, double>) {
@@ -263,11 +263,14 @@ bool use_tiled(const AttentionShape& a) {
   }
 }
 
-// Whether this call runs the tensor-core kernels (only when chosen: attention.h).
+// Whether this call runs the tensor-core kernels: chosen (mma), or automatic with enough queries.
 template <typename T>
 bool use_mma(const AttentionShape& a) {
   if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
-    return attention_kernels() == AttentionKernels::mma && attention_detail::mma_attention_takes<T>(a);
+    const AttentionKernels kernels = attention_kernels();
+    if (kernels == AttentionKernels::naive || kernels == AttentionKernels::tiled) return false;
+    if (kernels == AttentionKernels::automatic && a.queries < kTiledMinQueries) return false;
+    return attention_detail::mma_attention_takes<T>(a);
   } else {
     return false;
   }
@@ -276,6 +279,12 @@ bool use_mma(const AttentionShape& a) {
 }  // namespace
 
 void set_attention_kernels(AttentionKernels kernels) { chosen_kernels = static_cast<int>(kernels); }
+
+template <typename T>
+AttentionKernels attention_kernels_for(const AttentionShape& a) {
+  if (use_mma<T>(a)) return AttentionKernels::mma;
+  return use_tiled<T>(a) ? AttentionKernels::tiled : AttentionKernels::naive;
+}
 
 AttentionKernels attention_kernels() {
   int chosen = chosen_kernels.load();
@@ -368,7 +377,8 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
                                      double, std::uint64_t, std::uint64_t, acc_t<T>*, T*, Stream);                     \
   template void attention_backward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*,        \
                                       double, double, std::uint64_t, std::uint64_t, const acc_t<T>*, const T*, T*, T*, \
-                                      T*, acc_t<T>*, Stream);
+                                      T*, acc_t<T>*, Stream);                                                          \
+  template AttentionKernels attention_kernels_for<T>(const AttentionShape&);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(bf16)

@@ -28,7 +28,7 @@
 // The tiled kernels (attention_tiled.h: 32 rows a block, tiles of 64 through shared memory, the
 // softmax online, as flash attention) compute the same contract for float, bf16 and f16 with K and
 // Kv up to 128, any S and T; the tensor-core kernels (attention_mma.h) short sequences in bf16 and
-// f16, when chosen. Which kernels run is attention_kernels() below.
+// f16. Which kernels run is attention_kernels() below.
 // All pointers are device memory of the stream's device (the caller holds its DeviceGuard),
 // key_lengths included.
 #pragma once
@@ -44,22 +44,28 @@ namespace dragoman::cuda {
 using cpu::AttentionShape;
 
 // Which kernels attention_forward/backward run:
-//   automatic (the default): the tiled kernels where they take the shape and there are at least
-//     kTiledMinQueries queries (training, scoring, the encoder of a sentence that long); the naive
-//     ones for fewer (a decoding step: one query of self-attention, a beam's few queries of
-//     cross-attention, where a tile of 32 query rows would be mostly idle) and for double;
+//   automatic (the default), with at least kTiledMinQueries queries (training, scoring, the encoder
+//     of a sentence that long): the tensor-core kernels where they take the shape (attention_mma.h:
+//     bf16/f16, at most 64 queries and 64 keys, head sizes multiples of 16, sm_80 or later), else
+//     the tiled ones where they take it; with fewer queries (a decoding step: one query of
+//     self-attention, a beam's few queries of cross-attention, where a tile would be mostly idle)
+//     and for double, the naive ones. (On the H100, 2026-11-27: a base bf16 training step of 32
+//     tokens a sentence 28 ms with the tensor-core kernels, 32 with the tiled ones, 82 naive.)
 //   naive: always the naive kernels;
 //   tiled: the tiled kernels wherever they take the shape, one query too (the tests run every case
 //     both ways);
-//   mma: the tensor-core kernels (attention_mma.h: bf16/f16, at most 64 queries and 64 keys, head
-//     sizes multiples of 16) where they take the shape, the automatic choice elsewhere. Not the
-//     default until a GPU run has measured it against the tiled kernels.
+//   mma: the tensor-core kernels wherever they take the shape, one query too; elsewhere the
+//     automatic choice.
 // The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive, tiled or mma; anything else is an
 // error); set_attention_kernels overrides it for the process (tests, benchmarks).
 enum class AttentionKernels { automatic, naive, tiled, mma };
 inline constexpr std::int64_t kTiledMinQueries = 16;  // half a tile of queries
 void set_attention_kernels(AttentionKernels kernels);
 AttentionKernels attention_kernels();
+// The family that attention_forward/backward run for this shape under attention_kernels(): naive,
+// tiled or mma (never automatic).
+template <typename T>
+AttentionKernels attention_kernels_for(const AttentionShape& shape);
 
 // lse: [B, H, T] of acc_t<T>, written when not null; key_lengths: i32 [B].
 template <typename T>
