@@ -60,7 +60,10 @@ failed=0
 {
   echo "# GPU first run ($mode)"
   echo
-  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ), deadline ${deadline} s"
+  # (the bundle's own build revision: the checkout's git metadata on a device machine can be older
+  # than the working tree that was sent)
+  echo "checkout $(git rev-parse --short HEAD 2>/dev/null || echo unknown), bundle $("$bundle"/dragoman --version 2>/dev/null |
+    head -n 1), $(date -u +%Y-%m-%dT%H:%MZ), deadline ${deadline} s"
   echo
   echo "| step | result | seconds | cap |"
   echo "|---|---|---|---|"

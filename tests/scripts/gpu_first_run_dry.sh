@@ -35,6 +35,7 @@ done
 grep -q 'no CUDA device (' "$work/first/1-ops-tests.log" || fail "the cuda tests' skip message names no reason"
 grep -q 'no such CUDA device (0 visible: ' "$work/first/2-train-cli.log" || fail "train --devices cuda:0 names no reason"
 grep -q '^total [0-9]* s of the 540-s deadline' "$work/first/summary.md" || fail "no total line"
+grep -q "^checkout .*, bundle dragoman [0-9.]* (git " "$work/first/summary.md" || fail "the summary does not name the bundle's build: $(head -n 3 "$work/first/summary.md")"
 
 # A deadline already spent: nothing but the summary, every step "not run: deadline".
 run "$work/late" 15
