@@ -28,7 +28,7 @@ std::int64_t updates_that_fit(const BudgetInputs& in) {
   if (!(in.update_seconds > 0) || !std::isfinite(in.update_seconds)) {
     throw Error("updates_that_fit: the measured seconds per update must be > 0");
   }
-  const double limit = in.budget_seconds * (1.0 - kBudgetReserve);
+  const double limit = in.budget_seconds * (1.0 - in.reserve);
   // budget_seconds_at grows with total: the largest total within the limit, by bisection.
   std::int64_t low = in.step;  // fits (nothing more to do)
   std::int64_t high = in.step + static_cast<std::int64_t>(std::ceil(in.budget_seconds / in.update_seconds)) + 2;

@@ -22,6 +22,14 @@ inline constexpr std::int64_t kCalibrationUpdates = 5;
 // (1 minute) slower than in it on 2 threads of the development machine; what the reserve does not
 // cover ends the run a little before its count, at a small learning rate.
 inline constexpr double kBudgetReserve = 0.05;
+// With a held peak (training.lr_hold) the count is fixed once more, at the end of the first update
+// past kRefineAt of the budget, by the pace of the updates since the first fix (at least
+// kRefineUpdates of them, in this process), leaving kRefineReserve free: a long window predicts the
+// rest well, and while the learning rate is still held (schedule.h: budget_rate_held) a new count
+// changes no update made so far.
+inline constexpr double kRefineAt = 0.4;
+inline constexpr double kRefineReserve = 0.02;
+inline constexpr std::int64_t kRefineUpdates = 20;
 
 struct BudgetInputs {
   double budget_seconds = 0;
@@ -34,6 +42,7 @@ struct BudgetInputs {
   std::int64_t checkpoint_every = 0;      // updates, counted back from the last (0: none but the last)
   double checkpoint_every_minutes = 0;    // (0: none)
   std::int64_t max_steps = 0;             // a cap (0: none)
+  double reserve = kBudgetReserve;        // the share of the budget kept free
 };
 
 // The predicted clock at the end of update `total` (> inputs.step): the updates, the validations at
@@ -41,7 +50,7 @@ struct BudgetInputs {
 // timed ones.
 double budget_seconds_at(const BudgetInputs& inputs, std::int64_t total);
 
-// The largest total >= inputs.step whose predicted end leaves kBudgetReserve of the budget free,
+// The largest total >= inputs.step whose predicted end leaves inputs.reserve of the budget free,
 // capped at max_steps; inputs.step when no further update fits.
 std::int64_t updates_that_fit(const BudgetInputs& inputs);
 

@@ -75,4 +75,18 @@ inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std:
   return decay_to_zero(provisional(std::max<std::int64_t>(fixed_at, 1)), step, fixed_at, total, hold, decay);
 }
 
+// Whether budget_learning_rate at `step` (a count `total` fixed at `fixed_at`) is still the warmup's
+// or the held value: the same for a larger count fixed at the same update. A count can then be
+// fixed again (a longer or shorter one, train/budget.h) without changing any update made so far,
+// provided this holds for both counts.
+inline bool budget_rate_held(std::int64_t step, std::int64_t warmup, std::int64_t total, std::int64_t fixed_at,
+                             double hold) {
+  if (total <= 0 || step <= fixed_at) return true;
+  const bool from_warmup = total > warmup && fixed_at <= warmup;
+  if (from_warmup && step <= warmup) return true;
+  const std::int64_t start = from_warmup ? warmup : fixed_at;
+  // (decay_to_zero's own expression: its clamp gives exactly 1 from this ratio on)
+  return static_cast<double>(total - step) / (static_cast<double>(total - start) * (1.0 - hold)) >= 1.0;
+}
+
 }  // namespace dragoman

@@ -45,7 +45,8 @@ void save_train_state(const std::string& path, const TrainState& state) {
                    {"skipped_steps", std::to_string(state.skipped_steps)},
                    {"batches_per_update", std::to_string(state.batches_per_update)},
                    {"budget_updates", std::to_string(state.budget_updates)},
-                   {"budget_fixed_at", std::to_string(state.budget_fixed_at)}};
+                   {"budget_fixed_at", std::to_string(state.budget_fixed_at)},
+                   {"budget_refined_at", std::to_string(state.budget_refined_at)}};
   // The best values must round-trip exactly (they decide "best"): store their bits too.
   for (const auto& [key, value] :
        {std::pair{"best_valid_loss_bits", state.best_valid_loss},
@@ -113,6 +114,7 @@ TrainState load_train_state(const std::string& path) {
       throw Error(path + ": training state 'budget_minutes' is not a finite non-negative number");
     }
   }
+  if (file.metadata.count("budget_refined_at") != 0) s.budget_refined_at = integer("budget_refined_at");  // newer
   const SafeTensor* m = file.find("adam_m");
   const SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {

@@ -32,10 +32,13 @@ struct TrainState {
   std::int64_t batches_per_update = 0;
   // A time budget (training.max_minutes, budget.h) with a decaying learning rate: the updates that
   // fit it, fixed after update budget_fixed_at by the measured pace (0: not yet), and the budget
-  // they were fixed for. The schedule is a function of them and the step from then on.
+  // they were fixed for. The schedule is a function of them and the step from then on. With a held
+  // peak the count is fixed once more while the rate is held (budget.h: kRefineAt), after update
+  // budget_refined_at (0: not yet); budget_fixed_at stays the first fix's (the schedule's).
   std::int64_t budget_updates = 0;
   std::int64_t budget_fixed_at = 0;
   double budget_minutes = 0;
+  std::int64_t budget_refined_at = 0;
   Tensor adam_m, adam_v;  // [parameters]
   Tensor ema;             // [parameters], f32: the weights' moving average (training.ema_decay; else undefined)
 };

@@ -198,6 +198,7 @@ TrainResult Trainer::run() {
       window_tokens = 0;
       window_start = Clock::now();
     }
+    const Clock::time_point paused = Clock::now();  // (the budget's pace leaves these out)
     if (writer_ && has_valid_ && t.valid_every > 0 && state_.step % t.valid_every == 0) {
       validate(result);
       if (t.patience > 0 && state_.bad_validations >= t.patience) {
@@ -206,7 +207,8 @@ TrainResult Trainer::run() {
       }
     }
     if (writer_ && checkpoint_due()) save_checkpoint(CheckpointKind::kRegular);
-    calibrate_budget(result);  // (a budget with a decaying schedule: fixes the count once)
+    pause_seconds_ += seconds_since(paused);
+    calibrate_budget(result);  // (a budget with a decaying schedule: fixes the count)
   }
   // The state at the end: a regular checkpoint when the run ended, an interrupted one when a
   // signal stopped it; never a checkpoint of an untrained model.

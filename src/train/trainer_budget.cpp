@@ -84,9 +84,14 @@ bool Trainer::checkpoint_due() const {
 }
 
 // After each update (the writer's): opens the calibration window, and when it closes times one
-// validation and one checkpoint (made anyway: they are the run's first), then fixes the count.
+// validation and one checkpoint (made anyway: they are the run's first), then fixes the count; with
+// a held peak, fixes it again later (refine_budget).
 void Trainer::calibrate_budget(TrainResult& result) {
-  if (!writer_ || !budget_fixes_count_ || state_.budget_updates > 0) return;
+  if (!writer_ || !budget_fixes_count_) return;
+  if (state_.budget_updates > 0) {
+    refine_budget();
+    return;
+  }
   const TrainingConfig& t = config_.training;
   const double now = budget_clock();
   if (calibration_step_ < 0) {
@@ -125,6 +130,11 @@ void Trainer::calibrate_budget(TrainResult& result) {
   state_.budget_updates = std::max(fit, state_.step);
   state_.budget_fixed_at = state_.step;
   state_.budget_minutes = t.max_minutes;
+  fix_step_ = state_.step;
+  fix_clock_ = in.elapsed_seconds;
+  fix_pauses_ = pause_seconds_;
+  fix_validation_seconds_ = in.validation_seconds;
+  fix_checkpoint_seconds_ = in.checkpoint_seconds;
   // The checkpoint just written is the run's state at this update: it records the count too.
   if (saved_step_ == state_.step) {
     save_train_state(checkpoint_state_path(run_, state_.step, CheckpointKind::kRegular), state_);
@@ -143,6 +153,61 @@ void Trainer::calibrate_budget(TrainResult& result) {
                   {"calibration_tgt_tokens_per_s", tokens_per_second},
                   {"calibration_validation_seconds", in.validation_seconds},
                   {"calibration_checkpoint_seconds", in.checkpoint_seconds}});
+}
+
+// With a held peak (training.lr_hold): once the budget's clock passes kRefineAt, the count is fixed
+// again by the pace of every update since the first fix (this process's validations and checkpoints
+// left out, then added back as the first fix timed them), keeping kRefineReserve free. Only while
+// the learning rate is still held under both counts, so that no update made so far would have had
+// another rate: the run stays the max_steps run of its final count. A pace that slowed so much that
+// the decay should have begun already decays from the next update. Made once (the state records
+// it), and only by the process that made the first fix (a resumed one keeps the count it has).
+void Trainer::refine_budget() {
+  const TrainingConfig& t = config_.training;
+  if (t.lr_hold <= 0 || state_.budget_refined_at > 0 || fix_step_ < 0) return;
+  const double now = budget_clock();
+  const std::int64_t updates = state_.step - fix_step_;
+  if (now < kRefineAt * budget_seconds_ || updates < kRefineUpdates) return;
+  const std::int64_t warmup = t.warmup_steps, fixed_at = state_.budget_fixed_at, before = state_.budget_updates;
+  state_.budget_refined_at = state_.step;  // (decided now, whatever the outcome)
+  const auto held = [&](std::int64_t total) {
+    return budget_rate_held(state_.step, warmup, total, fixed_at, t.lr_hold) &&
+           (total > warmup) == (before > warmup);  // (the same branch of budget_learning_rate)
+  };
+  if (!held(before)) return;
+  const bool simulated = options_.simulated_update_seconds > 0;
+  BudgetInputs in;
+  in.budget_seconds = budget_seconds_;
+  in.elapsed_seconds = now;
+  in.step = state_.step;
+  in.update_seconds =
+      (now - fix_clock_ - (simulated ? 0.0 : pause_seconds_ - fix_pauses_)) / static_cast<double>(updates);
+  in.valid_every = has_valid_ ? t.valid_every : 0;
+  in.validation_seconds = fix_validation_seconds_;
+  in.checkpoint_every = config_.checkpoint.every_steps;
+  in.checkpoint_every_minutes = config_.checkpoint.every_minutes;
+  in.checkpoint_seconds = fix_checkpoint_seconds_;
+  in.max_steps = t.max_steps;
+  in.reserve = kRefineReserve;
+  if (!(in.update_seconds > 0)) return;
+  std::int64_t total = std::max(updates_that_fit(in), state_.step);
+  if (!held(total)) {
+    // The least count that keeps every update so far held (held grows with the count).
+    std::int64_t low = total, high = before;
+    while (high - low > 1) {
+      const std::int64_t mid = low + (high - low) / 2;
+      (held(mid) ? high : low) = mid;
+    }
+    total = high;
+  }
+  state_.budget_updates = total;
+  spdlog::info(
+      "train: {} updates fit the {} budget at the pace of updates {}-{} ({:.3f} s an update; {} fixed at update {})",
+      total, minutes_text(t.max_minutes), fix_step_ + 1, state_.step, in.update_seconds, before, fixed_at);
+  append_metrics({{"step", state_.step},
+                  {"budget_refined_updates", total},
+                  {"budget_updates_before", before},
+                  {"refine_update_seconds", in.update_seconds}});
 }
 
 }  // namespace dragoman::trainer_detail

@@ -96,6 +96,7 @@ class Trainer {
   double budget_clock() const;
   bool budget_spent() const;
   void calibrate_budget(TrainResult& result);
+  void refine_budget();
   double learning_rate_at(std::int64_t step) const;
   bool checkpoint_due() const;
   std::int64_t planned_steps() const;
@@ -147,6 +148,12 @@ class Trainer {
   double calibration_clock_ = 0;
   std::int64_t calibration_tokens_ = 0;
   std::int64_t updates_here_ = 0;
+  // For fixing the count again (refine_budget): the seconds this process spent in the loop's
+  // validations and checkpoints, and, when the first fix was made in this process, its update
+  // (-1: not here), the clock and those seconds then, and one validation's and checkpoint's time.
+  double pause_seconds_ = 0;
+  std::int64_t fix_step_ = -1;
+  double fix_clock_ = 0, fix_pauses_ = 0, fix_validation_seconds_ = 0, fix_checkpoint_seconds_ = 0;
 };
 
 }  // namespace dragoman::trainer_detail

@@ -168,16 +168,20 @@ void Trainer::agree_on_stop(TrainResult& result) {
   double early = result.early_stopped ? 1 : 0;
   double spent = writer_ && budget_spent() ? 1 : 0;
   if (comm_->processes() > 1) {
-    const std::vector<double> agreed = comm_->all_reduce_host(
-        {signal, early, spent, static_cast<double>(state_.budget_updates), static_cast<double>(state_.budget_fixed_at),
-         state_.budget_minutes},
-        ReduceOp::kMax);
+    // (the budget's values are the writer's, the others send 0: a count fixed again can be smaller)
+    const double w = writer_ ? 1.0 : 0.0;
+    const std::vector<double> agreed =
+        comm_->all_reduce_host({signal, early, spent, w * static_cast<double>(state_.budget_updates),
+                                w * static_cast<double>(state_.budget_fixed_at), w * state_.budget_minutes,
+                                w * static_cast<double>(state_.budget_refined_at)},
+                               ReduceOp::kMax);
     signal = agreed[0];
     early = agreed[1];
     spent = agreed[2];
     state_.budget_updates = static_cast<std::int64_t>(agreed[3]);
     state_.budget_fixed_at = static_cast<std::int64_t>(agreed[4]);
     state_.budget_minutes = agreed[5];
+    state_.budget_refined_at = static_cast<std::int64_t>(agreed[6]);
   }
   result.stop_signal = static_cast<int>(signal);
   result.interrupted = signal > 0;

@@ -3,7 +3,8 @@
 // 0.5 s an update, validations and checkpoints free), whose count is known in advance:
 // the calibration window opens after update 2 (1.0 s >= 1 % of the budget, 2 updates into the
 // process) and closes after the first update past 8 % of the budget with 5 updates in it (update 10
-// for a minute, 7 for half a minute), and the count leaves 5 % of the budget free.
+// for a minute, 7 for half a minute), and the count leaves 5 % of the budget free. With a held peak
+// the count is fixed again after the first update past 40 % of the budget (2 % left free).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -185,24 +186,91 @@ TEST_CASE("budget: a run fixes its count by its pace, and is the run of that man
   CHECK(again.step == 114);
 }
 
-TEST_CASE("budget: training.lr_hold reaches the run's schedule", "[train][budget]") {
+TEST_CASE("budget: the held rate is the same for any count", "[train][budget]") {
+  const auto lr = [](std::int64_t step, std::int64_t total, std::int64_t fixed_at) {
+    return budget_learning_rate(step, 32, 100, 0.0, 0.3, "linear", total, fixed_at, 0, 0.5);
+  };
+  // Fixed inside the warmup (at 40), 700 updates, hold 0.5: held to 100 + 0.5 x 600 = 400.
+  CHECK(budget_rate_held(400, 100, 700, 40, 0.5));
+  CHECK(!budget_rate_held(401, 100, 700, 40, 0.5));
+  CHECK(budget_rate_held(399, 100, 698, 40, 0.5));
+  CHECK(!budget_rate_held(400, 100, 698, 40, 0.5));
+  for (std::int64_t step = 1; step <= 400; ++step) {
+    CHECK(budget_rate_held(step, 100, 700, 40, 0.5));
+    CHECK(lr(step, 700, 40) == lr(step, 900, 40));
+  }
+  CHECK(lr(401, 700, 40) < lr(401, 900, 40));
+  // Fixed after the warmup (at 250): held to 250 + 0.5 x 450 = 475.
+  CHECK(budget_rate_held(475, 100, 700, 250, 0.5));
+  CHECK(!budget_rate_held(476, 100, 700, 250, 0.5));
+  CHECK(lr(475, 700, 250) == lr(475, 1000, 250));
+  // Without a hold: the decay starts at the warmup's end (or at the fix).
+  CHECK(budget_rate_held(100, 100, 700, 40, 0.0));
+  CHECK(!budget_rate_held(101, 100, 700, 40, 0.0));
+  CHECK(budget_rate_held(250, 100, 700, 250, 0.0));
+  CHECK(!budget_rate_held(251, 100, 700, 250, 0.0));
+}
+
+TEST_CASE("budget: with a held peak the count is fixed again and the run is the run of that count", "[train][budget]") {
   const Task task("budget-hold", 200);
   const TrainOptions options = simulated(task, "hold");
   TrainConfig config = budget_config(task, 1.0, "linear");
   config.training.lr_hold = 0.5;
-  CHECK(train(config, options).step == 114);  // the pace fixes the count, whatever the schedule
-  // Update by update: the max_steps schedule of 114 updates with the hold (the peak from the
-  // warmup's end, 100, to 107; then down to 0 at 114).
+  // Fixed after update 10 at 114 (5 % of the budget free), then again after update 48 (24 s, 40 %
+  // of the budget; 38 updates since the fix): 48 + floor((58.8 - 24) / 0.5) = 117 (2 % free).
+  CHECK(train(config, options).step == 117);
+  nlohmann::json refined;
+  for (const nlohmann::json& line : read_metrics(options.run_dir)) {
+    if (line.contains("budget_refined_updates")) refined = line;
+  }
+  REQUIRE(refined != nullptr);
+  CHECK(refined["step"] == 48);
+  CHECK(refined["budget_refined_updates"] == 117);
+  CHECK(refined["budget_updates_before"] == 114);
+  CHECK(refined["refine_update_seconds"].get<double>() == 0.5);
+  // Update by update: the max_steps schedule of 117 updates with the hold (the peak from the
+  // warmup's end, 100, to 108; then down to 0 at 117).
   int lines = 0;
   for (const nlohmann::json& line : read_metrics(options.run_dir)) {
     if (!line.contains("lr")) continue;
     ++lines;
     const std::int64_t step = line["step"];
-    CHECK(line["lr"].get<double>() == learning_rate(step, 32, 100, 0.0, 0.3, "linear", 114, 0.5));
+    CHECK(line["lr"].get<double>() == learning_rate(step, 32, 100, 0.0, 0.3, "linear", 117, 0.5));
   }
-  CHECK(lines == 114);
-  CHECK(learning_rate(107, 32, 100, 0.0, 0.3, "linear", 114, 0.5) == noam_learning_rate(100, 32, 100, 0.3));
-  CHECK(learning_rate(108, 32, 100, 0.0, 0.3, "linear", 114, 0.5) < noam_learning_rate(100, 32, 100, 0.3));
+  CHECK(lines == 117);
+  // The checkpoints: the calibration's (10), 100 back from 114 (14), then from 117 (117); the state
+  // records the count in force when each was written.
+  CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{10, 14, 117});
+  CHECK(load_train_state(checkpoint_state_path(options.run_dir, 14)).budget_updates == 114);
+  const TrainState last = load_train_state(checkpoint_state_path(options.run_dir, 117));
+  CHECK(last.budget_updates == 117);
+  CHECK(last.budget_fixed_at == 10);
+  CHECK(last.budget_refined_at == 48);
+  // The same weights as a run told max_steps 117 with the same hold.
+  TrainConfig fixed = task.config();
+  fixed.training.lr_decay = "linear";
+  fixed.training.lr_hold = 0.5;
+  fixed.training.max_steps = 117;
+  fixed.training.log_every = 1;
+  const TrainOptions straight = task.options("straight");
+  CHECK(train(fixed, straight).step == 117);
+  CHECK(weights(checkpoint_model_path(options.run_dir, 117)) == weights(checkpoint_model_path(straight.run_dir, 117)));
+  // A run resumed between the two fixes keeps the first count (only the process that fixed it
+  // fixes it again): the max_steps run of 114.
+  TrainOptions failing = simulated(task, "failing");
+  failing.fail_worker_at = {0, 30};
+  CHECK_THROWS_WITH(train(config, failing), Contains("fail_worker_at"));
+  CHECK(checkpoint_steps(failing.run_dir).back() == 14);
+  failing.fail_worker_at = {-1, -1};
+  const TrainResult resumed = train(config, failing);
+  CHECK(resumed.resumed_from == 14);
+  CHECK(resumed.step == 114);
+  CHECK(load_train_state(checkpoint_state_path(failing.run_dir, 114)).budget_refined_at == 0);
+  fixed.training.max_steps = 114;
+  const TrainOptions straight114 = task.options("straight114");
+  CHECK(train(fixed, straight114).step == 114);
+  CHECK(weights(checkpoint_model_path(failing.run_dir, 114)) ==
+        weights(checkpoint_model_path(straight114.run_dir, 114)));
 }
 
 TEST_CASE("budget: a run that fails after the calibration resumes with the same count", "[train][budget]") {
