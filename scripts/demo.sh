@@ -51,12 +51,18 @@ elif ((status != 0)); then
 fi
 echo "(train took $((SECONDS - start)) s)"
 # What the budget chose on this machine, and what that means for the scores below.
-awk '/"budget_updates"/ {
+awk '/"budget_updates"|"budget_refined_updates"/ {
     gsub(/[{}"]/, ""); n = split($0, kv, ","); delete v
     for (i = 1; i <= n; i++) { split(kv[i], p, ":"); v[p[1]] = p[2] }
-    printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", v["calibration_tgt_tokens_per_s"], v["budget_updates"]
-    printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides), and the\n", v["budget_minutes"], v["calibration_update_seconds"]
-    printf "learning rate decays to zero at the last of them. What the README measured with this config:\n"
+    if ("budget_refined_updates" in v) { refined = v["budget_refined_updates"]; refined_at = v["step"]; next }
+    tps = v["calibration_tgt_tokens_per_s"]; fixed = v["budget_updates"]; minutes = v["budget_minutes"]
+    seconds = v["calibration_update_seconds"] }
+  END {
+    if (fixed == "") exit
+    printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", tps, fixed
+    printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides)", minutes, seconds
+    if (refined != "") printf ";\nthe pace of the updates up to %d (40 %% of the budget, the peak still held) fixed it again at %d", refined_at, refined
+    printf ".\nThe learning rate decays to zero at the last update. What the README measured with this config:\n"
     printf "12,543 updates at 22,400 tokens/s (test BLEU 24.0), 2,126 at 3,800 (14.2); at fixed counts 2,000\n"
     printf "updates give about 13.5-14 and 2,350 about 15: a slower machine makes fewer updates and scores\n"
     printf "lower, a faster one more and higher.\n" }' "$run/metrics.jsonl"

@@ -23,11 +23,15 @@ inline constexpr std::int64_t kCalibrationUpdates = 5;
 // cover ends the run a little before its count, at a small learning rate.
 inline constexpr double kBudgetReserve = 0.05;
 // With a held peak (training.lr_hold) the count is fixed once more, at the end of the first update
-// past kRefineAt of the budget, by the pace of the updates since the first fix (at least
-// kRefineUpdates of them, in this process), leaving kRefineReserve free: a long window predicts the
-// rest well, and while the learning rate is still held (schedule.h: budget_rate_held) a new count
-// changes no update made so far.
-inline constexpr double kRefineAt = 0.4;
+// past kRefineAt of the budget, by the pace of the updates since the first update past
+// kRefineOpens (at least kRefineUpdates of them, in the process that made the first fix), leaving
+// kRefineReserve free: a window of minutes predicts the rest well, and while the learning rate is
+// still held (schedule.h: budget_rate_held) a new count changes no update made so far. (The window
+// starts late to leave out the first epoch's curriculum, data.curriculum: its sentences grow from
+// short to long, and so does an update's time. On the demo's slow stand-in the curriculum ends at
+// about 30 % of the budget, the decay begins at about 66 %.)
+inline constexpr double kRefineOpens = 0.35;
+inline constexpr double kRefineAt = 0.55;
 inline constexpr double kRefineReserve = 0.02;
 inline constexpr std::int64_t kRefineUpdates = 20;
 

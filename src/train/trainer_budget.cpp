@@ -130,9 +130,7 @@ void Trainer::calibrate_budget(TrainResult& result) {
   state_.budget_updates = std::max(fit, state_.step);
   state_.budget_fixed_at = state_.step;
   state_.budget_minutes = t.max_minutes;
-  fix_step_ = state_.step;
-  fix_clock_ = in.elapsed_seconds;
-  fix_pauses_ = pause_seconds_;
+  fixed_here_ = true;
   fix_validation_seconds_ = in.validation_seconds;
   fix_checkpoint_seconds_ = in.checkpoint_seconds;
   // The checkpoint just written is the run's state at this update: it records the count too.
@@ -156,7 +154,7 @@ void Trainer::calibrate_budget(TrainResult& result) {
 }
 
 // With a held peak (training.lr_hold): once the budget's clock passes kRefineAt, the count is fixed
-// again by the pace of every update since the first fix (this process's validations and checkpoints
+// again by the pace of the updates since kRefineOpens (this process's validations and checkpoints
 // left out, then added back as the first fix timed them), keeping kRefineReserve free. Only while
 // the learning rate is still held under both counts, so that no update made so far would have had
 // another rate: the run stays the max_steps run of its final count. A pace that slowed so much that
@@ -164,9 +162,17 @@ void Trainer::calibrate_budget(TrainResult& result) {
 // it), and only by the process that made the first fix (a resumed one keeps the count it has).
 void Trainer::refine_budget() {
   const TrainingConfig& t = config_.training;
-  if (t.lr_hold <= 0 || state_.budget_refined_at > 0 || fix_step_ < 0) return;
+  if (t.lr_hold <= 0 || state_.budget_refined_at > 0 || !fixed_here_) return;
   const double now = budget_clock();
-  const std::int64_t updates = state_.step - fix_step_;
+  if (refine_step_ < 0) {
+    if (now >= kRefineOpens * budget_seconds_) {
+      refine_step_ = state_.step;
+      refine_clock_ = now;
+      refine_pauses_ = pause_seconds_;
+    }
+    return;
+  }
+  const std::int64_t updates = state_.step - refine_step_;
   if (now < kRefineAt * budget_seconds_ || updates < kRefineUpdates) return;
   const std::int64_t warmup = t.warmup_steps, fixed_at = state_.budget_fixed_at, before = state_.budget_updates;
   state_.budget_refined_at = state_.step;  // (decided now, whatever the outcome)
@@ -181,7 +187,7 @@ void Trainer::refine_budget() {
   in.elapsed_seconds = now;
   in.step = state_.step;
   in.update_seconds =
-      (now - fix_clock_ - (simulated ? 0.0 : pause_seconds_ - fix_pauses_)) / static_cast<double>(updates);
+      (now - refine_clock_ - (simulated ? 0.0 : pause_seconds_ - refine_pauses_)) / static_cast<double>(updates);
   in.valid_every = has_valid_ ? t.valid_every : 0;
   in.validation_seconds = fix_validation_seconds_;
   in.checkpoint_every = config_.checkpoint.every_steps;
@@ -203,7 +209,7 @@ void Trainer::refine_budget() {
   state_.budget_updates = total;
   spdlog::info(
       "train: {} updates fit the {} budget at the pace of updates {}-{} ({:.3f} s an update; {} fixed at update {})",
-      total, minutes_text(t.max_minutes), fix_step_ + 1, state_.step, in.update_seconds, before, fixed_at);
+      total, minutes_text(t.max_minutes), refine_step_ + 1, state_.step, in.update_seconds, before, fixed_at);
   append_metrics({{"step", state_.step},
                   {"budget_refined_updates", total},
                   {"budget_updates_before", before},

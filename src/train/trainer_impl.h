@@ -149,11 +149,14 @@ class Trainer {
   std::int64_t calibration_tokens_ = 0;
   std::int64_t updates_here_ = 0;
   // For fixing the count again (refine_budget): the seconds this process spent in the loop's
-  // validations and checkpoints, and, when the first fix was made in this process, its update
-  // (-1: not here), the clock and those seconds then, and one validation's and checkpoint's time.
+  // validations and checkpoints; whether the first fix was made in this process, and the time of one
+  // validation and one checkpoint it measured; the window's first update (-1: not open), and the
+  // clock and those seconds then.
   double pause_seconds_ = 0;
-  std::int64_t fix_step_ = -1;
-  double fix_clock_ = 0, fix_pauses_ = 0, fix_validation_seconds_ = 0, fix_checkpoint_seconds_ = 0;
+  bool fixed_here_ = false;
+  double fix_validation_seconds_ = 0, fix_checkpoint_seconds_ = 0;
+  std::int64_t refine_step_ = -1;
+  double refine_clock_ = 0, refine_pauses_ = 0;
 };
 
 }  // namespace dragoman::trainer_detail

@@ -4,7 +4,7 @@
 // the calibration window opens after update 2 (1.0 s >= 1 % of the budget, 2 updates into the
 // process) and closes after the first update past 8 % of the budget with 5 updates in it (update 10
 // for a minute, 7 for half a minute), and the count leaves 5 % of the budget free. With a held peak
-// the count is fixed again after the first update past 40 % of the budget (2 % left free).
+// the count is fixed again after the first update past 55 % of the budget (2 % left free).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -216,15 +216,16 @@ TEST_CASE("budget: with a held peak the count is fixed again and the run is the 
   const TrainOptions options = simulated(task, "hold");
   TrainConfig config = budget_config(task, 1.0, "linear");
   config.training.lr_hold = 0.5;
-  // Fixed after update 10 at 114 (5 % of the budget free), then again after update 48 (24 s, 40 %
-  // of the budget; 38 updates since the fix): 48 + floor((58.8 - 24) / 0.5) = 117 (2 % free).
+  // Fixed after update 10 at 114 (5 % of the budget free), then again after update 66 (33 s, 55 %
+  // of the budget) by the pace since update 42 (21 s, 35 %): 66 + floor((58.8 - 33) / 0.5) = 117
+  // (2 % free).
   CHECK(train(config, options).step == 117);
   nlohmann::json refined;
   for (const nlohmann::json& line : read_metrics(options.run_dir)) {
     if (line.contains("budget_refined_updates")) refined = line;
   }
   REQUIRE(refined != nullptr);
-  CHECK(refined["step"] == 48);
+  CHECK(refined["step"] == 66);
   CHECK(refined["budget_refined_updates"] == 117);
   CHECK(refined["budget_updates_before"] == 114);
   CHECK(refined["refine_update_seconds"].get<double>() == 0.5);
@@ -245,7 +246,7 @@ TEST_CASE("budget: with a held peak the count is fixed again and the run is the 
   const TrainState last = load_train_state(checkpoint_state_path(options.run_dir, 117));
   CHECK(last.budget_updates == 117);
   CHECK(last.budget_fixed_at == 10);
-  CHECK(last.budget_refined_at == 48);
+  CHECK(last.budget_refined_at == 66);
   // The same weights as a run told max_steps 117 with the same hold.
   TrainConfig fixed = task.config();
   fixed.training.lr_decay = "linear";
