@@ -63,8 +63,8 @@ awk '/"budget_updates"|"budget_refined_updates"/ {
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides)", minutes, seconds
     if (refined != "") printf ";\nthe pace of the updates up to %d (40 %% of the budget, the peak still held) fixed it again at %d", refined_at, refined
     printf ".\nThe learning rate decays to zero at the last update. What the README measured with this config:\n"
-    printf "12,543 updates at 22,400 tokens/s (test BLEU 24.0), 2,126 at 3,800 (14.2); at fixed counts 2,000\n"
-    printf "updates give about 13.5-14 and 2,350 about 15: a slower machine makes fewer updates and scores\n"
+    printf "12,593 updates at 21,300 tokens/s (test BLEU 24.1), 2,045 at 3,640 (14.4); about 2,000 updates\n"
+    printf "give 14-14.4 and about 2,250 should give 15: a slower machine makes fewer updates and scores\n"
     printf "lower, a faster one more and higher.\n" }' "$run/metrics.jsonl"
 
 echo
