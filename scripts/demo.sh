@@ -34,7 +34,8 @@ echo
 echo "== dragoman train ${train_args[*]}"
 # The budget is train's own (training.max_minutes): after 1-8 % of it the run knows its pace, fixes
 # the number of updates that fits and decays the learning rate to zero at the last one (after the
-# peak held for 60 % of them: training.lr_hold), so a slow machine makes fewer updates but still
+# peak held for 60 % of them: training.lr_hold; at 55 % of the budget, the peak still held, it
+# measures its pace again and fixes the count again), so a slow machine makes fewer updates but still
 # ends annealed. Building the vocabulary and encoding the corpus come before the budget's clock
 # starts. timeout is only a safety net (SIGINT: train saves its state and exits 130; running the
 # demo again resumes it).
@@ -61,7 +62,7 @@ awk '/"budget_updates"|"budget_refined_updates"/ {
     if (fixed == "") exit
     printf "\nThis machine trained at %.0f target tokens/s (measured over 1-8 %% of the budget): %d updates\n", tps, fixed
     printf "fit the %g-minute budget, each about %.3f s (validations and checkpoints counted besides)", minutes, seconds
-    if (refined != "") printf ";\nthe pace of the updates up to %d (40 %% of the budget, the peak still held) fixed it again at %d", refined_at, refined
+    if (refined != "") printf ";\nthe pace of the updates up to %d (55 %% of the budget, the peak still held) fixed it again at %d", refined_at, refined
     printf ".\nThe learning rate decays to zero at the last update. What the README measured with this config:\n"
     printf "12,593 updates at 21,300 tokens/s (test BLEU 24.1), 2,045 at 3,640 (14.4); about 2,000 updates\n"
     printf "give 14-14.4 and about 2,250 should give 15: a slower machine makes fewer updates and scores\n"
