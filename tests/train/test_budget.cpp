@@ -63,6 +63,27 @@ TrainOptions simulated(const Task& task, const std::string& run) {
   return options;
 }
 
+// The model after `steps` updates of a run told max_steps `steps` (no budget), linear decay with
+// `hold`: what a budgeted run that fixed that count inside the warmup must equal.
+std::vector<float> max_steps_weights(const Task& task, std::int64_t steps, double hold, const std::string& name) {
+  TrainConfig fixed = task.config();
+  fixed.training.lr_decay = "linear";
+  fixed.training.lr_hold = hold;
+  fixed.training.max_steps = steps;
+  fixed.training.log_every = 1;
+  const TrainOptions straight = task.options(name);
+  REQUIRE(train(fixed, straight).step == steps);
+  return weights(checkpoint_model_path(straight.run_dir, steps));
+}
+
+// A run that fails at update `fail_at` (worker 0), then the same command again: the resumed run.
+TrainResult fail_and_resume(const TrainConfig& config, TrainOptions options, std::int64_t fail_at) {
+  options.fail_worker_at = {0, fail_at};
+  CHECK_THROWS_WITH(train(config, options), Contains("fail_worker_at"));
+  options.fail_worker_at = {-1, -1};
+  return train(config, options);
+}
+
 }  // namespace
 
 TEST_CASE("budget: the updates that fit, with validations, checkpoints and a cap", "[train][budget]") {
@@ -173,13 +194,7 @@ TEST_CASE("budget: a run fixes its count by its pace, and is the run of that man
     CHECK(state.budget_minutes == 1.0);
   }
   // The same weights as a run told max_steps 114 (the count was fixed inside the warmup).
-  TrainConfig fixed = task.config();
-  fixed.training.lr_decay = "linear";
-  fixed.training.max_steps = 114;
-  fixed.training.log_every = 1;
-  const TrainOptions straight = task.options("straight");
-  CHECK(train(fixed, straight).step == 114);
-  CHECK(weights(checkpoint_model_path(options.run_dir, 114)) == weights(checkpoint_model_path(straight.run_dir, 114)));
+  CHECK(weights(checkpoint_model_path(options.run_dir, 114)) == max_steps_weights(task, 114, 0.0, "straight"));
   // Run again: it is finished.
   const TrainResult again = train(budget_config(task, 1.0, "linear"), options);
   CHECK(again.already_finished);
@@ -248,30 +263,15 @@ TEST_CASE("budget: with a held peak the count is fixed again and the run is the 
   CHECK(last.budget_fixed_at == 10);
   CHECK(last.budget_refined_at == 66);
   // The same weights as a run told max_steps 117 with the same hold.
-  TrainConfig fixed = task.config();
-  fixed.training.lr_decay = "linear";
-  fixed.training.lr_hold = 0.5;
-  fixed.training.max_steps = 117;
-  fixed.training.log_every = 1;
-  const TrainOptions straight = task.options("straight");
-  CHECK(train(fixed, straight).step == 117);
-  CHECK(weights(checkpoint_model_path(options.run_dir, 117)) == weights(checkpoint_model_path(straight.run_dir, 117)));
+  CHECK(weights(checkpoint_model_path(options.run_dir, 117)) == max_steps_weights(task, 117, 0.5, "straight"));
   // A run resumed between the two fixes keeps the first count (only the process that fixed it
   // fixes it again): the max_steps run of 114.
-  TrainOptions failing = simulated(task, "failing");
-  failing.fail_worker_at = {0, 30};
-  CHECK_THROWS_WITH(train(config, failing), Contains("fail_worker_at"));
-  CHECK(checkpoint_steps(failing.run_dir).back() == 14);
-  failing.fail_worker_at = {-1, -1};
-  const TrainResult resumed = train(config, failing);
+  const TrainOptions failing = simulated(task, "failing");
+  const TrainResult resumed = fail_and_resume(config, failing, 30);
   CHECK(resumed.resumed_from == 14);
   CHECK(resumed.step == 114);
   CHECK(load_train_state(checkpoint_state_path(failing.run_dir, 114)).budget_refined_at == 0);
-  fixed.training.max_steps = 114;
-  const TrainOptions straight114 = task.options("straight114");
-  CHECK(train(fixed, straight114).step == 114);
-  CHECK(weights(checkpoint_model_path(failing.run_dir, 114)) ==
-        weights(checkpoint_model_path(straight114.run_dir, 114)));
+  CHECK(weights(checkpoint_model_path(failing.run_dir, 114)) == max_steps_weights(task, 114, 0.5, "straight114"));
 }
 
 TEST_CASE("budget: a run that fails after the calibration resumes with the same count", "[train][budget]") {
@@ -279,12 +279,8 @@ TEST_CASE("budget: a run that fails after the calibration resumes with the same 
   const TrainConfig config = budget_config(task, 1.0, "cosine");
   const TrainOptions straight = simulated(task, "straight");
   CHECK(train(config, straight).step == 114);
-  TrainOptions failing = simulated(task, "failing");
-  failing.fail_worker_at = {0, 50};
-  CHECK_THROWS_WITH(train(config, failing), Contains("fail_worker_at"));
-  CHECK(checkpoint_steps(failing.run_dir).back() == 14);
-  failing.fail_worker_at = {-1, -1};
-  const TrainResult resumed = train(config, failing);
+  const TrainOptions failing = simulated(task, "failing");
+  const TrainResult resumed = fail_and_resume(config, failing, 50);
   CHECK(resumed.resumed_from == 14);
   CHECK(resumed.step == 114);
   CHECK(weights(checkpoint_model_path(failing.run_dir, 114)) == weights(checkpoint_model_path(straight.run_dir, 114)));
