@@ -31,12 +31,17 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
   return lr > 0 ? inverse_sqrt_learning_rate(step, warmup, lr) : noam_learning_rate(step, d_model, warmup, lr_factor);
 }
 
+// The share of a decay from update `start` to `end` still ahead at `step`, after a hold of `hold`
+// (in [0, 1)) of the updates between them: 1 or more while the starting value is still held.
+inline double decay_share_left(std::int64_t step, std::int64_t start, std::int64_t end, double hold) {
+  return static_cast<double>(end - step) / (static_cast<double>(end - start) * (1.0 - hold));
+}
+
 // From `from` at update `start` down to 0 at `end`, linear or half a cosine, after `from` held for
 // `hold` (in [0, 1)) of the updates between them; 0 after `end`.
 inline double decay_to_zero(double from, std::int64_t step, std::int64_t start, std::int64_t end, double hold,
                             const std::string& decay) {
-  const double left =
-      std::clamp(static_cast<double>(end - step) / (static_cast<double>(end - start) * (1.0 - hold)), 0.0, 1.0);
+  const double left = std::clamp(decay_share_left(step, start, end, hold), 0.0, 1.0);
   return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 
@@ -50,6 +55,13 @@ inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_
                             const std::string& decay, std::int64_t max_steps, double hold = 0.0) {
   if (decay == "inverse_sqrt" || step <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor);
   return decay_to_zero(learning_rate(warmup, d_model, warmup, lr, lr_factor), step, warmup, max_steps, hold, decay);
+}
+
+// Whether a time budget's count `total`, fixed at update `fixed_at`, gives exactly the schedule of
+// max_steps = total (fixed inside the warmup, total beyond it) rather than a decay from the value at
+// fixed_at (budget_learning_rate below).
+inline bool budget_decays_from_warmup(std::int64_t total, std::int64_t fixed_at, std::int64_t warmup) {
+  return total > warmup && fixed_at <= warmup;
 }
 
 // A decaying schedule under a time budget (training.max_minutes, train/budget.h), where the number
@@ -69,7 +81,7 @@ inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std:
                               : learning_rate(std::min(s, warmup), d_model, warmup, lr, lr_factor);
   };
   if (total <= 0 || step <= fixed_at) return provisional(step);
-  if (total > warmup && fixed_at <= warmup) {
+  if (budget_decays_from_warmup(total, fixed_at, warmup)) {
     return learning_rate(step, d_model, warmup, lr, lr_factor, decay, total, hold);
   }
   return decay_to_zero(provisional(std::max<std::int64_t>(fixed_at, 1)), step, fixed_at, total, hold, decay);
@@ -82,11 +94,10 @@ inline double budget_learning_rate(std::int64_t step, std::int64_t d_model, std:
 inline bool budget_rate_held(std::int64_t step, std::int64_t warmup, std::int64_t total, std::int64_t fixed_at,
                              double hold) {
   if (total <= 0 || step <= fixed_at) return true;
-  const bool from_warmup = total > warmup && fixed_at <= warmup;
+  const bool from_warmup = budget_decays_from_warmup(total, fixed_at, warmup);
   if (from_warmup && step <= warmup) return true;
-  const std::int64_t start = from_warmup ? warmup : fixed_at;
-  // (decay_to_zero's own expression: its clamp gives exactly 1 from this ratio on)
-  return static_cast<double>(total - step) / (static_cast<double>(total - start) * (1.0 - hold)) >= 1.0;
+  // (decay_to_zero's clamp gives exactly 1 from this share on)
+  return decay_share_left(step, from_warmup ? warmup : fixed_at, total, hold) >= 1.0;
 }
 
 }  // namespace dragoman

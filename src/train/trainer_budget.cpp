@@ -178,7 +178,7 @@ void Trainer::refine_budget() {
   state_.budget_refined_at = state_.step;  // (decided now, whatever the outcome)
   const auto held = [&](std::int64_t total) {
     return budget_rate_held(state_.step, warmup, total, fixed_at, t.lr_hold) &&
-           (total > warmup) == (before > warmup);  // (the same branch of budget_learning_rate)
+           budget_decays_from_warmup(total, fixed_at, warmup) == budget_decays_from_warmup(before, fixed_at, warmup);
   };
   if (!held(before)) return;
   const bool simulated = options_.simulated_update_seconds > 0;
