@@ -3,13 +3,15 @@
 # Dragoman, builds the demo corpus from Debian's own English-German translations
 # (scripts/prepare-demo-data.sh -> data/demo/), trains configs/demo.yaml on it (English -> German, at
 # most 10 minutes on two CPU cores, dev BLEU at each validation), averages the last checkpoints,
-# translates the test set with beam search with the last and the averaged model, prints a few
-# translations and scores both with score-bleu (BLEU and chrF, against copying the source).
+# chooses the beam and the length penalty on the dev set, translates the test set with beam search with the last
+# and the averaged model, prints a few translations and scores both with score-bleu (BLEU and chrF,
+# against copying the source).
 # Running it again resumes the run (runs/demo) where it stopped; DEMO_FRESH=1 starts afresh.
 #   BUILD_DIR=build  JOBS=2  DEMO_RUN=runs/demo  DEMO_MINUTES=10 (training's time budget:
 #   training.max_minutes; the run measures its pace and fixes the updates that fit, annealed to zero)
 #   DEMO_STEPS=(a cap on the updates)  DEMO_SET="training.threads=1 ..." (more --set overrides)
-#   DEMO_SAMPLES=3 (translations printed per source)
+#   DEMO_SAMPLES=3 (translations printed per source)  DEMO_BEAMS="4 6"  DEMO_ALPHAS="0.6 1.0 1.5 2.0"
+#   (the beams and length penalties tried on the dev set; DEMO_BEAMS=4 DEMO_ALPHAS=0.6: the paper's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,17 +97,38 @@ echo
 echo "== dragoman average-checkpoints --run $run --last $last   (updates $first_step-$last_step)"
 "$dragoman" average-checkpoints --run "$run" --last "$last" --output "$run/averaged.safetensors"
 
+# The beam and the length penalty, chosen on the dev set as the paper chose its beam 4 and alpha 0.6:
+# a short run's model ends its translations early (80-90 % of the references' length at alpha 0.6),
+# and a larger alpha lengthens them (docs/DECODING.md, "Choosing the beam and the length penalty").
+beams=${DEMO_BEAMS:-4 6}
+alphas=${DEMO_ALPHAS:-0.6 1.0 1.5 2.0}
+echo
+echo "== scripts/tune-decoding.sh: translate's beam and length penalty (GNMT alpha) chosen on"
+echo "   data/demo/dev.en ($(wc -l <data/demo/dev.en) sentences) with the last model: beams $beams, alphas $alphas"
+# (assigned first: a failure inside a here-string's substitution would not stop the script)
+chosen=$(bash scripts/tune-decoding.sh --dragoman "$dragoman" --beams "$beams" --alphas "$alphas" \
+  --model "$run/checkpoints/checkpoint-last.safetensors" --source data/demo/dev.en --reference data/demo/dev.de \
+  --keep "$run/dev-decoding")
+read -r -a decoding <<<"$chosen"
+
 test_lines=$(wc -l <data/demo/test.en)
 echo
-echo "== dragoman translate: data/demo/test.en ($test_lines sentences held out of training), beam 4, length penalty 0.6"
+echo "== dragoman translate: data/demo/test.en ($test_lines sentences held out of training), ${decoding[*]}"
 for name in last averaged; do
   model=$run/averaged.safetensors
   [[ $name == last ]] && model=$run/checkpoints/checkpoint-last.safetensors
   start=$SECONDS
   "$dragoman" translate --model "$model" --input data/demo/test.en --output "$run/test.$name.de" \
-    --beam 4 --length-penalty 0.6
+    "${decoding[@]}"
   echo "  the $name model: $((SECONDS - start)) s"
 done
+paper=''
+if [[ ${decoding[*]} != "--beam 4 --length-penalty 0.6" ]]; then
+  # The paper's beam 4 and alpha 0.6 beside it, for comparison with runs scored that way.
+  paper=$run/test.last.paper.de
+  "$dragoman" translate --model "$run/checkpoints/checkpoint-last.safetensors" --input data/demo/test.en \
+    --output "$paper" --beam 4 --length-penalty 0.6 2>/dev/null
+fi
 echo
 echo "== dragoman score-bleu --ref data/demo/test.de -m bleu,chrf"
 score() { "$dragoman" score-bleu --ref "$1" --input "$2" --score-only --width 2; }
@@ -113,6 +136,10 @@ echo "the last checkpoint (update $final_step, $run/test.last.de):"
 "$dragoman" score-bleu --ref data/demo/test.de --input "$run/test.last.de" -m bleu,chrf
 echo "the average of the last $last checkpoints (updates $first_step-$last_step, $run/test.averaged.de):"
 "$dragoman" score-bleu --ref data/demo/test.de --input "$run/test.averaged.de" -m bleu,chrf
+if [[ -n $paper ]]; then
+  echo "the last checkpoint with the paper's --beam 4 --length-penalty 0.6 instead ($paper):"
+  "$dragoman" score-bleu --ref data/demo/test.de --input "$paper" -m bleu,chrf
+fi
 echo "baseline, the English source copied as the output:"
 "$dragoman" score-bleu --ref data/demo/test.de --input data/demo/test.en -m bleu,chrf
 bleu_last=$(score data/demo/test.de "$run/test.last.de")
