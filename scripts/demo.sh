@@ -3,9 +3,9 @@
 # Dragoman, builds the demo corpus from Debian's own English-German translations
 # (scripts/prepare-demo-data.sh -> data/demo/), trains configs/demo.yaml on it (English -> German, at
 # most 10 minutes on two CPU cores, dev BLEU at each validation), averages the last checkpoints,
-# chooses the beam and the length penalty on the dev set, translates the test set with beam search with the last
-# and the averaged model, prints a few translations and scores both with score-bleu (BLEU and chrF,
-# against copying the source).
+# chooses the beam and the length penalty on the dev set, translates the test set with beam search
+# with the last and the averaged model, prints a few translations and scores both with score-bleu
+# (BLEU and chrF, against the paper's beam and length penalty and copying the source).
 # Running it again resumes the run (runs/demo) where it stopped; DEMO_FRESH=1 starts afresh.
 #   BUILD_DIR=build  JOBS=2  DEMO_RUN=runs/demo  DEMO_MINUTES=10 (training's time budget:
 #   training.max_minutes; the run measures its pace and fixes the updates that fit, annealed to zero)
@@ -127,7 +127,7 @@ if [[ ${decoding[*]} != "--beam 4 --length-penalty 0.6" ]]; then
   # The paper's beam 4 and alpha 0.6 beside it, for comparison with runs scored that way.
   paper=$run/test.last.paper.de
   "$dragoman" translate --model "$run/checkpoints/checkpoint-last.safetensors" --input data/demo/test.en \
-    --output "$paper" --beam 4 --length-penalty 0.6 2>/dev/null
+    --output "$paper" --beam 4 --length-penalty 0.6
 fi
 echo
 echo "== dragoman score-bleu --ref data/demo/test.de -m bleu,chrf"
