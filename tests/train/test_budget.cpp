@@ -76,10 +76,13 @@ std::vector<float> max_steps_weights(const Task& task, std::int64_t steps, doubl
   return weights(checkpoint_model_path(straight.run_dir, steps));
 }
 
-// A run that fails at update `fail_at` (worker 0), then the same command again: the resumed run.
-TrainResult fail_and_resume(const TrainConfig& config, TrainOptions options, std::int64_t fail_at) {
+// A run that fails at update `fail_at` (worker 0), leaving `last_checkpoint` its newest checkpoint,
+// then the same command again: the resumed run.
+TrainResult fail_and_resume(const TrainConfig& config, TrainOptions options, std::int64_t fail_at,
+                            std::int64_t last_checkpoint) {
   options.fail_worker_at = {0, fail_at};
   CHECK_THROWS_WITH(train(config, options), Contains("fail_worker_at"));
+  CHECK(checkpoint_steps(options.run_dir).back() == last_checkpoint);
   options.fail_worker_at = {-1, -1};
   return train(config, options);
 }
@@ -267,7 +270,7 @@ TEST_CASE("budget: with a held peak the count is fixed again and the run is the 
   // A run resumed between the two fixes keeps the first count (only the process that fixed it
   // fixes it again): the max_steps run of 114.
   const TrainOptions failing = simulated(task, "failing");
-  const TrainResult resumed = fail_and_resume(config, failing, 30);
+  const TrainResult resumed = fail_and_resume(config, failing, 30, 14);
   CHECK(resumed.resumed_from == 14);
   CHECK(resumed.step == 114);
   CHECK(load_train_state(checkpoint_state_path(failing.run_dir, 114)).budget_refined_at == 0);
@@ -280,7 +283,7 @@ TEST_CASE("budget: a run that fails after the calibration resumes with the same 
   const TrainOptions straight = simulated(task, "straight");
   CHECK(train(config, straight).step == 114);
   const TrainOptions failing = simulated(task, "failing");
-  const TrainResult resumed = fail_and_resume(config, failing, 50);
+  const TrainResult resumed = fail_and_resume(config, failing, 50, 14);
   CHECK(resumed.resumed_from == 14);
   CHECK(resumed.step == 114);
   CHECK(weights(checkpoint_model_path(failing.run_dir, 114)) == weights(checkpoint_model_path(straight.run_dir, 114)));
