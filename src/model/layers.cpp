@@ -57,16 +57,15 @@ Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tenso
   return apply(p.out, context);  // [B, T, D]
 }
 
-AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout) {
+void attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout, Tensor& dxq,
+                        Tensor& dxkv) {
   Linear &out = p.out, &q = p.q, &k = p.k, &v = p.v;
   const Tensor dcontext = ops::linear_backward(act.context, out.weight, dout, out.dweight, out.dbias);
   const ops::AttentionGrads g =
       ops::attention_backward(act.q, act.k, act.v, act.key_lengths, act.options, act.saved, dcontext);
-  AttentionInputGrads grads;
-  grads.dxq = ops::linear_backward(act.xq, q.weight, g.dq, q.dweight, q.dbias);
-  grads.dxkv = ops::linear_backward(act.xkv, k.weight, g.dk, k.dweight, k.dbias);
-  ops::add_(grads.dxkv, ops::linear_backward(act.xkv, v.weight, g.dv, v.dweight, v.dbias));
-  return grads;
+  ops::linear_backward_into(act.xq, q.weight, g.dq, q.dweight, q.dbias, dxq);
+  ops::linear_backward_into(act.xkv, k.weight, g.dk, k.dweight, k.dbias, dxkv);
+  ops::linear_backward_into(act.xkv, v.weight, g.dv, v.dweight, v.dbias, dxkv);
 }
 
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
@@ -79,12 +78,12 @@ Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const D
   return apply(p.fc2, dropped);  // [B, L, D]
 }
 
-Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy) {
+void feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy, Tensor& dx) {
   Linear &fc1 = p.fc1, &fc2 = p.fc2;
   const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);  // [B, L, F]
   const Tensor dhidden = act.pre.defined() ? ops::swish_backward(act.pre, act.relu_dropout.apply(ddropped))
                                            : ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
-  return ops::linear_backward(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias);  // [B, L, D]
+  ops::linear_backward_into(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias, dx);  // [B, L, D]
 }
 
 }  // namespace dragoman::model

@@ -64,6 +64,8 @@ struct Dropout {
   double p = 0;
   std::uint64_t seed = 0, rng_stream = 0;
   Tensor apply(const Tensor& x) const { return p > 0 ? ops::dropout(x, p, seed, rng_stream) : x; }
+  // x + apply(y) in one pass (ops::dropout_add: the same bits).
+  Tensor add_to(const Tensor& x, const Tensor& y) const { return ops::dropout_add(x, y, p, seed, rng_stream); }
 };
 
 // Hands out dropout sites in forward order: site i of training batch s on data-parallel rank r uses
@@ -107,10 +109,11 @@ Projections self_attention_projections(const AttentionParams& p, const Tensor& x
 Tensor attention_forward(const AttentionParams& p, const Tensor& xq, const Tensor& xkv, const Tensor& key_lengths,
                          const ops::AttentionOptions& options, AttentionActivations* act);
 
-struct AttentionInputGrads {
-  Tensor dxq, dxkv;  // [B, T, D], [B, S, D]
-};
-AttentionInputGrads attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout);
+// The input gradients are summed into dxq [B, T, D] and dxkv [B, S, D] as ops::linear_backward_into
+// does (an undefined tensor is assigned, a defined one added to in the products themselves).
+// Self-attention passes one tensor object as both: q's, k's and v's products then all add into it.
+void attention_backward(AttentionParams& p, const AttentionActivations& act, const Tensor& dout, Tensor& dxq,
+                        Tensor& dxkv);
 
 // ---- Position-wise feed-forward ---------------------------------------------------------------
 
@@ -125,7 +128,8 @@ struct FeedForwardActivations {
 // fc2(dropout(act(fc1(x)))), act = p.activation (ReLU or Swish).   -> [B, L, D]
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act);
-Tensor feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy);
+// The input gradient is summed into dx [B, L, D] as attention_backward's are.
+void feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy, Tensor& dx);
 
 // ---- Residual connection with layer normalisation -----------------------------------------------
 
@@ -145,27 +149,32 @@ Tensor residual_forward(NormPlacement placement, const LayerNormParams& norm, do
   if (placement == NormPlacement::kPre) {
     const Tensor normed = ops::layer_norm(x, norm.weight, norm.bias, eps, saved);
     if (act != nullptr) act->x = x;
-    return ops::add(x, dropout.apply(f(normed)));
+    return dropout.add_to(x, f(normed));
   }
   if (act == nullptr) return ops::add_layer_norm(x, dropout.apply(f(x)), norm.weight, norm.bias, eps);  // one pass
-  const Tensor sum = ops::add(x, dropout.apply(f(x)));
+  const Tensor sum = dropout.add_to(x, f(x));
   act->sum = sum;
   return ops::layer_norm(sum, norm.weight, norm.bias, eps, saved);
 }
 
-// g: d(sublayer output) -> d(sublayer input), accumulating the sublayer's parameter gradients.
+// g(dout, dx): the sublayer's backward, summing d(sublayer input) into dx as attention_backward does
+// and accumulating its parameter gradients. Post-norm hands g the layer norm's input gradient dsum
+// as dx, so the residual's own term costs no pass of its own.
 template <typename G>
 Tensor residual_backward(NormPlacement placement, LayerNormParams& norm, const ResidualActivations& act,
                          const Tensor& dy, G&& g) {
   if (placement == NormPlacement::kPre) {
-    const Tensor dnormed = g(act.dropout.apply(dy));
+    Tensor dnormed;  // assigned by g
+    g(act.dropout.apply(dy), dnormed);
     Tensor dx = ops::layer_norm_backward(dnormed, act.x, norm.weight, act.norm, norm.dweight, norm.dbias);
     ops::add_(dx, dy);
     return dx;
   }
-  const Tensor dsum = ops::layer_norm_backward(dy, act.sum, norm.weight, act.norm, norm.dweight, norm.dbias);
-  Tensor dx = g(act.dropout.apply(dsum));
-  ops::add_(dx, dsum);
+  Tensor dsum = ops::layer_norm_backward(dy, act.sum, norm.weight, act.norm, norm.dweight, norm.dbias);
+  const Tensor ddropped = act.dropout.apply(dsum);
+  // Without dropout, ddropped is dsum itself: the sum then starts from a copy, since g reads ddropped.
+  Tensor dx = ddropped.shares_storage(dsum) ? dsum.clone() : dsum;
+  g(ddropped, dx);
   return dx;
 }
 

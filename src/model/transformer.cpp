@@ -419,23 +419,20 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
                                   v.decoder_final.dweight, v.decoder_final.dbias);
   }
 
-  // Decoder, last layer first; the encoder output's gradient is summed over the cross-attentions.
-  Tensor dmemory = Tensor::zeros(act->encoder_output.shape(), act->encoder_output.dtype(),
-                                 act->encoder_output.device());  // [B, S, D]
+  // Decoder, last layer first; the encoder output's gradient [B, S, D] is summed over the
+  // cross-attentions (the last layer's assigns it, the others' products add to it).
+  Tensor dmemory;
   for (std::size_t i = v.decoder.size(); i-- > 0;) {
     auto& p = v.decoder[i];
     const auto& a = act->decoder[i];
-    dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy,
-                                  [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
-    dy = model::residual_backward(c.norm, p.cross_attn_norm, a.cross_residual, dy, [&](const Tensor& d) {
-      const model::AttentionInputGrads g = model::attention_backward(p.cross_attn, a.cross_attn, d);
-      ops::add_(dmemory, g.dxkv);
-      return g.dxq;
+    dy = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dy, [&](const Tensor& d, Tensor& dx) {
+      model::feed_forward_backward(p.ffn, a.ffn, d, dx);
     });
-    dy = model::residual_backward(c.norm, p.self_attn_norm, a.self_residual, dy, [&](const Tensor& d) {
-      model::AttentionInputGrads g = model::attention_backward(p.self_attn, a.self_attn, d);
-      ops::add_(g.dxq, g.dxkv);
-      return g.dxq;
+    dy = model::residual_backward(c.norm, p.cross_attn_norm, a.cross_residual, dy, [&](const Tensor& d, Tensor& dx) {
+      model::attention_backward(p.cross_attn, a.cross_attn, d, dx, dmemory);
+    });
+    dy = model::residual_backward(c.norm, p.self_attn_norm, a.self_residual, dy, [&](const Tensor& d, Tensor& dx) {
+      model::attention_backward(p.self_attn, a.self_attn, d, dx, dx);
     });
     if (ready) ready(buckets_[v.decoder.size() - 1 - i]);
   }
@@ -444,7 +441,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
                           0, embed_scale);
 
   // Encoder.
-  Tensor dx = dmemory;
+  Tensor dx = dmemory;  // (defined: ModelConfig requires a decoder layer)
   if (c.norm == NormPlacement::kPre) {
     dx = ops::layer_norm_backward(dx, act->encoder_last, v.encoder_final.weight, act->encoder_final,
                                   v.encoder_final.dweight, v.encoder_final.dbias);
@@ -452,12 +449,11 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
   for (std::size_t i = v.encoder.size(); i-- > 0;) {
     auto& p = v.encoder[i];
     const auto& a = act->encoder[i];
-    dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx,
-                                  [&](const Tensor& d) { return model::feed_forward_backward(p.ffn, a.ffn, d); });
-    dx = model::residual_backward(c.norm, p.self_attn_norm, a.attn_residual, dx, [&](const Tensor& d) {
-      model::AttentionInputGrads g = model::attention_backward(p.self_attn, a.attn, d);
-      ops::add_(g.dxq, g.dxkv);
-      return g.dxq;
+    dx = model::residual_backward(c.norm, p.ffn_norm, a.ffn_residual, dx, [&](const Tensor& d, Tensor& dinput) {
+      model::feed_forward_backward(p.ffn, a.ffn, d, dinput);
+    });
+    dx = model::residual_backward(c.norm, p.self_attn_norm, a.attn_residual, dx, [&](const Tensor& d, Tensor& dinput) {
+      model::attention_backward(p.self_attn, a.attn, d, dinput, dinput);
     });
     if (ready) ready(buckets_[v.decoder.size() + v.encoder.size() - 1 - i]);
   }

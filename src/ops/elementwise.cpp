@@ -165,6 +165,31 @@ Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_
   return y;
 }
 
+Tensor dropout_add(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t rng_stream) {
+  constexpr const char* kOp = "dropout_add";
+  require(p >= 0 && p < 1, kOp, "probability must be in [0, 1), got " + std::to_string(p));
+  if (p == 0) return add(x, y);
+  require_same_size(kOp, x, y);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::kCpu:
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::dropout_add<T>(x.data<T>(), y.data<T>(), out.data<T>(), x.numel(), p, seed, rng_stream);
+      });
+      break;
+    case DeviceType::kCuda: {
+      const detail::CudaScope on_device(x);
+      detail::dispatch_storage(kOp, x, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::dropout_add<T>(x.data<T>(), y.data<T>(), out.data<T>(), x.numel(), p, seed, rng_stream, on_device.stream);
+      });
+      break;
+    }
+  }
+  return out;
+}
+
 double sum_squares(const Tensor& x) {
   constexpr const char* kOp = "sum_squares";
   detail::require_like(kOp, "x", x, x);

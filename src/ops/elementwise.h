@@ -28,6 +28,9 @@ Tensor swish_backward(const Tensor& x, const Tensor& dy);
 // Inverted dropout with counter-based randomness (kernels/cpu/elementwise.h). p == 0 returns x
 // itself. The backward pass is the same call on the gradient with the same seed and rng_stream.
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream);
+// x + dropout(y) in one pass (a residual connection's sum): ops::add(x, ops::dropout(y, ...)) bit
+// for bit, without the dropped tensor. p == 0 is ops::add(x, y).
+Tensor dropout_add(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t rng_stream);
 
 // Sum of squares, accumulated in double (any float dtype).
 double sum_squares(const Tensor& x);

@@ -135,9 +135,12 @@ Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const T
   return y;
 }
 
-Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
-                       bool need_dx) {
-  constexpr const char* kOp = "linear_backward";
+namespace {
+
+// linear_backward's three products; dx (x's shape and dtype) is assigned when `accumulate_dx` is
+// false, else the product is added to it in the GEMM itself (beta = 1); a null dx: no input gradient.
+void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight,
+                       Tensor& dbias, Tensor* dx, bool accumulate_dx) {
   // The same operand checks as the forward pass: the kernels below read x and weight as dense
   // row-major blocks, so a strided view would silently give wrong gradients.
   detail::require_like(kOp, "x", x, x);
@@ -153,8 +156,12 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
     detail::require_accumulator(kOp, "dbias", dbias, x);
     detail::require_shape(kOp, "dbias", dbias, {out});
   }
-  Tensor dx;
-  if (need_dx) dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
+  if (dx != nullptr && accumulate_dx) {
+    detail::require_like(kOp, "dx", *dx, x);
+    detail::require_shape(kOp, "dx", *dx, x.shape());
+  } else if (dx != nullptr) {
+    *dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
+  }
   switch (x.device().type) {
     case DeviceType::kCpu:
       detail::dispatch_storage(kOp, x, [&](auto zero) {
@@ -163,16 +170,17 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
         // dW[out, in] += dy^T [out, rows] x [rows, in]   (accumulator dtype)
         cpu::gemm<T>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(), in);
         if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out);
-        // dx[rows, in] = dy [rows, out] W [out, in]
-        if (need_dx) {
-          cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, 0, dx.data<T>(), in);
+        // dx[rows, in] (+)= dy [rows, out] W [out, in]
+        if (dx != nullptr) {
+          cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, accumulate_dx ? 1 : 0,
+                       dx->data<T>(), in);
         }
       });
       break;
     case DeviceType::kCuda: {
       // The CPU case's three steps, on the device's stream: dW += dy^T x with beta = 1 straight into
       // the f32 gradient; db += the column sums of dy (a deterministic two-pass kernel; its
-      // workspace is a [chunks, out] scratch tensor); dx = dy W.
+      // workspace is a [chunks, out] scratch tensor); dx (+)= dy W.
       const int device = x.device().index;
       const cuda::DeviceGuard guard(device);
       detail::dispatch_cuda(kOp, x, [&](auto zero) {
@@ -185,15 +193,28 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
           cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(),
                                  cuda::stream_of(device));
         }
-        if (need_dx) {
-          cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, 0, dx.data<T>(), in,
-                           device);
+        if (dx != nullptr) {
+          cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in,
+                           accumulate_dx ? 1 : 0, dx->data<T>(), in, device);
         }
       });
       break;
     }
   }
+}
+
+}  // namespace
+
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                       bool need_dx) {
+  Tensor dx;
+  backward_products("linear_backward", x, weight, dy, dweight, dbias, need_dx ? &dx : nullptr, false);
   return dx;
+}
+
+void linear_backward_into(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                          Tensor& dx) {
+  backward_products("linear_backward_into", x, weight, dy, dweight, dbias, &dx, dx.defined());
 }
 
 }  // namespace dragoman::ops

@@ -44,4 +44,12 @@ Tensor linear_packed(const Tensor& x, const cpu::PackedWeights& weights, const T
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
                        bool need_dx = true);
 
+// linear_backward with the input gradient summed into dx: an undefined dx is assigned dy W (a new
+// tensor), a defined one (x's shape and dtype; not aliasing x, dy or weight) becomes dx + dy W in the
+// product itself (the GEMM's beta = 1: a bf16/f16 dx is rounded once, not once for the product and
+// again for the sum). The residual connections and the attention projections that share an input
+// add their gradients this way instead of in separate passes (model/layers.h).
+void linear_backward_into(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                          Tensor& dx);
+
 }  // namespace dragoman::ops

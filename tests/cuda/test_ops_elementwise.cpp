@@ -1,6 +1,6 @@
 // The element-wise CUDA kernels (kernels/cuda/elementwise.h) against their CPU specs for f64, f32,
 // bf16 and f16 at awkward sizes (and one element past 16-byte alignment), with sentinels after every
-// output: add, accumulate, scale, ReLU, bias_add and dropout bit for bit (the packed and the element
+// output: add, accumulate, scale, ReLU, bias_add, dropout and dropout_add bit for bit (the packed and the element
 // paths); Swish within a few ulps (each device's exp);
 // bias_backward bit for bit up to kColumnSumChunkRows rows and within float reassociation beyond, the same bits on a
 // second run; sum_squares within 1e-12 relative (double sums in another order), the same bits on a second run. Then the
@@ -109,6 +109,10 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
         cuda::dropout<T>(da.get() + o.x0, dy.get() + o.y, m, 0.1, 1234, 0x1000000000000005ull, stream);
         cpu::dropout<T>(a.data() + o.x0, e.data() + o.y, m, 0.1, 1234, 0x1000000000000005ull);
         test::check_bits(dy.download(), e, "dropout, unaligned");
+        cuda::dropout_add<T>(da.get() + o.x0, db.get() + o.x1, dy.get() + o.y, m, 0.1, 1234, 0x1000000000000005ull,
+                             stream);
+        cpu::dropout_add<T>(a.data() + o.x0, b.data() + o.x1, e.data() + o.y, m, 0.1, 1234, 0x1000000000000005ull);
+        test::check_bits(dy.download(), e, "dropout_add, unaligned");
         dy.check_sentinel();
         std::vector<T> accumulated = a;
         cuda::accumulate<T>(da.get() + o.x0, db.get() + o.x1, m, stream);
@@ -126,6 +130,13 @@ TEMPLATE_TEST_CASE("cuda element-wise kernels equal their CPU specs bit for bit"
       cpu::dropout<T>(b.data(), expected.data(), n, p, 1234, 0x1000000000000005ull);
       test::check_bits(dy.download(), expected, "dropout");
       dy.check_sentinel();
+      DeviceBuffer<T> da(a), dsum(un);
+      cuda::dropout_add<T>(da.get(), dx.get(), dsum.get(), n, p, 1234, 0x1000000000000005ull, stream);
+      cpu::dropout_add<T>(a.data(), b.data(), expected.data(), n, p, 1234, 0x1000000000000005ull);
+      test::check_bits(dsum.download(), expected, "dropout_add");
+      dsum.check_sentinel();
+      cuda::dropout_add<T>(da.get(), dx.get(), da.get(), n, p, 1234, 0x1000000000000005ull, stream);  // in place
+      test::check_bits(da.download(), expected, "dropout_add in place");
     }
   }
 }
@@ -214,6 +225,7 @@ TEST_CASE("Element-wise ops on GPU tensors equal the ops on CPU tensors", "[cuda
     same(ops::relu(ga), ops::relu(a));
     same(ops::relu_backward(ops::relu(ga), gb), ops::relu_backward(ops::relu(a), b));
     same(ops::dropout(ga, 0.3, 99, 5), ops::dropout(a, 0.3, 99, 5));
+    same(ops::dropout_add(ga, gb, 0.3, 99, 5), ops::dropout_add(a, b, 0.3, 99, 5));
     Tensor gy = ga.clone(), y = a.clone();
     ops::add_(gy, gb);
     ops::add_(y, b);

@@ -1,7 +1,7 @@
 // cuBLASLt GEMMs (kernels/cuda/gemm.h) and the linear ops on a GPU against their CPU specs, for f32,
 // bf16 and f16, awkward sizes (1, 7, 31, 32, 33, 255, 513, 1025 for M, N and K), all four transposes,
 // C of T and C of f32 (beta = 1, the weight gradient), strided batches, k = 0, and a misaligned bias
-// (the epilogue's fallback).
+// (the epilogue's fallback); linear_backward_into's dx, added to by the GEMM (beta = 1).
 //
 // Tolerance: cuBLASLt and OpenBLAS both sum in float but in different orders, so an element may differ
 // by a float summation error of its dot product, bounded here by 4 sqrt(K) eps_f32 S (S = the sum of
@@ -121,6 +121,7 @@ TEST_CASE("cuda::gemm matches cpu::gemm (f32, bf16, f16; all transposes; f32 C)"
         check_gemm<f16, f16>(ta, tb, d.m, d.n, d.k, 1.0f, 0.0f, seed += 3);
         check_gemm<float, float>(ta, tb, d.m, d.n, d.k, 0.5f, 1.0f, seed += 3);
         check_gemm<bf16, bf16>(ta, tb, d.m, d.n, d.k, 0.5f, 1.0f, seed += 3);
+        check_gemm<f16, f16>(ta, tb, d.m, d.n, d.k, 1.0f, 1.0f, seed += 3);     // dx += dy W (linear_backward_into)
         check_gemm<bf16, float>(ta, tb, d.m, d.n, d.k, 1.0f, 1.0f, seed += 3);  // dW += dy^T x
         check_gemm<f16, float>(ta, tb, d.m, d.n, d.k, 1.0f, 1.0f, seed += 3);
       }
@@ -221,6 +222,30 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
   };
   check_accumulated(gdw, dw, "linear_backward dweight");
   if (with_bias) check_accumulated(gdb, db, "linear_backward dbias");
+
+  // linear_backward_into: dx starts at random values and the product is added to it by the GEMM
+  // (beta = 1, rounded once on both sides); an undefined dx is assigned linear_backward's dx.
+  const Tensor dx0 = parity::random_tensor({rows, in}, dt, 27);
+  Tensor gdx_sum = dx0.to(kGpu), dx_sum = dx0.clone(), gdx_new, dx_new;
+  Tensor dw2 = Tensor::zeros({out, in}, DType::kF32), gdw2 = dw2.to(kGpu), no_dbias;
+  ops::linear_backward_into(gx, gw, gdy, gdw2, no_dbias, gdx_sum);
+  ops::linear_backward_into(x, w, dy, dw2, no_dbias, dx_sum);
+  const std::vector<double> before = parity::as_doubles(dx0), sum = parity::as_doubles(gdx_sum),
+                            sum_ref = parity::as_doubles(dx_sum);
+  test::check_close(
+      sum, sum_ref,
+      [&](std::size_t i) {
+        return parity::ulp(sum_ref[i], dt) + 4 * std::sqrt(double(out)) * eps * out + 2 * eps * std::abs(before[i]);
+      },
+      "linear_backward_into dx + dy W");
+  ops::linear_backward_into(gx, gw, gdy, gdw2, no_dbias, gdx_new);
+  ops::linear_backward_into(x, w, dy, dw2, no_dbias, dx_new);
+  CHECK(bytes_of(gdx_new) ==
+        bytes_of(ops::linear_backward(gx, gw, gdy, gdw2, no_dbias)));  // assigned: the same product
+  test::check_close(
+      parity::as_doubles(gdx_new), parity::as_doubles(dx_new),
+      [&](std::size_t i) { return parity::ulp(dx_ref[i], dt) + 4 * std::sqrt(double(out)) * eps * out; },
+      "linear_backward_into assigned dx");
 }
 
 }  // namespace

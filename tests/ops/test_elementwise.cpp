@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -162,6 +163,20 @@ TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
   CHECK(y.to_vector<double>()[2] == Approx(-50.0 / (1.0 + std::exp(50.0))).epsilon(1e-14));
 }
 
+TEST_CASE("ops::dropout_add is ops::add after ops::dropout; its gradients match finite differences", "[ops]") {
+  Tensor x = random64({4, 6}, 14), y = random64({4, 6}, 15);  // perturbed by check_gradient
+  const Tensor r = random64({4, 6}, 16);
+  const double p = 0.3;
+  CHECK(ops::dropout_add(x, y, p, 21, 22).to_vector<double>() ==
+        ops::add(x, ops::dropout(y, p, 21, 22)).to_vector<double>());
+  CHECK(ops::dropout_add(x, y, 0.0, 21, 22).to_vector<double>() == ops::add(x, y).to_vector<double>());
+  const auto loss = [&] { return dot(ops::dropout_add(x, y, p, 21, 22), r); };
+  check_gradient("x", loss, x, r);                           // d/dx = the gradient itself
+  check_gradient("y", loss, y, ops::dropout(r, p, 21, 22));  // d/dy = dropout's backward
+  CHECK_THROWS_WITH(ops::dropout_add(x, random64({4, 5}, 17), p, 21, 22), Catch::Contains("sizes differ"));
+  CHECK_THROWS_WITH(ops::dropout_add(x, y, 1.0, 21, 22), Catch::Contains("probability"));
+}
+
 TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
   Tensor x = random64({4, 6}, 12);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 13);
@@ -239,6 +254,19 @@ void check_elementwise_kernels(int64_t n) {
     exact[at(i)] = keep ? static_cast<A>(wa[at(i)]) * keep_scale : 0.0;
   }
   check_guarded_rounding("dropout", dropped, exact, exact, 0.0);
+
+  // dropout_add: b + dropout(a), bit for bit the add of the dropped values; in place over either operand too.
+  test::GuardedBuffer<T> fused(n), expected_sum(n);
+  cpu::dropout_add<T>(b.data(), a.data(), fused.data(), n, p, 42, 7);
+  cpu::add<T>(b.data(), dropped.data(), expected_sum.data(), n);
+  CHECK(fused.intact());
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+  CHECK(std::memcmp(fused.data(), expected_sum.data(), bytes) == 0);
+  std::vector<T> over_x = b, over_y = a;
+  cpu::dropout_add<T>(over_x.data(), a.data(), over_x.data(), n, p, 42, 7);
+  cpu::dropout_add<T>(b.data(), over_y.data(), over_y.data(), n, p, 42, 7);
+  CHECK(std::memcmp(over_x.data(), expected_sum.data(), bytes) == 0);
+  CHECK(std::memcmp(over_y.data(), expected_sum.data(), bytes) == 0);
 
   // bias_add over [rows, n]; bias_backward sums dy's rows in order in acc_t<T> into an acc_t<T> db.
   const std::vector<T> m = test::to_storage<T>(test::random_doubles(rows * n, 202, 2.0));

@@ -89,6 +89,23 @@ void check_linear_kernels(DType dtype, int64_t rows, int64_t in, int64_t out) {
     INFO("dx: " << r.bad << " bad, first " << r.first);
     CHECK(r.bad == 0);
   }
+  {  // dx += dy W (beta = 1 into a C of T: linear_backward_into), rounded once after the sum
+    const std::vector<double> dx0 = test::rounded_to(test::random_doubles(rows * in, 6), dtype);
+    test::GuardedBuffer<T> dx(rows * in);
+    for (int64_t i = 0; i < rows * in; ++i) dx.data()[i] = store<T>(static_cast<Acc>(dx0[at(i)]));
+    cpu::gemm<T>(false, false, rows, in, out, 1, dyt.data(), out, wt.data(), in, 1, dx.data(), in);
+    CHECK(dx.intact());
+    exact_product(
+        rows, in, out, [&](int64_t i, int64_t p) { return dy[at(i * out + p)]; },
+        [&](int64_t p, int64_t j) { return w[at(p * in + j)]; }, exact, magnitude);
+    for (int64_t i = 0; i < rows * in; ++i) {
+      exact[at(i)] += dx0[at(i)];
+      magnitude[at(i)] += std::fabs(dx0[at(i)]);
+    }
+    const test::RoundingCheck r = test::check_rounded_once(dx.data(), exact, magnitude, rel(out + 1));
+    INFO("dx + dy W: " << r.bad << " bad, first " << r.first);
+    CHECK(r.bad == 0);
+  }
   {  // dW += dy^T x into the accumulator dtype
     test::GuardedBuffer<Acc> dw(out * in);
     for (int64_t i = 0; i < out * in; ++i) dw.data()[i] = static_cast<Acc>(dw0[at(i)]);
@@ -168,6 +185,44 @@ TEST_CASE("ops::linear and linear_backward take accumulator-dtype parameter grad
         Tensor dw_low = Tensor::zeros({5, 4}, c.dtype, c.device), no_dbias;
         CHECK_THROWS_WITH(ops::linear_backward(x, w, dy, dw_low, no_dbias), Catch::Contains("accumulator dtype"));
       }
+    }
+  }
+}
+
+TEST_CASE("ops::linear_backward_into assigns an undefined dx and adds to a defined one", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const DType acc = accumulator_dtype(c.dtype);
+      const Tensor x = test::from_doubles(test::random_doubles(2 * 3 * 4, 1), {2, 3, 4}, c.dtype, c.device);
+      const Tensor w = test::from_doubles(test::random_doubles(5 * 4, 2), {5, 4}, c.dtype, c.device);
+      const Tensor dy = test::from_doubles(test::random_doubles(2 * 3 * 5, 4), {2, 3, 5}, c.dtype, c.device);
+      const std::vector<double> dx0 = test::rounded_to(test::random_doubles(2 * 3 * 4, 5), c.dtype);
+      Tensor dw = Tensor::zeros({5, 4}, acc, c.device), db = Tensor::zeros({5}, acc, c.device);
+      Tensor dw_into = dw.clone(), db_into = db.clone();
+      const Tensor dx = ops::linear_backward(x, w, dy, dw, db);
+
+      Tensor assigned;
+      ops::linear_backward_into(x, w, dy, dw_into, db_into, assigned);
+      CHECK(test::to_doubles(assigned) == test::to_doubles(dx));  // the same product
+      CHECK(test::to_doubles(dw_into) == test::to_doubles(dw));
+      CHECK(test::to_doubles(db_into) == test::to_doubles(db));
+
+      // A defined dx: dx0 + dy W, within a rounding of the sum (bf16/f16: rounded once, so it may
+      // differ from the two-step sum by one ulp of the dtype).
+      Tensor summed = test::from_doubles(dx0, {2, 3, 4}, c.dtype, c.device);
+      ops::linear_backward_into(x, w, dy, dw_into, db_into, summed);
+      const std::vector<double> got = test::to_doubles(summed), product = test::to_doubles(dx);
+      const double unit = test::unit_roundoff(c.dtype);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double want = dx0[i] + product[i];
+        CHECK(std::fabs(got[i] - want) <= 4 * unit * (std::fabs(dx0[i]) + std::fabs(product[i])) + 1e-300);
+      }
+      CHECK(test::to_doubles(dw_into) != test::to_doubles(dw));  // the weight gradient accumulated again
+
+      Tensor wrong_shape = Tensor::zeros({2, 4, 3}, c.dtype, c.device);
+      CHECK_THROWS_WITH(ops::linear_backward_into(x, w, dy, dw_into, db_into, wrong_shape), Catch::Contains("dx"));
+      Tensor wrong_dtype = Tensor::zeros({2, 3, 4}, c.dtype == DType::kF64 ? DType::kF32 : DType::kF64, c.device);
+      CHECK_THROWS_WITH(ops::linear_backward_into(x, w, dy, dw_into, db_into, wrong_dtype), Catch::Contains("dx"));
     }
   }
 }

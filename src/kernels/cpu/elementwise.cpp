@@ -106,6 +106,22 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
 }
 
 template <typename T>
+void dropout_add(const T* x, const T* y, T* out, std::int64_t n, double p, std::uint64_t seed,
+                 std::uint64_t rng_stream) {
+  const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
+  const float threshold = static_cast<float>(p);
+  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i), as in dropout
+#pragma omp parallel for schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
+    for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
+      const std::int64_t i = 4 * b + j;
+      out[i] = common::dropout_add_element(x[i], y[i], r.v[j], threshold, keep_scale);
+    }
+  }
+}
+
+template <typename T>
 double sum_squares(const T* x, std::int64_t n) {
   constexpr std::int64_t kBlock = 1 << 16;
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
@@ -129,17 +145,18 @@ double sum_squares(const T* x, std::int64_t n) {
   return total;
 }
 
-#define DRAGOMAN_INSTANTIATE(T)                                                               \
-  template void add<T>(const T*, const T*, T*, std::int64_t);                                 \
-  template void accumulate<T>(T*, const T*, std::int64_t);                                    \
-  template void scale<T>(T*, acc_t<T>, std::int64_t);                                         \
-  template void relu_forward<T>(const T*, T*, std::int64_t);                                  \
-  template void relu_backward<T>(const T*, const T*, T*, std::int64_t);                       \
-  template void swish_forward<T>(const T*, T*, std::int64_t);                                 \
-  template void swish_backward<T>(const T*, const T*, T*, std::int64_t);                      \
-  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t);                        \
-  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t);            \
-  template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t); \
+#define DRAGOMAN_INSTANTIATE(T)                                                                             \
+  template void add<T>(const T*, const T*, T*, std::int64_t);                                               \
+  template void accumulate<T>(T*, const T*, std::int64_t);                                                  \
+  template void scale<T>(T*, acc_t<T>, std::int64_t);                                                       \
+  template void relu_forward<T>(const T*, T*, std::int64_t);                                                \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t);                                     \
+  template void swish_forward<T>(const T*, T*, std::int64_t);                                               \
+  template void swish_backward<T>(const T*, const T*, T*, std::int64_t);                                    \
+  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t);                                      \
+  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t);                          \
+  template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t);               \
+  template void dropout_add<T>(const T*, const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t); \
   template double sum_squares<T>(const T*, std::int64_t);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)

@@ -55,6 +55,11 @@ void bias_backward(const T* dy, acc_t<T>* db, std::int64_t rows, std::int64_t co
 // gradient (same seed and rng_stream).   x, y: [n] (y may alias x); 0 <= p < 1.
 template <typename T>
 void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream);
+// out = x + dropout(y) in one pass: add(x, dropout(y)) bit for bit (the dropped element is rounded
+// to T before the sum).   x, y, out: [n] (out may alias x or y); 0 <= p < 1
+template <typename T>
+void dropout_add(const T* x, const T* y, T* out, std::int64_t n, double p, std::uint64_t seed,
+                 std::uint64_t rng_stream);
 
 // Sum of squares accumulated in double for every T, in fixed blocks summed in order
 // (thread-count independent); within a block in index order, or for f32 in the 16 double lanes of

@@ -187,6 +187,31 @@ __global__ void dropout_kernel(const T* x, T* y, std::int64_t n, bool packed, fl
   }
 }
 
+// out = x + dropout(y): dropout_kernel's Philox blocks and packs, with the sum in the same pass.
+template <typename T>
+__global__ void dropout_add_kernel(const T* x, const T* y, T* out, std::int64_t n, bool packed, float threshold,
+                                   acc_t<T> keep_scale, std::uint64_t seed, std::uint64_t rng_stream) {
+  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i)
+  for (std::int64_t b = first_index(); b < blocks; b += grid_stride()) {
+    const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
+    if (packed && 4 * b + 3 < n) {
+      const Quad<T> in_x = reinterpret_cast<const Quad<T>*>(x)[b];
+      const Quad<T> in_y = reinterpret_cast<const Quad<T>*>(y)[b];
+      Quad<T> sum;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        sum.v[j] = common::dropout_add_element(in_x.v[j], in_y.v[j], r.v[j], threshold, keep_scale);
+      }
+      reinterpret_cast<Quad<T>*>(out)[b] = sum;
+      continue;
+    }
+    for (int j = 0; j < 4 && 4 * b + j < n; ++j) {
+      const std::int64_t i = 4 * b + j;
+      out[i] = common::dropout_add_element(x[i], y[i], r.v[j], threshold, keep_scale);
+    }
+  }
+}
+
 constexpr unsigned kSumSquaresThreads = 256;
 
 // partials[block] = sum of x[i]^2 over the block's kSumSquaresBlock elements: thread t sums
@@ -284,6 +309,18 @@ void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std
 }
 
 template <typename T>
+void dropout_add(const T* x, const T* y, T* out, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream,
+                 Stream stream) {
+  if (n <= 0) return;
+  const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));  // as dropout computes them
+  const float threshold = static_cast<float>(p);
+  const bool packed = aligned(x, alignof(Quad<T>)) && aligned(y, alignof(Quad<T>)) && aligned(out, alignof(Quad<T>));
+  dropout_add_kernel<T><<<launch::blocks_for((n + 3) / 4), launch::kThreads, 0, stream>>>(
+      x, y, out, n, packed, threshold, keep_scale, seed, rng_stream);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void sum_squares(const T* x, std::int64_t n, double* partials, double* result, Stream stream) {
   const std::int64_t blocks = sum_squares_blocks(n);
   if (blocks > 0) {
@@ -294,17 +331,18 @@ void sum_squares(const T* x, std::int64_t n, double* partials, double* result, S
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
-#define DRAGOMAN_INSTANTIATE(T)                                                                       \
-  template void add<T>(const T*, const T*, T*, std::int64_t, Stream);                                 \
-  template void accumulate<T>(T*, const T*, std::int64_t, Stream);                                    \
-  template void scale<T>(T*, acc_t<T>, std::int64_t, Stream);                                         \
-  template void relu_forward<T>(const T*, T*, std::int64_t, Stream);                                  \
-  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                       \
-  template void swish_forward<T>(const T*, T*, std::int64_t, Stream);                                 \
-  template void swish_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                      \
-  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                        \
-  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream); \
-  template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream); \
+#define DRAGOMAN_INSTANTIATE(T)                                                                                     \
+  template void add<T>(const T*, const T*, T*, std::int64_t, Stream);                                               \
+  template void accumulate<T>(T*, const T*, std::int64_t, Stream);                                                  \
+  template void scale<T>(T*, acc_t<T>, std::int64_t, Stream);                                                       \
+  template void relu_forward<T>(const T*, T*, std::int64_t, Stream);                                                \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                                     \
+  template void swish_forward<T>(const T*, T*, std::int64_t, Stream);                                               \
+  template void swish_backward<T>(const T*, const T*, T*, std::int64_t, Stream);                                    \
+  template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                                      \
+  template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);               \
+  template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream);               \
+  template void dropout_add<T>(const T*, const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream); \
   template void sum_squares<T>(const T*, std::int64_t, double*, double*, Stream);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)

@@ -66,6 +66,11 @@ void bias_backward(const T* dy, acc_t<T>* db, std::int64_t rows, std::int64_t co
 //   x, y: [n] (y may alias x); 0 <= p < 1
 template <typename T>
 void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream, Stream stream);
+// out = x + dropout(y) in one pass (kernels/cpu/elementwise.h): the CPU spec's bits.
+//   x, y, out: [n] (out may alias x or y); 0 <= p < 1
+template <typename T>
+void dropout_add(const T* x, const T* y, T* out, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream,
+                 Stream stream);
 
 // The CPU spec's blocks of the sum of squares (kernels/cpu/elementwise.cpp): elements in blocks of
 // kSumSquaresBlock, each block summed in double, the block sums added in block order.

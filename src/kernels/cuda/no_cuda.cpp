@@ -223,6 +223,10 @@ void dropout(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, S
   no_cuda("dropout");
 }
 template <typename T>
+void dropout_add(const T*, const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream) {
+  no_cuda("dropout_add");
+}
+template <typename T>
 void sum_squares(const T*, std::int64_t, double*, double*, Stream) {
   no_cuda("sum_squares");
 }
@@ -277,6 +281,7 @@ void embedding_backward(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std
   template void bias_add<T>(T*, const T*, std::int64_t, std::int64_t, Stream);                                         \
   template void bias_backward<T>(const T*, acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                  \
   template void dropout<T>(const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream);                  \
+  template void dropout_add<T>(const T*, const T*, T*, std::int64_t, double, std::uint64_t, std::uint64_t, Stream);    \
   template void sum_squares<T>(const T*, std::int64_t, double*, double*, Stream);                                      \
   template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,            \
                                       std::int64_t, double, Stream);                                                   \
