@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <cub/device/device_radix_sort.cuh>
+#include <string>
 
+#include "core/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -72,25 +74,37 @@ __global__ void iota_kernel(std::int32_t* out, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = static_cast<std::int32_t>(i);
 }
 
-// One block per run of equal sorted ids (blocks whose first position is inside a run skip it): each
-// thread owns columns of dtable[id] and adds the run's rows in order (the stable sort kept them in
-// row order), exactly the CPU spec's sequence of additions.
+constexpr int kRowsInFlight = 8;  // rows of a run whose loads a thread issues before adding them
+
+// One block per run of equal sorted ids and kSegmentThreads columns (blockIdx.y; blocks whose first
+// position is inside a run skip it): each thread owns one column of dtable[id] and adds the run's
+// rows in order (the stable sort kept them in row order), exactly the CPU spec's sequence of
+// additions. A frequent token's run (every sentence's BOS, the full stop) is as long as the batch
+// has sentences: its loads go out kRowsInFlight at a time, and its columns spread over d /
+// kSegmentThreads blocks (one block walking all of them took most of a millisecond a step).
 template <typename T>
 __global__ void __launch_bounds__(kSegmentThreads)
     embedding_table_grad_kernel(const std::uint32_t* sorted_ids, const std::int32_t* sorted_rows, const T* dout,
                                 acc_t<T>* dtable, std::int64_t rows, std::int64_t d, acc_t<T> s) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.y) * kSegmentThreads + threadIdx.x;
   for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     const std::uint32_t id = sorted_ids[i];
     if (i > 0 && sorted_ids[i - 1] == id) continue;
     std::int64_t end = i + 1;
     while (end < rows && sorted_ids[end] == id) ++end;
+    if (c >= d) continue;
     acc_t<T>* e = dtable + static_cast<std::int64_t>(id) * d;
-    for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-      acc_t<T> sum = e[c];
-#pragma unroll 4
-      for (std::int64_t k = i; k < end; ++k) sum += s * load(dout[static_cast<std::int64_t>(sorted_rows[k]) * d + c]);
-      e[c] = sum;
+    acc_t<T> sum = e[c];
+    std::int64_t k = i;
+    for (; k + kRowsInFlight <= end; k += kRowsInFlight) {
+      acc_t<T> g[kRowsInFlight];
+#pragma unroll
+      for (int j = 0; j < kRowsInFlight; ++j) g[j] = load(dout[static_cast<std::int64_t>(sorted_rows[k + j]) * d + c]);
+#pragma unroll
+      for (int j = 0; j < kRowsInFlight; ++j) sum += s * g[j];
     }
+    for (; k < end; ++k) sum += s * load(dout[static_cast<std::int64_t>(sorted_rows[k]) * d + c]);
+    e[c] = sum;
   }
 }
 
@@ -103,7 +117,15 @@ __global__ void embedding_positions_grad_kernel(const T* dout, acc_t<T>* dpositi
     const std::int64_t l = i / d, c = i % d;
     acc_t<T>* p = dpositions + (position_offset + l) * d + c;
     acc_t<T> sum = *p;
-    for (std::int64_t r = l; r < rows; r += length) sum += load(dout[r * d + c]);
+    std::int64_t r = l;
+    for (; r + (kRowsInFlight - 1) * length < rows; r += kRowsInFlight * length) {  // loads in flight, adds in order
+      acc_t<T> g[kRowsInFlight];
+#pragma unroll
+      for (int j = 0; j < kRowsInFlight; ++j) g[j] = load(dout[(r + j * length) * d + c]);
+#pragma unroll
+      for (int j = 0; j < kRowsInFlight; ++j) sum += g[j];
+    }
+    for (; r < rows; r += length) sum += load(dout[r * d + c]);
     *p = sum;
   }
 }
@@ -135,7 +157,10 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
   DRAGOMAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       w.cub_storage, w.cub_bytes, reinterpret_cast<const std::uint32_t*>(ids), w.sorted_ids, w.rows_in, w.sorted_rows,
       static_cast<int>(rows), 0, id_bits(vocab), stream));
-  const auto blocks = static_cast<unsigned>(rows < 65535 ? rows : 65535);
+  const std::int64_t column_blocks = (d + kSegmentThreads - 1) / kSegmentThreads;
+  if (column_blocks > 65535)
+    throw Error("cuda::embedding_backward: width " + std::to_string(d) + " is above 8,388,480");
+  const dim3 blocks(static_cast<unsigned>(rows < 65535 ? rows : 65535), static_cast<unsigned>(column_blocks));
   embedding_table_grad_kernel<T>
       <<<blocks, kSegmentThreads, 0, stream>>>(w.sorted_ids, w.sorted_rows, dout, dtable, rows, d, s);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());

@@ -7,8 +7,9 @@
 //   forward: one thread per output element, the spec's expression and rounding.
 //   backward: every dtable element is owned by one thread, which adds the rows of its id in row
 //     order, as the CPU does: the rows are grouped by id with a stable radix sort (CUB), so each
-//     id's rows keep their order, and one block per id walks them. dpositions: one thread per
-//     (position, column) adds the batch's rows in order. No atomics.
+//     id's rows keep their order, and per id one block for each 128 columns walks them (one column
+//     a thread, 8 rows' loads in flight). dpositions: one thread per (position, column) adds the
+//     batch's rows in order. No atomics.
 // All pointers are device memory of the stream's device (the caller holds its DeviceGuard).
 #pragma once
 
