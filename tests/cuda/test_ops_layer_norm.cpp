@@ -1,5 +1,6 @@
 // cuda::layer_norm_forward/backward (kernels/cuda/layer_norm.h) against the CPU spec for f64, f32,
-// bf16 and f16 over awkward row lengths (1 ... 1025 and a 32000-element row), with sentinels after
+// bf16 and f16 over awkward row lengths (1 ... 1025 and a 32000-element row; 8 ... 1,024, whole
+// 16-byte packs, for the kernels that hold a row in registers), with sentinels after
 // every output. Their row sums run in another order than the CPU's (a warp per row), so:
 //   mean, rstd: within the reordering tolerance (test::reorder_tolerance) of the row's magnitudes;
 //   y, dx: within one rounding of T of the CPU's element, plus the reordering tolerance times the
@@ -39,8 +40,11 @@ TEMPLATE_TEST_CASE("cuda layer_norm equals the CPU spec within its summation ord
   using A = acc_t<T>;
   const cuda::Stream stream = test::test_stream();
   const double k = test::reorder_tolerance<T>(), u = test::unit_roundoff<T>();
+  // Rows of whole 16-byte packs (8, 32, 256, 512, 1,000, 1,024 elements) take the register kernels
+  // up to 32 * 4 packs (bf16/f16 up to 1,024, float 512, double 256), the others the element ones.
   for (const Shape2 s : {Shape2{1, 1}, Shape2{3, 7}, Shape2{5, 31}, Shape2{33, 32}, Shape2{7, 33}, Shape2{130, 255},
-                         Shape2{129, 513}, Shape2{300, 1025}, Shape2{2, 32000}}) {
+                         Shape2{129, 513}, Shape2{300, 1025}, Shape2{2, 32000}, Shape2{9, 8}, Shape2{17, 256},
+                         Shape2{131, 512}, Shape2{6, 1000}, Shape2{140, 1024}}) {
     INFO("rows = " << s.rows << ", d = " << s.d);
     const auto n = static_cast<std::size_t>(s.rows * s.d), ud = static_cast<std::size_t>(s.d),
                ur = static_cast<std::size_t>(s.rows);

@@ -163,7 +163,7 @@ TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
   CHECK(y.to_vector<double>()[2] == Approx(-50.0 / (1.0 + std::exp(50.0))).epsilon(1e-14));
 }
 
-TEST_CASE("ops::dropout_add is ops::add after ops::dropout; its gradients match finite differences", "[ops]") {
+TEST_CASE("ops::dropout_add is ops::add after ops::dropout and its gradients match finite differences", "[ops]") {
   Tensor x = random64({4, 6}, 14), y = random64({4, 6}, 15);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 16);
   const double p = 0.3;

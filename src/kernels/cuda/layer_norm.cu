@@ -3,6 +3,9 @@
 // kernels/common/layer_norm.h rounds as on the CPU.
 #include "kernels/cuda/layer_norm.h"
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "kernels/common/layer_norm.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
@@ -75,6 +78,148 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// ---- Rows held in registers -------------------------------------------------------------------
+// For rows of at most 32 * kMaxPacks packs of 16 bytes (1,024 bf16/f16, 512 floats, 256 doubles; 8
+// packs spilled registers in the f16 forward)
+// whose every row starts 16-byte aligned: each lane loads its packs once (pack p of lane l holds
+// elements (32 p + l) * kPack ... + kPack - 1), keeps them in registers for both sums and the
+// output, and stores its outputs 16 bytes at a time. The same formulas; the row sums run over the
+// lane's elements in that order, then the butterfly: another fixed order, as the header allows.
+
+template <typename T>
+struct alignas(16) RowPack {
+  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
+  T v[kSize];
+};
+
+constexpr int kMaxPacks = 4;  // (the launches below take 1, 2 and kMaxPacks)
+
+template <typename T, int kPacks>
+__device__ inline void load_row(const T* row, std::int64_t d, int lane, acc_t<T> (&out)[kPacks * RowPack<T>::kSize]) {
+  constexpr int kPack = RowPack<T>::kSize;
+  const auto* packs = reinterpret_cast<const RowPack<T>*>(row);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;  // the pack's index in the row
+    RowPack<T> v{};
+    if ((at + 1) * kPack <= d) v = packs[at];
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) out[p * kPack + j] = load(v.v[j]);  // (zeros past the row: never summed)
+  }
+}
+
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    layer_norm_forward_rows_kernel(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
+                                   std::int64_t rows, std::int64_t d, acc_t<T> eps) {
+  using A = acc_t<T>;
+  constexpr int kPack = RowPack<T>::kSize;
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;  // a whole warp leaves together
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  A v[kPacks * kPack];
+  load_row<T, kPacks>(x + r * d, d, lane, v);
+  const auto inside = [&](int p) { return (static_cast<std::int64_t>(p) * 32 + lane + 1) * kPack <= d; };
+  const A n = static_cast<A>(d);
+  A sum = 0;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!inside(p)) continue;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) sum += v[p * kPack + j];
+  }
+  const A mu = warp_sum(sum) / n;
+  A sq = 0;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!inside(p)) continue;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const A t = v[p * kPack + j] - mu;
+      sq += t * t;
+    }
+  }
+  const A rs = A(1) / sqrt(warp_sum(sq) / n + eps);
+  auto* out = reinterpret_cast<RowPack<T>*>(y + r * d);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!inside(p)) continue;
+    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
+    RowPack<T> o;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const std::int64_t c = at * kPack + j;
+      o.v[j] = store<T>(common::layer_norm_output(v[p * kPack + j], mu, rs, load(weight[c]), load(bias[c])));
+    }
+    out[at] = o;
+  }
+  if (lane == 0) {
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    layer_norm_dx_rows_kernel(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd,
+                              T* dx, std::int64_t rows, std::int64_t d) {
+  using A = acc_t<T>;
+  constexpr int kPack = RowPack<T>::kSize;
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  A g_in[kPacks * kPack], xv[kPacks * kPack];
+  load_row<T, kPacks>(dy + r * d, d, lane, g_in);
+  load_row<T, kPacks>(x + r * d, d, lane, xv);
+  const auto inside = [&](int p) { return (static_cast<std::int64_t>(p) * 32 + lane + 1) * kPack <= d; };
+  const A mu = mean[r], rs = rstd[r], n = static_cast<A>(d);
+  A g_sum = 0, gx_sum = 0;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!inside(p)) continue;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const std::int64_t c = (static_cast<std::int64_t>(p) * 32 + lane) * kPack + j;
+      const A xhat = common::layer_norm_xhat(xv[p * kPack + j], mu, rs);
+      const A g = g_in[p * kPack + j] * load(weight[c]);
+      g_sum += g;
+      gx_sum += g * xhat;
+    }
+  }
+  const A g_mean = warp_sum(g_sum) / n, gx_mean = warp_sum(gx_sum) / n;
+  auto* out = reinterpret_cast<RowPack<T>*>(dx + r * d);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!inside(p)) continue;
+    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
+    RowPack<T> o;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const std::int64_t c = at * kPack + j;
+      const A xhat = common::layer_norm_xhat(xv[p * kPack + j], mu, rs);
+      o.v[j] = store<T>(common::layer_norm_dx(g_in[p * kPack + j], load(weight[c]), xhat, rs, g_mean, gx_mean));
+    }
+    out[at] = o;
+  }
+}
+
+// The packs a lane needs for rows of d elements on the register path (1, 2 or kMaxPacks), or 0
+// when the rows take the element kernels (d not a whole number of packs, a row too long, or a
+// pointer off 16-byte alignment).
+template <typename T>
+int row_packs(std::int64_t d, std::initializer_list<const void*> pointers) {
+  constexpr int kPack = RowPack<T>::kSize;
+  if (d % kPack != 0 || d > std::int64_t{32} * kPack * kMaxPacks) return 0;
+  for (const void* p : pointers) {
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return 0;
+  }
+  const std::int64_t packs = (d / kPack + 31) / 32;
+  for (int k = 1; k <= kMaxPacks; k *= 2) {
+    if (packs <= k) return k;
+  }
+  return 0;
+}
+
 // Pass 1 of the parameter gradients: the chunk's rows in order, for column c (column_sums.cuh).
 //   workspace: dweight partials [chunks, D], then dbias partials [chunks, D]
 template <typename T>
@@ -103,8 +248,21 @@ template <typename T>
 void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
                         std::int64_t rows, std::int64_t d, double eps, Stream stream) {
   if (rows <= 0 || d <= 0) return;
-  layer_norm_forward_kernel<T><<<row_blocks(rows), kWarpsPerBlock * 32, 0, stream>>>(
-      x, weight, bias, y, mean, rstd, rows, d, static_cast<acc_t<T>>(eps));
+  const acc_t<T> e = static_cast<acc_t<T>>(eps);
+  const unsigned blocks = row_blocks(rows), threads = kWarpsPerBlock * 32;
+  switch (row_packs<T>(d, {x, y})) {
+    case 1:
+      layer_norm_forward_rows_kernel<T, 1><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, d, e);
+      break;
+    case 2:
+      layer_norm_forward_rows_kernel<T, 2><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, d, e);
+      break;
+    case kMaxPacks:
+      layer_norm_forward_rows_kernel<T, kMaxPacks>
+          <<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, d, e);
+      break;
+    default: layer_norm_forward_kernel<T><<<blocks, threads, 0, stream>>>(x, weight, bias, y, mean, rstd, rows, d, e);
+  }
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -113,7 +271,19 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
                          acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d, acc_t<T>* workspace,
                          Stream stream) {
   if (rows <= 0 || d <= 0) return;
-  layer_norm_dx_kernel<T><<<row_blocks(rows), kWarpsPerBlock * 32, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+  const unsigned blocks = row_blocks(rows), threads = kWarpsPerBlock * 32;
+  switch (row_packs<T>(d, {dy, x, dx})) {
+    case 1:
+      layer_norm_dx_rows_kernel<T, 1><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      break;
+    case 2:
+      layer_norm_dx_rows_kernel<T, 2><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      break;
+    case kMaxPacks:
+      layer_norm_dx_rows_kernel<T, kMaxPacks><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      break;
+    default: layer_norm_dx_kernel<T><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+  }
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
   layer_norm_param_chunks_kernel<T>
       <<<column_sum_grid(rows, d), kColumnSumThreads, 0, stream>>>(dy, x, mean, rstd, workspace, rows, d);

@@ -3,7 +3,10 @@
 // gradients in acc_t<T>. The per-element formulas are the CPU spec's (kernels/common/layer_norm.h); the
 // sums are not in its order:
 //   row sums (mean, variance; the backward's mean(g) and mean(g * xhat)): one warp per row, lane l
-//     sums elements l, l + 32, ... in order, then a butterfly over the 32 lanes. Deterministic; the
+//     sums elements l, l + 32, ... in order, then a butterfly over the 32 lanes; rows of whole
+//     16-byte packs of at most 1,024 bf16/f16, 512 float or 256 double elements, 16-byte aligned,
+//     are read once into registers a pack at a time (lane l: packs l, l + 32, ...), summed in that
+//     order, then the butterfly (the training model's rows: one read of x, of dy). Deterministic; the
 //     statistics are within float summation error of the CPU's sequential sums, so outputs can
 //     differ from the CPU's by a few float ulps before their rounding to T (for bf16/f16: the
 //     stored element is the CPU's or the next one).
