@@ -108,6 +108,29 @@ __device__ inline void load_row(const T* row, std::int64_t d, int lane, acc_t<T>
   }
 }
 
+// Whether the lane's pack p lies in a row of d elements.
+template <typename T>
+__device__ inline bool pack_inside(int p, int lane, std::int64_t d) {
+  return (static_cast<std::int64_t>(p) * 32 + lane + 1) * RowPack<T>::kSize <= d;
+}
+
+// Writes the lane's packs of a row, 16 bytes at a time: element j of pack p is value(p * kPack + j,
+// its column), rounded to T.
+template <typename T, int kPacks, typename F>
+__device__ inline void store_row(T* row, std::int64_t d, int lane, F value) {
+  constexpr int kPack = RowPack<T>::kSize;
+  auto* packs = reinterpret_cast<RowPack<T>*>(row);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!pack_inside<T>(p, lane, d)) continue;
+    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
+    RowPack<T> o;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(value(p * kPack + j, at * kPack + j));
+    packs[at] = o;
+  }
+}
+
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     layer_norm_forward_rows_kernel(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
@@ -119,7 +142,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int lane = static_cast<int>(threadIdx.x % 32);
   A v[kPacks * kPack];
   load_row<T, kPacks>(x + r * d, d, lane, v);
-  const auto inside = [&](int p) { return (static_cast<std::int64_t>(p) * 32 + lane + 1) * kPack <= d; };
+  const auto inside = [&](int p) { return pack_inside<T>(p, lane, d); };
   const A n = static_cast<A>(d);
   A sum = 0;
 #pragma unroll
@@ -140,19 +163,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   }
   const A rs = A(1) / sqrt(warp_sum(sq) / n + eps);
-  auto* out = reinterpret_cast<RowPack<T>*>(y + r * d);
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    if (!inside(p)) continue;
-    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
-    RowPack<T> o;
-#pragma unroll
-    for (int j = 0; j < kPack; ++j) {
-      const std::int64_t c = at * kPack + j;
-      o.v[j] = store<T>(common::layer_norm_output(v[p * kPack + j], mu, rs, load(weight[c]), load(bias[c])));
-    }
-    out[at] = o;
-  }
+  store_row<T, kPacks>(y + r * d, d, lane, [&](int k, std::int64_t c) {
+    return common::layer_norm_output(v[k], mu, rs, load(weight[c]), load(bias[c]));
+  });
   if (lane == 0) {
     mean[r] = mu;
     rstd[r] = rs;
@@ -171,7 +184,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   A g_in[kPacks * kPack], xv[kPacks * kPack];
   load_row<T, kPacks>(dy + r * d, d, lane, g_in);
   load_row<T, kPacks>(x + r * d, d, lane, xv);
-  const auto inside = [&](int p) { return (static_cast<std::int64_t>(p) * 32 + lane + 1) * kPack <= d; };
+  const auto inside = [&](int p) { return pack_inside<T>(p, lane, d); };
   const A mu = mean[r], rs = rstd[r], n = static_cast<A>(d);
   A g_sum = 0, gx_sum = 0;
 #pragma unroll
@@ -187,20 +200,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   }
   const A g_mean = warp_sum(g_sum) / n, gx_mean = warp_sum(gx_sum) / n;
-  auto* out = reinterpret_cast<RowPack<T>*>(dx + r * d);
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    if (!inside(p)) continue;
-    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
-    RowPack<T> o;
-#pragma unroll
-    for (int j = 0; j < kPack; ++j) {
-      const std::int64_t c = at * kPack + j;
-      const A xhat = common::layer_norm_xhat(xv[p * kPack + j], mu, rs);
-      o.v[j] = store<T>(common::layer_norm_dx(g_in[p * kPack + j], load(weight[c]), xhat, rs, g_mean, gx_mean));
-    }
-    out[at] = o;
-  }
+  store_row<T, kPacks>(dx + r * d, d, lane, [&](int k, std::int64_t c) {
+    return common::layer_norm_dx(g_in[k], load(weight[c]), common::layer_norm_xhat(xv[k], mu, rs), rs, g_mean, gx_mean);
+  });
 }
 
 // The packs a lane needs for rows of d elements on the register path (1, 2 or kMaxPacks), or 0
