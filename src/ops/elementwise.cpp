@@ -1,6 +1,10 @@
 // Element-wise ops (see elementwise.h).
 #include "ops/elementwise.h"
 
+#include <string>
+#include <vector>
+
+#include "kernels/common/clip.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
@@ -215,6 +219,27 @@ double sum_squares(const Tensor& x) {
     }
   }
   return result;
+}
+
+Tensor grad_norm_factor(const Tensor& grads, double clip_norm, double loss_scale) {
+  constexpr const char* kOp = "grad_norm_factor";
+  detail::require_like(kOp, "grads", grads, grads);
+  require(loss_scale > 0, kOp, "the loss scale must be positive, got " + std::to_string(loss_scale));
+  if (grads.device().is_cpu()) {
+    const common::NormFactor r = common::norm_factor(sum_squares(grads), clip_norm, loss_scale);
+    return Tensor::from_vector(std::vector<double>{r.norm, r.factor}, {2});
+  }
+  const detail::CudaScope on_device(grads);
+  // [blocks] partial sums, the sum, then {norm, factor}.
+  const std::int64_t blocks = cuda::sum_squares_blocks(grads.numel());
+  Tensor work = Tensor::empty({blocks + 3}, DType::kF64, grads.device());
+  double* partials = work.data<double>();
+  detail::dispatch_storage(kOp, grads, [&](auto zero) {
+    using T = decltype(zero);
+    cuda::sum_squares<T>(grads.data<T>(), grads.numel(), partials, partials + blocks, on_device.stream);
+  });
+  cuda::norm_factor(partials + blocks, clip_norm, loss_scale, partials + blocks + 1, on_device.stream);
+  return work.narrow(0, blocks + 1, 2);
 }
 
 }  // namespace dragoman::ops

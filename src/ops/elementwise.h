@@ -35,4 +35,11 @@ Tensor dropout_add(const Tensor& x, const Tensor& y, double p, std::uint64_t see
 // Sum of squares, accumulated in double (any float dtype).
 double sum_squares(const Tensor& x);
 
+// An update's gradient norm and the factor its gradients take before the optimizer
+// (kernels/common/clip.h: 1 / loss_scale, times clip_norm / norm above clip_norm; NaN for a
+// non-finite norm), left on the gradients' device: f64 [2] = {norm, factor}, computed from
+// sum_squares(grads) without a copy to the host, so an update can run on without waiting for it
+// (ops::adam_step reads the factor there; the trainer reads the norm later).
+Tensor grad_norm_factor(const Tensor& grads, double clip_norm, double loss_scale);
+
 }  // namespace dragoman::ops

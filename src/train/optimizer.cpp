@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "core/error.h"
 #include "ops/adam.h"
 #include "ops/muon.h"
 
@@ -14,12 +15,13 @@ bool muon_updates(const ParameterEntry& entry) {
 }
 
 void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam,
-                    const cpu::MuonHyper* muon) {
+                    const cpu::MuonHyper* muon, const Tensor* grad_factor) {
   Tensor* mirror = params.mirror();
   if (muon == nullptr) {
-    ops::adam_step(params.values(), params.grads(), m, v, adam, mirror);
+    ops::adam_step(params.values(), params.grads(), m, v, adam, mirror, grad_factor);
     return;
   }
+  if (grad_factor != nullptr) throw Error("optimizer_step: Muon takes gradients already scaled (no grad_factor)");
   // Adam over each run of consecutive parameters that Muon does not take (element-wise: the same
   // bits as one call over the whole buffer), Muon over each matrix.
   const auto adam_over = [&](std::int64_t begin, std::int64_t end) {

@@ -17,6 +17,9 @@ bool muon_updates(const ParameterEntry& entry);
 // parameter when muon is null; else Muon with *muon over the matrices muon_updates() takes, its
 // momentum in m's slice of each (v's stays zero), and Adam over the others, which get the same
 // bits as under Adam alone. The compute mirror (mixed precision) follows the master weights.
-void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam, const cpu::MuonHyper* muon);
+// grad_factor (Adam alone): ops::grad_norm_factor's {norm, factor}, which Adam applies to the
+// gradients where they are (ops::adam_step) instead of the caller scaling them first.
+void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam, const cpu::MuonHyper* muon,
+                    const Tensor* grad_factor = nullptr);
 
 }  // namespace dragoman

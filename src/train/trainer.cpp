@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "data/batching.h"
+#include "kernels/common/clip.h"
 #include "ops/elementwise.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -64,6 +65,9 @@ TrainResult Trainer::run() {
   check_inputs();
   const int threads = resolve_threads(static_cast<int>(t.threads), "train: training.threads");
   worker_threads_ = device_.is_cpu() ? std::max(1, threads / static_cast<int>(devices_.size())) : threads;
+  // fp16 decides on the host (an overflowed update is skipped, the loss scale halved), Muon takes
+  // its gradients scaled: both keep the norm read at once. On the CPU that read costs nothing.
+  defer_grad_norm_ = !fp16 && t.optimizer != "muon" && (!device_.is_cpu() || options_.defer_grad_norm);
   set_compute_threads(worker_threads_);
   std::optional<RunLock> lock;
   std::optional<RunLogFile> log_file;
@@ -144,20 +148,25 @@ TrainResult Trainer::run() {
     for (Tensor& sums : update_sums) sums.fill_zero();
     const std::int64_t update_tokens = compute_gradients(update, loss_scale, update_sums);
     if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
-    // Every worker holds the same summed gradients, so every worker decides alike. Non-finite
-    // logits make the gradients non-finite too: the norm alone decides, and the loss is read back
-    // only to say what happened.
-    grad_norm = std::sqrt(ops::sum_squares(model_->parameters().grads())) / loss_scale;
-    if (!std::isfinite(grad_norm)) {
-      comm_->all_reduce_sum(update_sums);
-      const double loss = update_sums[0].to_vector<double>()[0] / static_cast<double>(update_tokens);
-      if (!fp16) fail_non_finite(loss, grad_norm);
-      skip_overflowed_update(loss, grad_norm);
-      continue;
+    double grad_factor = 1.0;
+    if (defer_grad_norm_) {
+      settle_grad_norm();  // the previous update's (computed long before): stops here if it was not finite
+    } else {
+      // Every worker holds the same summed gradients, so every worker decides alike. Non-finite
+      // logits make the gradients non-finite too: the norm alone decides, and the loss is read back
+      // only to say what happened.
+      const common::NormFactor nf =
+          common::norm_factor(ops::sum_squares(model_->parameters().grads()), t.clip_norm, loss_scale);
+      grad_norm = nf.norm;
+      if (!std::isfinite(grad_norm)) {
+        comm_->all_reduce_sum(update_sums);
+        const double loss = update_sums[0].to_vector<double>()[0] / static_cast<double>(update_tokens);
+        if (!fp16) fail_non_finite(loss, grad_norm);
+        skip_overflowed_update(loss, grad_norm);
+        continue;
+      }
+      grad_factor = nf.factor;  // unscaling (fp16) and clipping in one pass over the gradients, then Adam
     }
-    // Unscaling (fp16) and clipping in one pass over the gradients, then Adam, on every worker.
-    double grad_factor = 1.0 / loss_scale;
-    if (t.clip_norm > 0 && grad_norm > t.clip_norm) grad_factor *= t.clip_norm / grad_norm;
     cpu::AdamHyper hyper;
     hyper.step = state_.step + 1;
     hyper.lr = learning_rate_at(hyper.step);
@@ -173,10 +182,22 @@ TrainResult Trainer::run() {
     muon_hyper.weight_decay = t.weight_decay;
     for_each_worker([&](std::size_t w) {
       ParameterSet& params = worker_model(w).parameters();
-      if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
-      optimizer_step(params, worker_adam_m(w), worker_adam_v(w), hyper, muon ? &muon_hyper : nullptr);
+      if (defer_grad_norm_) {
+        // The norm and factor stay on the device; Adam applies the factor (a non-finite one: no
+        // update); worker 0's are copied back behind the update, for settle_grad_norm().
+        const Tensor nf = ops::grad_norm_factor(params.grads(), t.clip_norm, 1.0);
+        if (w == 0) {
+          pending_norm_ = nf;
+          if (!nf.device().is_cpu()) norm_readback_.start(nf.data<double>(), 2 * sizeof(double), nf.device().index);
+        }
+        optimizer_step(params, worker_adam_m(w), worker_adam_v(w), hyper, nullptr, &nf);
+      } else {
+        if (grad_factor != 1.0) ops::scale_(params.grads(), grad_factor);
+        optimizer_step(params, worker_adam_m(w), worker_adam_v(w), hyper, muon ? &muon_hyper : nullptr);
+      }
       ops::add_(window_sums[w], update_sums[w]);
     });
+    if (defer_grad_norm_) pending_update_ = state_.step + 1;
     if (state_.ema.defined()) update_ema();
     if (fp16) grow_loss_scale();
     ++state_.step;
@@ -191,6 +212,7 @@ TrainResult Trainer::run() {
       for (Tensor& s : window_sums) s.fill_zero();
       const double loss = sums[0] / static_cast<double>(window_tokens);
       result.last_train_loss = loss;
+      if (defer_grad_norm_) grad_norm = settle_grad_norm();  // this update's, for the log
       if (writer_)
         log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
                    static_cast<double>(window_tokens) / seconds_since(window_start),
@@ -210,6 +232,7 @@ TrainResult Trainer::run() {
     pause_seconds_ += seconds_since(paused);
     calibrate_budget(result);  // (a budget with a decaying schedule: fixes the count)
   }
+  settle_grad_norm();  // (every process: the last update's norm)
   // The state at the end: a regular checkpoint when the run ended, an interrupted one when a
   // signal stopped it; never a checkpoint of an untrained model.
   if (writer_ && state_.step > 0 && state_.step != saved_step_) {

@@ -42,6 +42,10 @@ struct TrainOptions {
   // Tests only: {global worker rank, update (1-based)} at which that worker's gradient computation
   // throws, as a failing device would; {-1, -1}: never.
   std::pair<std::int64_t, std::int64_t> fail_worker_at{-1, -1};
+  // Tests only: the gradient norm read one update late (as on a GPU, where it is the default) in a
+  // CPU run: the norm and clipping factor stay with the gradients, Adam applies the factor, and
+  // the host checks the norm after the next update's gradients (trainer.cpp).
+  bool defer_grad_norm = false;
   // Tests only: > 0 makes the time budget's clock (training.max_minutes) step x this many seconds,
   // validations and checkpoints free: the count a budget fixes is then known in advance.
   double simulated_update_seconds = 0;
@@ -62,8 +66,9 @@ struct TrainResult {
 };
 
 // Trains (or resumes) the run in options.run_dir. In fp32 and bf16, a non-finite loss or gradient
-// norm stops the run with an Error naming the update before it reaches Adam; the last checkpoint
-// stays the last good one. In fp16 such an update is skipped and the loss scale halved (an Error
+// norm stops the run with an Error naming the update, which Adam does not apply (on a GPU the host
+// learns it one update late, before anything is logged or saved); the last checkpoint stays the
+// last good one. In fp16 such an update is skipped and the loss scale halved (an Error
 // once it would go below training.min_loss_scale).
 TrainResult train(const TrainConfig& config, const TrainOptions& options);
 

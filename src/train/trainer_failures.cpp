@@ -31,6 +31,28 @@ void Trainer::fail_non_finite(double loss, double grad_norm) const {
       state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, last_good_state()));
 }
 
+// The deferred norm (trainer_impl.h): update `update`'s gradients were not finite; Adam did not
+// apply them (its factor was NaN), and nothing after them has been logged or saved.
+void Trainer::fail_non_finite_norm(std::int64_t update, double grad_norm) const {
+  throw Error(fmt::format(
+      "train: update {} gave a non-finite gradient norm ({}); stopping without applying it, {}. Lower the learning "
+      "rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set training.clip_norm, then run "
+      "the same command to resume",
+      update, grad_norm, last_good_state()));
+}
+
+// The norm of the update whose gradients Adam took last, once the host has it (one update late on
+// a GPU); fails there if it was not finite. Without a deferred norm pending, the last one checked.
+double Trainer::settle_grad_norm() {
+  if (pending_update_ == 0) return settled_norm_;
+  const std::int64_t update = pending_update_;
+  pending_update_ = 0;
+  settled_norm_ = pending_norm_.device().is_cpu() ? pending_norm_.to_vector<double>()[0]
+                                                  : static_cast<const double*>(norm_readback_.wait())[0];
+  if (!std::isfinite(settled_norm_)) fail_non_finite_norm(update, settled_norm_);
+  return settled_norm_;
+}
+
 // A batch that does not fit: the message says which key to lower (the allocator's says how much
 // was asked for and how much is in use). Nothing is applied or saved; the last checkpoint stands.
 void Trainer::fail_out_of_memory(const OutOfMemory& e, const std::string& during) const {

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/timing.h"
 #include "data/corpus.h"
+#include "kernels/cuda/readback.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"
@@ -74,6 +75,8 @@ class Trainer {
   void append_metrics(const nlohmann::json& line);
   std::string last_good_state() const;
   [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
+  [[noreturn]] void fail_non_finite_norm(std::int64_t update, double grad_norm) const;
+  double settle_grad_norm();
   void require_finite_weights() const;
   void inject_overflow_for_tests();
   void skip_overflowed_update(double loss, double grad_norm);
@@ -121,6 +124,16 @@ class Trainer {
   };
   std::vector<Replica> replicas_;  // workers 1 .. local_size() - 1
   int worker_threads_ = 1;         // compute threads of each CPU worker
+  // The gradient norm read one update late (bf16/fp32 Adam on a GPU; TrainOptions::defer_grad_norm):
+  // each update's {norm, factor} stays on its worker's device (ops::grad_norm_factor), where Adam
+  // applies the factor, so no update waits for the host; worker 0's is copied back behind it
+  // (norm_readback_) and checked by settle_grad_norm() after the next update's gradients, and
+  // before anything is logged, validated or saved.
+  bool defer_grad_norm_ = false;
+  std::int64_t pending_update_ = 0;  // the update whose norm is not checked yet (0: none)
+  Tensor pending_norm_;              // its {norm, factor} on worker 0's device
+  double settled_norm_ = 0;          // the last norm checked
+  cuda::Readback norm_readback_;
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<Vocabulary> vocab_;

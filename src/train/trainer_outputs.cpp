@@ -49,6 +49,7 @@ void Trainer::append_metrics(const nlohmann::json& line) {
 // new ones are complete. A regular checkpoint replaces every interrupted one and keeps the newest
 // keep_last regular ones; an interrupted one replaces the previous interrupted one only.
 void Trainer::save_checkpoint(CheckpointKind kind) {
+  settle_grad_norm();  // a non-finite last update stops the run before anything is saved
   require_finite_weights();
   const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
   const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
@@ -122,6 +123,7 @@ double Trainer::translate_valid() {
 // With a moving average (training.ema_decay) validation judges it, not the last weights: its loss
 // and BLEU are reported, and checkpoint-best holds it.
 void Trainer::validate(TrainResult& result) {
+  settle_grad_norm();
   if (!state_.ema.defined()) return validate_model(result);
   swap_ema();
   try {

@@ -1,14 +1,18 @@
 // Adam: cpu::adam_step against a hand-computed two-step update, with and without weight decay; for
 // every OpCase, the fp32 masters' compute-dtype mirror (bf16/f16) is store<M>(master) bit for bit and
-// leaves the masters' update unchanged.
+// leaves the masters' update unchanged; ops::grad_norm_factor's values, and adam_step with its factor
+// equals scaling the gradients first (a NaN factor: nothing changes).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/adam.h"
 #include "ops/adam.h"
+#include "ops/elementwise.h"
 #include "ops/op_testing.h"
 
 namespace dragoman {
@@ -144,6 +148,63 @@ TEST_CASE("ops::adam_step with a mirror checks its dtypes and fills it", "[ops]"
   Tensor m64 = Tensor::zeros({n}, DType::kF64), v64 = Tensor::zeros({n}, DType::kF64);
   Tensor mirror = Tensor::zeros({n}, DType::kBF16);
   CHECK_THROWS_WITH(ops::adam_step(param64, grad64, m64, v64, hyper, &mirror), Catch::Contains("accumulator dtype"));
+}
+
+
+// ---- The gradient factor (ops::grad_norm_factor) --------------------------------------------------
+
+TEST_CASE("ops::grad_norm_factor gives the norm and the unscaling and clipping factor", "[ops]") {
+  const Tensor g = Tensor::from_vector(std::vector<float>{3.0f, 4.0f, 0.0f}, {3});  // norm 5
+  const auto nf = [&](double clip, double scale) { return ops::grad_norm_factor(g, clip, scale).to_vector<double>(); };
+  CHECK(nf(0.0, 1.0) == std::vector<double>{5.0, 1.0});    // no clipping
+  CHECK(nf(10.0, 1.0) == std::vector<double>{5.0, 1.0});   // below the threshold
+  CHECK(nf(2.0, 1.0) == std::vector<double>{5.0, 0.4});    // clipped to norm 2
+  CHECK(nf(0.0, 4.0) == std::vector<double>{1.25, 0.25});  // an fp16 loss scale of 4: unscaled
+  CHECK(nf(1.0, 4.0) == std::vector<double>{1.25, 0.25 * (1.0 / 1.25)});
+  const Tensor inf = Tensor::from_vector(std::vector<float>{1.0f, std::numeric_limits<float>::infinity()}, {2});
+  const std::vector<double> bad = ops::grad_norm_factor(inf, 1.0, 1.0).to_vector<double>();
+  CHECK(std::isinf(bad[0]));
+  CHECK(std::isnan(bad[1]));
+  CHECK_THROWS_WITH(ops::grad_norm_factor(g, 1.0, 0.0), Catch::Contains("loss scale"));
+}
+
+TEST_CASE("adam_step with a gradient factor equals scaling the gradients first and a NaN factor changes nothing",
+          "[ops]") {
+  const int64_t n = 10007;  // crosses the f32 kernel's blocks of 4,096
+  for (const DType dtype : {DType::kF32, DType::kF64}) {
+    for (const bool with_mirror : {false, true}) {
+      if (with_mirror && dtype == DType::kF64) continue;
+      INFO(dtype_name(dtype) << (with_mirror ? " with a bf16 mirror" : ""));
+      const Tensor param0 = test::from_doubles(test::random_doubles(n, 71), {n}, dtype, Device::cpu());
+      const Tensor grad = test::from_doubles(test::random_doubles(n, 72, 3.0), {n}, dtype, Device::cpu());
+      cpu::AdamHyper hyper;
+      hyper.lr = 1e-2;
+      hyper.step = 3;
+      const auto run = [&](const Tensor& g, const Tensor* factor, std::vector<Tensor>& state) {
+        state = {param0.clone(), Tensor::zeros({n}, dtype), Tensor::zeros({n}, dtype), Tensor::zeros({n}, DType::kBF16)};
+        for (int i = 0; i < 2; ++i) {
+          ops::adam_step(state[0], g, state[1], state[2], hyper, with_mirror ? &state[3] : nullptr, factor);
+        }
+      };
+      const Tensor nf = ops::grad_norm_factor(grad, 1.0, 1.0);  // clipped: the factor is below 1
+      REQUIRE(nf.to_vector<double>()[1] < 1.0);
+      Tensor scaled = grad.clone();
+      ops::scale_(scaled, nf.to_vector<double>()[1]);
+      std::vector<Tensor> with_factor, prescaled, untouched;
+      run(grad, &nf, with_factor);
+      run(scaled, nullptr, prescaled);
+      for (std::size_t i = 0; i < 4; ++i) {
+        CHECK(with_factor[i].to(DType::kF64).to_vector<double>() == prescaled[i].to(DType::kF64).to_vector<double>());
+      }
+      const Tensor nan = Tensor::from_vector(std::vector<double>{std::nan(""), std::nan("")}, {2});
+      run(grad, &nan, untouched);
+      CHECK(untouched[0].to(DType::kF64).to_vector<double>() == param0.to(DType::kF64).to_vector<double>());
+      CHECK(untouched[1].to(DType::kF64).to_vector<double>() == std::vector<double>(n, 0.0));
+      const Tensor misplaced = Tensor::from_vector(std::vector<double>{1.0}, {1});
+      CHECK_THROWS_WITH(ops::adam_step(untouched[0], grad, untouched[1], untouched[2], hyper, nullptr, &misplaced),
+                        Catch::Contains("grad_factor"));
+    }
+  }
 }
 
 }  // namespace dragoman

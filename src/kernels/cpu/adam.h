@@ -17,14 +17,17 @@ struct AdamHyper {
   std::int64_t step = 1;
 };
 
-// param, grad, m, v: [n]
+// param, grad, m, v: [n]. grad_factor (ops::grad_norm_factor's factor: unscaling, clipping)
+// multiplies each gradient first, rounded to T: the bits of scaling the gradients by it (cpu::scale)
+// before the update; a non-finite factor (a non-finite gradient norm) leaves everything untouched.
 template <typename T>
-void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, const AdamHyper& hyper);
+void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, const AdamHyper& hyper, double grad_factor = 1.0);
 
 // The same update of fp32 masters, and mirror[i] = store<M>(new param[i]) (rounded once, to nearest
 // even) in the same pass: the compute-dtype copy the forward pass reads. M = bf16 or f16. The
 // masters and moments get the same bits as without a mirror.   mirror: [n]
 template <typename M>
-void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, const AdamHyper& hyper, M* mirror);
+void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, const AdamHyper& hyper, M* mirror,
+               double grad_factor = 1.0);
 
 }  // namespace dragoman::cpu

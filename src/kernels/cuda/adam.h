@@ -13,14 +13,17 @@
 
 namespace dragoman::cuda {
 
-// param, grad, m, v: [n]; T = float or double.
+// param, grad, m, v: [n]; T = float or double. grad_factor: one double in device memory (the
+// factor of ops::grad_norm_factor, read by the kernel: no host wait) or null (1), as the CPU's
+// grad_factor: each gradient times it, rounded to T; a non-finite one leaves everything untouched.
 template <typename T>
-void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, const cpu::AdamHyper& hyper, Stream stream);
+void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, const cpu::AdamHyper& hyper,
+               const double* grad_factor, Stream stream);
 
 // The same update, and mirror[i] = the new param[i] rounded once to M (bf16 or f16) in the same pass.
 //   mirror: [n]
 template <typename M>
 void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, const cpu::AdamHyper& hyper,
-               M* mirror, Stream stream);
+               M* mirror, const double* grad_factor, Stream stream);
 
 }  // namespace dragoman::cuda

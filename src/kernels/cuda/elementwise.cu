@@ -9,6 +9,7 @@
 
 #include "core/philox.h"
 #include "kernels/common/activation.h"
+#include "kernels/common/clip.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
@@ -236,6 +237,12 @@ __global__ void __launch_bounds__(kSumSquaresThreads)
   if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
 }
 
+__global__ void norm_factor_kernel(const double* sum_squares, double clip_norm, double loss_scale, double* out) {
+  const common::NormFactor r = common::norm_factor(*sum_squares, clip_norm, loss_scale);
+  out[0] = r.norm;
+  out[1] = r.factor;
+}
+
 __global__ void sum_in_order_kernel(const double* partials, std::int64_t count, double* result) {
   double total = 0;
   for (std::int64_t k = 0; k < count; ++k) total += partials[k];
@@ -328,6 +335,11 @@ void sum_squares(const T* x, std::int64_t n, double* partials, double* result, S
     DRAGOMAN_CUDA_CHECK(cudaGetLastError());
   }
   sum_in_order_kernel<<<1, 1, 0, stream>>>(partials, blocks, result);
+  DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+}
+
+void norm_factor(const double* sum_squares, double clip_norm, double loss_scale, double* out, Stream stream) {
+  norm_factor_kernel<<<1, 1, 0, stream>>>(sum_squares, clip_norm, loss_scale, out);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -85,4 +85,8 @@ inline std::int64_t sum_squares_blocks(std::int64_t n) { return (n + kSumSquares
 template <typename T>
 void sum_squares(const T* x, std::int64_t n, double* partials, double* result, Stream stream);
 
+// out[0] = the gradient norm, out[1] = the factor of kernels/common/clip.h, from *sum_squares (one
+// thread: the host's formulas and bits, without a copy to the host).   out: two doubles
+void norm_factor(const double* sum_squares, double clip_norm, double loss_scale, double* out, Stream stream);
+
 }  // namespace dragoman::cuda

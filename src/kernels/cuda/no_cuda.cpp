@@ -22,6 +22,7 @@
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/nccl.h"
 #include "kernels/cuda/pinned.h"
+#include "kernels/cuda/readback.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/runtime_info.h"
 #include "kernels/cuda/top_k.h"
@@ -100,6 +101,11 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
 }
 void PinnedBuffer::reserve(std::size_t) { no_cuda("PinnedBuffer::reserve"); }
 void PinnedBuffer::release() noexcept {}
+
+// readback.h (a Readback can never start here)
+Readback::~Readback() = default;
+void Readback::start(const void*, std::size_t, int) { no_cuda("Readback::start"); }
+const void* Readback::wait() { no_cuda("Readback::wait"); }
 
 // copy.h
 void copy_strided(const void*, const std::int64_t*, void*, const std::int64_t*, const std::int64_t*, int, std::size_t,
@@ -230,6 +236,7 @@ template <typename T>
 void sum_squares(const T*, std::int64_t, double*, double*, Stream) {
   no_cuda("sum_squares");
 }
+void norm_factor(const double*, double, double, double*, Stream) { no_cuda("norm_factor"); }
 
 // layer_norm.h
 template <typename T>
@@ -304,16 +311,20 @@ DRAGOMAN_INSTANTIATE(f16)
 
 // adam.h
 template <typename T>
-void adam_step(T*, const T*, T*, T*, std::int64_t, const cpu::AdamHyper&, Stream) {
+void adam_step(T*, const T*, T*, T*, std::int64_t, const cpu::AdamHyper&, const double*, Stream) {
   no_cuda("adam_step");
 }
-template void adam_step<float>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, Stream);
-template void adam_step<double>(double*, const double*, double*, double*, std::int64_t, const cpu::AdamHyper&, Stream);
+template void adam_step<float>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&,
+                               const double*, Stream);
+template void adam_step<double>(double*, const double*, double*, double*, std::int64_t, const cpu::AdamHyper&,
+                                const double*, Stream);
 template <typename M>
-void adam_step(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, M*, Stream) {
+void adam_step(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, M*, const double*, Stream) {
   no_cuda("adam_step");
 }
-template void adam_step<bf16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, bf16*, Stream);
-template void adam_step<f16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, f16*, Stream);
+template void adam_step<bf16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, bf16*,
+                              const double*, Stream);
+template void adam_step<f16>(float*, const float*, float*, float*, std::int64_t, const cpu::AdamHyper&, f16*,
+                             const double*, Stream);
 
 }  // namespace dragoman::cuda
