@@ -2,7 +2,8 @@
 // cuda:0 follows the same run on the CPU (f32: the loss curve and the dev loss), a GPU run resumes
 // bit-identically (f32 and bf16: every kernel is deterministic), checkpoints move between CPU and GPU
 // runs, bf16 training tracks f32 with validation BLEU from the GPU decoder, every visible GPU (NCCL)
-// trains like one GPU with update_freq N, and a batch too large for the device stops with a message
+// trains like one GPU with update_freq N, the gradient norm read one update late stops a run at a
+// non-finite update before saving it, and a batch too large for the device stops with a message
 // that names training.max_tokens.
 #include <catch2/catch.hpp>
 
@@ -164,6 +165,31 @@ TEST_CASE("train on every visible GPU (devices: all, NCCL) follows one GPU with 
   const std::vector<double> got = train_losses(task.options("all").run_dir);
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).epsilon(1e-4));
+}
+
+TEST_CASE("a GPU run reads its gradient norm one update late and stops at a non-finite one unsaved", "[cuda][train]") {
+  const test::ReversalTask task("cuda-deferred-norm", 200);
+  TrainConfig config = test::resume_config(task);  // clipping included
+  config.training.devices = "cuda:0";
+  config.training.max_steps = 8;
+  config.training.log_every = 1;
+  config.checkpoint.every_steps = 2;
+  // The GPU's default: every update's norm is read behind it, and each log line has its own.
+  const TrainOptions late = task.options("late");
+  REQUIRE(train(config, late).step == 8);
+  int norms = 0;
+  for (const nlohmann::json& line : read_metrics(late.run_dir)) {
+    if (!line.contains("gnorm")) continue;
+    CHECK(std::isfinite(line["gnorm"].get<double>()));
+    CHECK(line["gnorm"].get<double>() > 0);
+    ++norms;
+  }
+  CHECK(norms == 8);
+  TrainOptions bad = task.options("bad");
+  bad.inject_overflow_at = {3};
+  CHECK_THROWS_WITH(train(config, bad),
+                    Contains("update 3 gave a non-finite gradient norm") && Contains("stopping without applying it"));
+  CHECK(checkpoint_steps(bad.run_dir) == std::vector<std::int64_t>{2});
 }
 
 TEST_CASE("a batch too large for the GPU stops with a message naming training.max_tokens", "[cuda][train]") {
