@@ -206,6 +206,7 @@ void Trainer::refine_budget() {
     }
     total = high;
   }
+  settle_grad_norm();  // (once a run: nothing is logged after an update whose norm is unchecked)
   state_.budget_updates = total;
   spdlog::info(
       "train: {} updates fit the {} budget at the pace of updates {}-{} ({:.3f} s an update; {} fixed at update {})",

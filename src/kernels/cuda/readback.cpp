@@ -3,17 +3,25 @@
 
 #include <cuda_runtime.h>
 
+#include <exception>
+#include <string>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/deferred_error.h"
 #include "kernels/cuda/memory.h"
 
 namespace dragoman::cuda {
 
 Readback::~Readback() {
   if (event_ == nullptr) return;
-  const DeviceGuard guard(device_);
-  DRAGOMAN_CUDA_CHECK_NOTHROW(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
-  DRAGOMAN_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(event_)));
+  try {  // (a DeviceGuard throws after a sticky CUDA fault; a destructor must not)
+    const DeviceGuard guard(device_);
+    DRAGOMAN_CUDA_CHECK_NOTHROW(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));  // before host_ is freed
+    DRAGOMAN_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(event_)));
+  } catch (const std::exception& e) {
+    defer_error(std::string("cuda::Readback: ") + e.what());
+  }
 }
 
 void Readback::start(const void* src, std::size_t bytes, int device) {
