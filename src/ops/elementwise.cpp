@@ -194,31 +194,37 @@ Tensor dropout_add(const Tensor& x, const Tensor& y, double p, std::uint64_t see
   return out;
 }
 
+namespace {
+
+// The sum of squares of a GPU tensor, left on its device: [blocks] partial sums, then the sum (at
+// element `blocks`), then `extra` doubles for the caller. Asynchronous on the device's stream.
+Tensor sum_squares_on_device(const char* op, const Tensor& x, std::int64_t extra, const cuda::Stream stream) {
+  const std::int64_t blocks = cuda::sum_squares_blocks(x.numel());
+  Tensor work = Tensor::empty({blocks + 1 + extra}, DType::kF64, x.device());
+  detail::dispatch_storage(op, x, [&](auto zero) {
+    using T = decltype(zero);
+    double* partials = work.data<double>();
+    cuda::sum_squares<T>(x.data<T>(), x.numel(), partials, partials + blocks, stream);
+  });
+  return work;
+}
+
+}  // namespace
+
 double sum_squares(const Tensor& x) {
   constexpr const char* kOp = "sum_squares";
   detail::require_like(kOp, "x", x, x);
-  double result = 0;
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        result = cpu::sum_squares<T>(x.data<T>(), x.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      // [blocks] partial sums, then the result.
-      Tensor sums = Tensor::empty({cuda::sum_squares_blocks(x.numel()) + 1}, DType::kF64, x.device());
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        double* partials = sums.data<double>();
-        cuda::sum_squares<T>(x.data<T>(), x.numel(), partials, partials + sums.numel() - 1, on_device.stream);
-      });
-      result = sums.narrow(0, sums.numel() - 1, 1).to_vector<double>()[0];  // waits for the stream
-      break;
-    }
+  if (x.device().is_cpu()) {
+    double result = 0;
+    detail::dispatch_storage(kOp, x, [&](auto zero) {
+      using T = decltype(zero);
+      result = cpu::sum_squares<T>(x.data<T>(), x.numel());
+    });
+    return result;
   }
-  return result;
+  const detail::CudaScope on_device(x);
+  const Tensor work = sum_squares_on_device(kOp, x, 0, on_device.stream);
+  return work.narrow(0, work.numel() - 1, 1).to_vector<double>()[0];  // waits for the stream
 }
 
 Tensor grad_norm_factor(const Tensor& grads, double clip_norm, double loss_scale) {
@@ -230,16 +236,11 @@ Tensor grad_norm_factor(const Tensor& grads, double clip_norm, double loss_scale
     return Tensor::from_vector(std::vector<double>{r.norm, r.factor}, {2});
   }
   const detail::CudaScope on_device(grads);
-  // [blocks] partial sums, the sum, then {norm, factor}.
-  const std::int64_t blocks = cuda::sum_squares_blocks(grads.numel());
-  Tensor work = Tensor::empty({blocks + 3}, DType::kF64, grads.device());
-  double* partials = work.data<double>();
-  detail::dispatch_storage(kOp, grads, [&](auto zero) {
-    using T = decltype(zero);
-    cuda::sum_squares<T>(grads.data<T>(), grads.numel(), partials, partials + blocks, on_device.stream);
-  });
-  cuda::norm_factor(partials + blocks, clip_norm, loss_scale, partials + blocks + 1, on_device.stream);
-  return work.narrow(0, blocks + 1, 2);
+  Tensor work = sum_squares_on_device(kOp, grads, 2, on_device.stream);  // then {norm, factor}
+  const std::int64_t sum = work.numel() - 3;
+  double* values = work.data<double>();
+  cuda::norm_factor(values + sum, clip_norm, loss_scale, values + sum + 1, on_device.stream);
+  return work.narrow(0, sum + 1, 2);
 }
 
 }  // namespace dragoman::ops

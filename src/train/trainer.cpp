@@ -161,7 +161,7 @@ TrainResult Trainer::run() {
       if (!std::isfinite(grad_norm)) {
         comm_->all_reduce_sum(update_sums);
         const double loss = update_sums[0].to_vector<double>()[0] / static_cast<double>(update_tokens);
-        if (!fp16) fail_non_finite(loss, grad_norm);
+        if (!fp16) fail_non_finite(state_.step + 1, grad_norm, loss);
         skip_overflowed_update(loss, grad_norm);
         continue;
       }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
@@ -22,23 +24,18 @@ std::string Trainer::last_good_state() const {
 }
 
 // A non-finite loss or gradient norm never reaches Adam: the run stops, and its newest checkpoint
-// (written before this update) is the last good state.
-void Trainer::fail_non_finite(double loss, double grad_norm) const {
+// (written before this update) is the last good state. The loss is known when the norm was read at
+// once; the deferred norm (trainer_impl.h) reports the update's norm alone (Adam did not apply it:
+// its factor was NaN; nothing after it has been logged or saved).
+void Trainer::fail_non_finite(std::int64_t update, double grad_norm, std::optional<double> loss) const {
+  const std::string what = loss ? fmt::format("{} (loss {}, gradient norm {})",
+                                              std::isfinite(*loss) ? "gradient norm" : "loss", *loss, grad_norm)
+                                : fmt::format("gradient norm ({})", grad_norm);
   throw Error(fmt::format(
-      "train: update {} gave a non-finite {} (loss {}, gradient norm {}); stopping without applying it, {}. Lower "
-      "the learning rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set "
-      "training.clip_norm, then run the same command to resume",
-      state_.step + 1, std::isfinite(loss) ? "gradient norm" : "loss", loss, grad_norm, last_good_state()));
-}
-
-// The deferred norm (trainer_impl.h): update `update`'s gradients were not finite; Adam did not
-// apply them (its factor was NaN), and nothing after them has been logged or saved.
-void Trainer::fail_non_finite_norm(std::int64_t update, double grad_norm) const {
-  throw Error(fmt::format(
-      "train: update {} gave a non-finite gradient norm ({}); stopping without applying it, {}. Lower the learning "
-      "rate (training.lr_factor or training.lr), lengthen training.warmup_steps or set training.clip_norm, then run "
-      "the same command to resume",
-      update, grad_norm, last_good_state()));
+      "train: update {} gave a non-finite {}; stopping without applying it, {}. Lower the learning rate "
+      "(training.lr_factor or training.lr), lengthen training.warmup_steps or set training.clip_norm, then run the "
+      "same command to resume",
+      update, what, last_good_state()));
 }
 
 // The norm of the update whose gradients Adam took last, once the host has it (one update late on
@@ -49,7 +46,7 @@ double Trainer::settle_grad_norm() {
   pending_update_ = 0;
   settled_norm_ = pending_norm_.device().is_cpu() ? pending_norm_.to_vector<double>()[0]
                                                   : static_cast<const double*>(norm_readback_.wait())[0];
-  if (!std::isfinite(settled_norm_)) fail_non_finite_norm(update, settled_norm_);
+  if (!std::isfinite(settled_norm_)) fail_non_finite(update, settled_norm_, std::nullopt);
   return settled_norm_;
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,8 +75,7 @@ class Trainer {
   double translate_valid();
   void append_metrics(const nlohmann::json& line);
   std::string last_good_state() const;
-  [[noreturn]] void fail_non_finite(double loss, double grad_norm) const;
-  [[noreturn]] void fail_non_finite_norm(std::int64_t update, double grad_norm) const;
+  [[noreturn]] void fail_non_finite(std::int64_t update, double grad_norm, std::optional<double> loss) const;
   double settle_grad_norm();
   void require_finite_weights() const;
   void inject_overflow_for_tests();

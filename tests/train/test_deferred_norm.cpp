@@ -17,6 +17,27 @@ namespace dragoman {
 
 using Catch::Matchers::Contains;
 
+namespace {
+
+// 8 updates with a checkpoint every `every_steps`, no validation.
+TrainConfig nan_config(const test::ReversalTask& task, std::int64_t every_steps) {
+  TrainConfig config = task.config();
+  config.training.max_steps = 8;
+  config.training.valid_every = 0;
+  config.checkpoint.every_steps = every_steps;
+  return config;
+}
+
+// The norm read late, and update 3's gradients made infinite.
+TrainOptions nan_options(const test::ReversalTask& task) {
+  TrainOptions options = task.options("run");
+  options.defer_grad_norm = true;
+  options.inject_overflow_at = {3};
+  return options;
+}
+
+}  // namespace
+
 TEST_CASE("train: the gradient norm read one update late trains the same bits as the norm read at once", "[train]") {
   const test::ReversalTask task("deferred-norm", 200);
   for (const std::string precision : {"fp32", "bf16"}) {
@@ -65,13 +86,8 @@ TEST_CASE("train: the gradient norm read one update late trains the same bits as
 
 TEST_CASE("train: a non-finite gradient norm read one update late stops the run unapplied and unsaved", "[train]") {
   const test::ReversalTask task("deferred-norm-nan", 200);
-  TrainConfig config = task.config();
-  config.training.max_steps = 8;
-  config.training.valid_every = 0;
-  config.checkpoint.every_steps = 2;
-  TrainOptions options = task.options("run");
-  options.defer_grad_norm = true;
-  options.inject_overflow_at = {3};  // update 3's gradients become infinite
+  TrainConfig config = nan_config(task, 2);
+  TrainOptions options = nan_options(task);
   // Found after update 4's gradients (no checkpoint is due at 3).
   CHECK_THROWS_WITH(train(config, options), Contains("update 3 gave a non-finite gradient norm (inf)") &&
                                                 Contains("stopping without applying it"));
@@ -90,13 +106,8 @@ TEST_CASE("train: a non-finite gradient norm read one update late stops the run 
 
 TEST_CASE("train: a non-finite gradient norm read one update late is found before its own checkpoint", "[train]") {
   const test::ReversalTask task("deferred-norm-nan-save", 200);
-  TrainConfig config = task.config();
-  config.training.max_steps = 8;
-  config.training.valid_every = 0;
-  config.checkpoint.every_steps = 1;
-  TrainOptions options = task.options("run");
-  options.defer_grad_norm = true;
-  options.inject_overflow_at = {3};
+  const TrainConfig config = nan_config(task, 1);
+  const TrainOptions options = nan_options(task);
   CHECK_THROWS_WITH(train(config, options), Contains("update 3 gave a non-finite gradient norm"));
   CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{1, 2});
 }

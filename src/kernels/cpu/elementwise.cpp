@@ -90,35 +90,39 @@ void bias_backward(const T* dy, acc_t<T>* db, std::int64_t rows, std::int64_t co
   }
 }
 
-template <typename T>
-void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream) {
+namespace {
+
+// element(i, bits, threshold, keep_scale) for i < n, where bits are element i's 32 random bits
+// (philox::uniform(seed, rng_stream, i)): dropout's blocks of 4, spread over the OpenMP threads.
+template <typename T, typename Element>
+void for_each_dropout_element(std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream, Element element) {
   const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
   const float threshold = static_cast<float>(p);
-  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i)
+  const std::int64_t blocks = (n + 3) / 4;
 #pragma omp parallel for schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
-    for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
-      const std::int64_t i = 4 * b + j;
-      y[i] = common::dropout_element(x[i], r.v[j], threshold, keep_scale);
-    }
+    for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) element(4 * b + j, r.v[j], threshold, keep_scale);
   }
+}
+
+}  // namespace
+
+template <typename T>
+void dropout(const T* x, T* y, std::int64_t n, double p, std::uint64_t seed, std::uint64_t rng_stream) {
+  for_each_dropout_element<T>(n, p, seed, rng_stream,
+                              [x, y](std::int64_t i, std::uint32_t bits, float threshold, acc_t<T> keep_scale) {
+                                y[i] = common::dropout_element(x[i], bits, threshold, keep_scale);
+                              });
 }
 
 template <typename T>
 void dropout_add(const T* x, const T* y, T* out, std::int64_t n, double p, std::uint64_t seed,
                  std::uint64_t rng_stream) {
-  const acc_t<T> keep_scale = static_cast<acc_t<T>>(1.0 / (1.0 - p));
-  const float threshold = static_cast<float>(p);
-  const std::int64_t blocks = (n + 3) / 4;  // element i is philox::uniform(seed, rng_stream, i), as in dropout
-#pragma omp parallel for schedule(static)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const philox::Block r = philox::block_bits(seed, rng_stream, static_cast<std::uint64_t>(b));
-    for (std::int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
-      const std::int64_t i = 4 * b + j;
-      out[i] = common::dropout_add_element(x[i], y[i], r.v[j], threshold, keep_scale);
-    }
-  }
+  for_each_dropout_element<T>(n, p, seed, rng_stream,
+                              [x, y, out](std::int64_t i, std::uint32_t bits, float threshold, acc_t<T> keep_scale) {
+                                out[i] = common::dropout_add_element(x[i], y[i], bits, threshold, keep_scale);
+                              });
 }
 
 template <typename T>

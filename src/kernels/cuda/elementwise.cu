@@ -14,30 +14,13 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/pack.cuh"
 
 namespace dragoman::cuda {
 namespace {
 
 using launch::first_index;
 using launch::grid_stride;
-
-// 16 bytes of T: the unit of the element-wise kernels' loads and stores where every pointer is
-// 16-byte aligned (8 bf16 or f16, 4 floats, 2 doubles a load instruction: a warp then moves 512 bytes
-// an instruction instead of 64, which is what keeps enough bytes in flight to use the memory's
-// bandwidth). The per-element arithmetic is the same either way, so are the bits.
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
-  T v[kSize];
-};
-
-inline bool aligned(const void* p, std::size_t alignment) {
-  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
-}
-template <typename T>
-bool packable(const void* p) {
-  return aligned(p, alignof(Pack<T>));
-}
 
 // y[i] = op(x[i]) for i < n: whole packs first when `packed`, then the remaining elements one by one.
 template <typename T, typename Op>

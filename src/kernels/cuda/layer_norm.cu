@@ -9,6 +9,7 @@
 #include "kernels/common/layer_norm.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
+#include "kernels/cuda/pack.cuh"
 
 namespace dragoman::cuda {
 namespace {
@@ -79,52 +80,45 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }
 
 // ---- Rows held in registers -------------------------------------------------------------------
-// For rows of at most 32 * kMaxPacks packs of 16 bytes (1,024 bf16/f16, 512 floats, 256 doubles; 8
-// packs spilled registers in the f16 forward)
-// whose every row starts 16-byte aligned: each lane loads its packs once (pack p of lane l holds
-// elements (32 p + l) * kPack ... + kPack - 1), keeps them in registers for both sums and the
-// output, and stores its outputs 16 bytes at a time. The same formulas; the row sums run over the
-// lane's elements in that order, then the butterfly: another fixed order, as the header allows.
-
-template <typename T>
-struct alignas(16) RowPack {
-  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
-  T v[kSize];
-};
+// For rows of at most 32 * kMaxPacks Packs of 16 bytes (pack.cuh: 1,024 bf16/f16, 512 floats, 256
+// doubles; 8 packs spilled registers in the f16 forward) whose every row starts 16-byte aligned:
+// each lane loads its packs once (pack p of lane l holds elements (32 p + l) * kPack ... + kPack - 1),
+// keeps them in registers for both sums and the output, and stores its outputs 16 bytes at a time. The same formulas;
+// the row sums run over the lane's elements in that order, then the butterfly: another fixed order, as the header
+// allows.
 
 constexpr int kMaxPacks = 4;  // (the launches below take 1, 2 and kMaxPacks)
-
-template <typename T, int kPacks>
-__device__ inline void load_row(const T* row, std::int64_t d, int lane, acc_t<T> (&out)[kPacks * RowPack<T>::kSize]) {
-  constexpr int kPack = RowPack<T>::kSize;
-  const auto* packs = reinterpret_cast<const RowPack<T>*>(row);
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;  // the pack's index in the row
-    RowPack<T> v{};
-    if ((at + 1) * kPack <= d) v = packs[at];
-#pragma unroll
-    for (int j = 0; j < kPack; ++j) out[p * kPack + j] = load(v.v[j]);  // (zeros past the row: never summed)
-  }
-}
 
 // Whether the lane's pack p lies in a row of d elements.
 template <typename T>
 __device__ inline bool pack_inside(int p, int lane, std::int64_t d) {
-  return (static_cast<std::int64_t>(p) * 32 + lane + 1) * RowPack<T>::kSize <= d;
+  return (static_cast<std::int64_t>(p) * 32 + lane + 1) * Pack<T>::kSize <= d;
+}
+
+template <typename T, int kPacks>
+__device__ inline void load_row(const T* row, std::int64_t d, int lane, acc_t<T> (&out)[kPacks * Pack<T>::kSize]) {
+  constexpr int kPack = Pack<T>::kSize;
+  const auto* packs = reinterpret_cast<const Pack<T>*>(row);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    Pack<T> v{};
+    if (pack_inside<T>(p, lane, d)) v = packs[p * 32 + lane];
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) out[p * kPack + j] = load(v.v[j]);  // (zeros past the row: never summed)
+  }
 }
 
 // Writes the lane's packs of a row, 16 bytes at a time: element j of pack p is value(p * kPack + j,
 // its column), rounded to T.
 template <typename T, int kPacks, typename F>
 __device__ inline void store_row(T* row, std::int64_t d, int lane, F value) {
-  constexpr int kPack = RowPack<T>::kSize;
-  auto* packs = reinterpret_cast<RowPack<T>*>(row);
+  constexpr int kPack = Pack<T>::kSize;
+  auto* packs = reinterpret_cast<Pack<T>*>(row);
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     if (!pack_inside<T>(p, lane, d)) continue;
     const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
-    RowPack<T> o;
+    Pack<T> o;
 #pragma unroll
     for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(value(p * kPack + j, at * kPack + j));
     packs[at] = o;
@@ -136,7 +130,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     layer_norm_forward_rows_kernel(const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd,
                                    std::int64_t rows, std::int64_t d, acc_t<T> eps) {
   using A = acc_t<T>;
-  constexpr int kPack = RowPack<T>::kSize;
+  constexpr int kPack = Pack<T>::kSize;
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;  // a whole warp leaves together
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -177,7 +171,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     layer_norm_dx_rows_kernel(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd,
                               T* dx, std::int64_t rows, std::int64_t d) {
   using A = acc_t<T>;
-  constexpr int kPack = RowPack<T>::kSize;
+  constexpr int kPack = Pack<T>::kSize;
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -210,10 +204,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // pointer off 16-byte alignment).
 template <typename T>
 int row_packs(std::int64_t d, std::initializer_list<const void*> pointers) {
-  constexpr int kPack = RowPack<T>::kSize;
+  constexpr int kPack = Pack<T>::kSize;
   if (d % kPack != 0 || d > std::int64_t{32} * kPack * kMaxPacks) return 0;
   for (const void* p : pointers) {
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return 0;
+    if (!packable<T>(p)) return 0;
   }
   const std::int64_t packs = (d / kPack + 31) / 32;
   for (int k = 1; k <= kMaxPacks; k *= 2) {
