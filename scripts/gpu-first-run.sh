@@ -22,7 +22,8 @@
 #                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
 #   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
 #   3-model-bench  model_bench on the GPU: the base and big training step in bf16, with the default
-#                  attention kernels (tensor cores), the tiled ones and the naive ones (DRAGOMAN_CUDA_ATTENTION)
+#                  kernels, with the bias gradients' column-sum kernel (DRAGOMAN_CUDA_BIAS_GRAD=kernel)
+#                  and with the tiled attention kernels (DRAGOMAN_CUDA_ATTENTION=tiled)
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
 #   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4 and greedy
@@ -141,15 +142,17 @@ translate_bench() {
     BEAMS="${TRANSLATE_BEAMS:-4 1}" SINGLE_LINES=10 KEEP=$work/translate bash scripts/bench-translate-gpu.sh
 }
 
-# The training step with the default attention kernels (the tensor-core ones for these shapes), then
-# with the tiled ones and the naive ones (DRAGOMAN_CUDA_ATTENTION=tiled and naive,
-# kernels/cuda/attention.h) for comparison.
+# The training step with the default kernels (the tensor-core attention for these shapes, the bias
+# gradients in the weight gradients' products), then with the bias gradients from the column-sum
+# kernel (DRAGOMAN_CUDA_BIAS_GRAD=kernel, kernels/cuda/gemm.h), then with the tiled attention
+# kernels (DRAGOMAN_CUDA_ATTENTION=tiled, kernels/cuda/attention.h), for comparison.
 model_bench_both() {
-  local kernels
-  for kernels in auto tiled naive; do
-    echo "## attention kernels: $kernels"
-    DRAGOMAN_CUDA_ATTENTION=$kernels "$bundle"/model_bench --device cuda:0 --models base,big --precision bf16 \
-      --tokens 16384 --length 32 --threads 1 --steps 5 || return
+  local variant
+  for variant in "default" "DRAGOMAN_CUDA_BIAS_GRAD=kernel" "DRAGOMAN_CUDA_ATTENTION=tiled"; do
+    echo "## kernels: $variant"
+    # shellcheck disable=SC2046  # the variant is one VAR=value word, or none
+    env $([[ $variant == default ]] || echo "$variant") "$bundle"/model_bench --device cuda:0 --models base,big \
+      --precision bf16 --tokens 16384 --length 32 --threads 1 --steps 5 || return
   done
 }
 

@@ -170,11 +170,13 @@ Tensor residual_backward(NormPlacement placement, LayerNormParams& norm, const R
     ops::add_(dx, dy);
     return dx;
   }
-  Tensor dsum = ops::layer_norm_backward(dy, act.sum, norm.weight, act.norm, norm.dweight, norm.dbias);
-  const Tensor ddropped = act.dropout.apply(dsum);
-  // Without dropout, ddropped is dsum itself: the sum then starts from a copy, since g reads ddropped.
-  Tensor dx = ddropped.shares_storage(dsum) ? dsum.clone() : dsum;
-  g(ddropped, dx);
+  // dsum and its dropout (the sublayer output's gradient) from one pass on a GPU.
+  const Dropout& d = act.dropout;
+  ops::LayerNormDropoutGrads grads = ops::layer_norm_backward_dropout(dy, act.sum, norm.weight, act.norm, norm.dweight,
+                                                                      norm.dbias, d.p, d.seed, d.rng_stream);
+  // Without dropout, dropped is dsum itself: the sum then starts from a copy, since g reads it.
+  Tensor dx = grads.dropped.shares_storage(grads.dx) ? grads.dx.clone() : grads.dx;
+  g(grads.dropped, dx);
   return dx;
 }
 

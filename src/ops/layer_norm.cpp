@@ -1,6 +1,9 @@
 // Layer normalisation (see layer_norm.h).
 #include "ops/layer_norm.h"
 
+#include <cstdint>
+#include <string>
+
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cuda/layer_norm.h"
 #include "ops/dispatch.h"
@@ -69,9 +72,13 @@ Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& wei
   return y;
 }
 
-Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
-                           Tensor& dweight, Tensor& dbias) {
-  constexpr const char* kOp = "layer_norm_backward";
+namespace {
+
+// layer_norm_backward, and with p > 0 dropout(dx) into *dropped (one pass on the GPU's register path).
+Tensor backward(const char* kOp, const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
+                Tensor& dweight, Tensor& dbias, double p, std::uint64_t seed, std::uint64_t rng_stream,
+                Tensor* dropped) {
+  detail::require(p >= 0 && p < 1, kOp, "dropout probability must be in [0, 1), got " + std::to_string(p));
   detail::require_like(kOp, "x", x, x);
   detail::require_like(kOp, "dy", dy, x);
   detail::require_shape(kOp, "dy", dy, x.shape());
@@ -89,6 +96,7 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
   require_acc_operand("saved mean", saved.mean, {rows});
   require_acc_operand("saved rstd", saved.rstd, {rows});
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const bool drop = dropped != nullptr && p > 0;
   switch (x.device().type) {
     case DeviceType::kCpu:
       detail::dispatch_storage(kOp, x, [&](auto zero) {
@@ -97,23 +105,43 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
         cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
                                     saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d);
       });
+      if (drop) *dropped = dropout(dx, p, seed, rng_stream);
       break;
     case DeviceType::kCuda: {
       const detail::CudaScope on_device(x);
+      if (drop) *dropped = Tensor::empty(x.shape(), x.dtype(), x.device());
       detail::dispatch_storage(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         using A = acc_t<T>;
         // [2, chunks, D] column-sum partials of dweight and dbias (kernels/cuda/layer_norm.h)
         Tensor workspace =
             Tensor::empty({cuda::layer_norm_backward_workspace(rows, d)}, accumulator_dtype(x.dtype()), x.device());
+        cuda::DxDropout<T> dx_dropout;
+        if (drop) dx_dropout = {dropped->data<T>(), p, seed, rng_stream};
         cuda::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
                                      saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d,
-                                     workspace.data<A>(), on_device.stream);
+                                     workspace.data<A>(), on_device.stream, dx_dropout);
       });
       break;
     }
   }
+  if (dropped != nullptr && !drop) *dropped = dx;  // p == 0: the identity, as ops::dropout
   return dx;
+}
+
+}  // namespace
+
+Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
+                           Tensor& dweight, Tensor& dbias) {
+  return backward("layer_norm_backward", dy, x, weight, saved, dweight, dbias, 0, 0, 0, nullptr);
+}
+
+LayerNormDropoutGrads layer_norm_backward_dropout(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                                  const LayerNormSaved& saved, Tensor& dweight, Tensor& dbias, double p,
+                                                  std::uint64_t seed, std::uint64_t rng_stream) {
+  LayerNormDropoutGrads g;
+  g.dx = backward("layer_norm_backward_dropout", dy, x, weight, saved, dweight, dbias, p, seed, rng_stream, &g.dropped);
+  return g;
 }
 
 }  // namespace dragoman::ops

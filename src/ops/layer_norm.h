@@ -3,6 +3,8 @@
 // parameter gradients are of its accumulator dtype (f64 for f64, f32 otherwise).
 #pragma once
 
+#include <cstdint>
+
 #include "core/tensor.h"
 
 namespace dragoman::ops {
@@ -24,5 +26,17 @@ Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& wei
 // Returns dx (x's dtype); dweight += ..., dbias += ... (accumulator dtype, [D]).
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const LayerNormSaved& saved,
                            Tensor& dweight, Tensor& dbias);
+
+// layer_norm_backward's dx and dropped = ops::dropout(dx, p, seed, rng_stream), bit for bit: a
+// post-norm residual block's backward, where dx is the residual's gradient and dropped the
+// sublayer output's. p == 0: dropped is dx itself (as ops::dropout returns it). On a GPU the dx
+// kernel writes both where the rows take its register path (kernels/cuda/layer_norm.h DxDropout),
+// so dx is not read again; the CPU runs the two ops.
+struct LayerNormDropoutGrads {
+  Tensor dx, dropped;
+};
+LayerNormDropoutGrads layer_norm_backward_dropout(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                                  const LayerNormSaved& saved, Tensor& dweight, Tensor& dbias, double p,
+                                                  std::uint64_t seed, std::uint64_t rng_stream);
 
 }  // namespace dragoman::ops

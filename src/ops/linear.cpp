@@ -179,19 +179,29 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
       break;
     case DeviceType::kCuda: {
       // The CPU case's three steps, on the device's stream: dW += dy^T x with beta = 1 straight into
-      // the f32 gradient; db += the column sums of dy (a deterministic two-pass kernel; its
-      // workspace is a [chunks, out] scratch tensor); dx (+)= dy W.
+      // the f32 gradient; db += the column sums of dy, from the same product where cuBLASLt's
+      // BGRADB epilogue is at hand (written into a scratch [out], then added), else by a
+      // deterministic two-pass kernel (its workspace a [chunks, out] scratch tensor); dx (+)= dy W.
       const int device = x.device().index;
       const cuda::DeviceGuard guard(device);
+      const cuda::Stream stream = cuda::stream_of(device);
       detail::dispatch_cuda(kOp, x, [&](auto zero) {
         using T = decltype(zero);
         using Acc = acc_t<T>;
-        cuda::gemm<T, Acc>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(),
-                           in, device);
-        if (dbias.defined()) {
+        bool bias_done = false;
+        if (dbias.defined() && cuda::bias_grad_kernels() == cuda::BiasGradKernels::automatic) {
+          Tensor db = Tensor::empty({out}, dbias.dtype(), x.device());
+          bias_done = cuda::gemm_bias_grad<T>(out, in, rows, dy.data<T>(), out, x.data<T>(), in, dweight.data<Acc>(),
+                                              in, db.data<Acc>(), device);
+          if (bias_done) cuda::accumulate<Acc>(dbias.data<Acc>(), db.data<Acc>(), out, stream);
+        }
+        if (!bias_done) {
+          cuda::gemm<T, Acc>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(),
+                             in, device);
+        }
+        if (dbias.defined() && !bias_done) {
           Tensor workspace = Tensor::empty({cuda::column_sum_chunks(rows), out}, dbias.dtype(), x.device());
-          cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(),
-                                 cuda::stream_of(device));
+          cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(), stream);
         }
         if (dx != nullptr) {
           cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in,

@@ -8,16 +8,23 @@
 //     float result by that much before it is rounded to T);
 //   dweight, dbias (fed the CPU's statistics, so the terms are the same): bit for bit up to
 //     kColumnSumChunkRows rows (the CPU's order), within the reordering tolerance beyond;
-// and a second backward run gives the same bits. Then the ops on GPU tensors match the CPU ops.
+// and a second backward run gives the same bits. The backward with the dropout of dx (DxDropout)
+// gives the same dx and parameter gradients and the CPU dropout of that dx bit for bit, with an
+// aligned output (the register kernels write it) and a misaligned one (cuda::dropout after). Then
+// the ops on GPU tensors match the CPU ops.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cuda/layer_norm.h"
+#include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "parity_testing.h"
 
@@ -31,6 +38,12 @@ using test::random_values;
 struct Shape2 {
   std::int64_t rows, d;
 };
+
+// Whether two tensors (on any device) hold the same bytes.
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const Tensor ha = a.to(Device::cpu()), hb = b.to(Device::cpu());
+  return ha.nbytes() == hb.nbytes() && std::memcmp(ha.raw_data(), hb.raw_data(), ha.nbytes()) == 0;
+}
 
 }  // namespace
 
@@ -135,6 +148,28 @@ TEMPLATE_TEST_CASE("cuda layer_norm equals the CPU spec within its summation ord
     test::check_bits(ddx.download(), first_dx, "dx, second run");
     test::check_bits(ddw.download(), got_dw, "dweight, second run");
     test::check_bits(ddb.download(), got_db, "dbias, second run");
+
+    // With the dropout of dx (DxDropout): dx and the parameter gradients the same bits, and dropped
+    // the CPU dropout of that dx, bit for bit; aligned (the register kernels write it) and one
+    // element off 16-byte alignment (cuda::dropout after the dx kernel).
+    std::vector<T> dropped_ref(n);
+    cpu::dropout<T>(first_dx.data(), dropped_ref.data(), s.rows * s.d, 0.1, 7, 3);
+    for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+      INFO("dropped at element offset " << offset);
+      DeviceBuffer<T> dropped(n + offset);
+      ddw.upload(dw0);
+      ddb.upload(db0);
+      cuda::layer_norm_backward<T>(ddy.get(), dx_in.get(), dw.get(), cpu_mean.get(), cpu_rstd.get(), ddx.get(),
+                                   ddw.get(), ddb.get(), s.rows, s.d, workspace.get(), stream,
+                                   cuda::DxDropout<T>{dropped.get() + offset, 0.1, 7, 3});
+      test::check_bits(ddx.download(), first_dx, "dx, with the dropout");
+      test::check_bits(ddw.download(), got_dw, "dweight, with the dropout");
+      test::check_bits(ddb.download(), got_db, "dbias, with the dropout");
+      const std::vector<T> all = dropped.download();
+      test::check_bits(std::vector<T>(all.begin() + static_cast<std::ptrdiff_t>(offset), all.end()), dropped_ref,
+                       "dropout(dx)");
+      dropped.check_sentinel();
+    }
   }
 }
 
@@ -166,6 +201,17 @@ TEST_CASE("layer_norm ops on GPU tensors match the CPU ops", "[cuda][layer_norm]
     close(gdx, dx, 4);
     close(gdw, dw, 1);
     close(gdb, db, 1);
+    // layer_norm_backward_dropout: the same dx, and ops::dropout of it, bit for bit.
+    Tensor gdw2 = Tensor::zeros({513}, acc, gpu), gdb2 = Tensor::zeros({513}, acc, gpu);
+    const ops::LayerNormDropoutGrads g =
+        ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.1, 5, 9);
+    CHECK(g.dx.device() == gpu);
+    CHECK(same_bytes(g.dx, gdx));
+    CHECK(same_bytes(g.dropped, ops::dropout(gdx, 0.1, 5, 9)));
+    CHECK(same_bytes(gdw2, gdw));
+    const ops::LayerNormDropoutGrads none =
+        ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.0, 5, 9);
+    CHECK(none.dropped.shares_storage(none.dx));
   }
 }
 

@@ -1,7 +1,9 @@
 // cuBLASLt GEMMs (kernels/cuda/gemm.h) and the linear ops on a GPU against their CPU specs, for f32,
 // bf16 and f16, awkward sizes (1, 7, 31, 32, 33, 255, 513, 1025 for M, N and K), all four transposes,
 // C of T and C of f32 (beta = 1, the weight gradient), strided batches, k = 0, and a misaligned bias
-// (the epilogue's fallback); linear_backward_into's dx, added to by the GEMM (beta = 1).
+// (the epilogue's fallback); linear_backward_into's dx, added to by the GEMM (beta = 1); the weight
+// gradient with the bias gradient in one product (cuBLASLt's BGRADB epilogue), and linear_backward
+// with it and with the column-sum kernel.
 //
 // Tolerance: cuBLASLt and OpenBLAS both sum in float but in different orders, so an element may differ
 // by a float summation error of its dot product, bounded here by 4 sqrt(K) eps_f32 S (S = the sum of
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/gemm.h"
@@ -127,6 +130,81 @@ TEST_CASE("cuda::gemm matches cpu::gemm (f32, bf16, f16; all transposes; f32 C)"
       }
     }
   }
+}
+
+namespace {
+
+// cuda::gemm_bias_grad<T> (dW += dy^T x and db = the column sums of dy, in one product) against
+// cpu::gemm and cpu::bias_backward: dy [k, m], x [k, n], dW [m, n] of acc_t<T> starting at random
+// values. Returns whether cuBLASLt ran it; when it did not, dW and the bias scratch are unchanged.
+template <typename T>
+bool check_gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, std::uint32_t seed) {
+  using Acc = acc_t<T>;
+  INFO("m=" << m << " n=" << n << " k=" << k << " T=" << dtype_name(dtype_of<T>()));
+  const DType dt = dtype_of<T>(), da = dtype_of<Acc>();
+  const Tensor dy = parity::random_tensor({k, m}, dt, seed), x = parity::random_tensor({k, n}, dt, seed + 1);
+  const Tensor dw0 = parity::random_tensor({m, n}, da, seed + 2), db0 = parity::random_tensor({m}, da, seed + 3);
+  Tensor dw_ref = dw0.clone(), db_ref = Tensor::zeros({m}, da);
+  cpu::gemm<T, Acc>(true, false, m, n, k, 1, dy.data<T>(), m, x.data<T>(), n, 1, dw_ref.data<Acc>(), n);
+  cpu::bias_backward<T>(dy.data<T>(), db_ref.data<Acc>(), k, m);
+
+  const Tensor gdy = dy.to(kGpu), gx = x.to(kGpu);
+  const auto run = [&](Tensor& gdw, Tensor& gdb) {
+    gdw = dw0.to(kGpu);
+    gdb = db0.to(kGpu);  // random: the epilogue must write every element
+    return cuda::gemm_bias_grad<T>(m, n, k, gdy.data<T>(), m, gx.data<T>(), n, gdw.data<Acc>(), n, gdb.data<Acc>(), 0);
+  };
+  Tensor gdw, gdb, gdw2, gdb2;
+  const bool ran = run(gdw, gdb);
+  CHECK(run(gdw2, gdb2) == ran);
+  if (!ran) {  // nothing written
+    CHECK(bytes_of(gdw) == bytes_of(dw0));
+    CHECK(bytes_of(gdb) == bytes_of(db0));
+    return false;
+  }
+  CHECK(bytes_of(gdw2) == bytes_of(gdw));  // the same algorithm, the same bits
+  CHECK(bytes_of(gdb2) == bytes_of(gdb));
+  const double sqrt_k = std::sqrt(static_cast<double>(k)), eps = parity::kEpsF32;
+  const std::vector<float> s = abs_products(true, false, m, n, k, dy, x);
+  const std::vector<double> w = parity::as_doubles(gdw), w_ref = parity::as_doubles(dw_ref),
+                            w_before = parity::as_doubles(dw0);
+  test::check_close(
+      w, w_ref,
+      [&](std::size_t i) {
+        return parity::ulp(w_ref[i], da) + 4 * sqrt_k * eps * s[i] + 2 * eps * std::abs(w_before[i]);
+      },
+      "gemm_bias_grad dW");
+  // db[i] sums k elements of at most 1 in magnitude: the summation error is within 4 sqrt(k) eps k.
+  const std::vector<double> b = parity::as_doubles(gdb), b_ref = parity::as_doubles(db_ref);
+  test::check_close(
+      b, b_ref, [&](std::size_t i) { return parity::ulp(b_ref[i], da) + 4 * sqrt_k * eps * double(k); },
+      "gemm_bias_grad db");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("cuda::gemm_bias_grad: the weight gradient and the bias gradient in one product", "[cuda][gemm]") {
+  const cuda::DeviceGuard guard(0);
+  std::uint32_t seed = 700;
+  for (const Dims& d : kShapes) {
+    check_gemm_bias_grad<float>(d.m, d.n, d.k, seed += 4);
+    check_gemm_bias_grad<bf16>(d.m, d.n, d.k, seed += 4);
+    check_gemm_bias_grad<f16>(d.m, d.n, d.k, seed += 4);
+  }
+  // A big model's shapes (out 1,024 or 4,096 columns of dy, 2,048 rows): the reason for the epilogue,
+  // so cuBLASLt must take them (on the GPUs we target) or the bias gradients read dy a second time.
+  CHECK(check_gemm_bias_grad<bf16>(1024, 1024, 2048, seed += 4));
+  CHECK(check_gemm_bias_grad<bf16>(4096, 1024, 2048, seed += 4));
+  CHECK(check_gemm_bias_grad<bf16>(1024, 4096, 2048, seed += 4));
+  CHECK(check_gemm_bias_grad<float>(1024, 1024, 2048, seed += 4));
+  CHECK(check_gemm_bias_grad<f16>(1024, 1024, 2048, seed += 4));
+  // k = 0 and a misaligned bias gradient: not taken, nothing written.
+  CHECK_FALSE(check_gemm_bias_grad<bf16>(33, 31, 0, seed += 4));
+  Tensor gdw = Tensor::zeros({4, 4}, DType::kF32, kGpu), gdb = Tensor::zeros({5}, DType::kF32, kGpu);
+  const Tensor g = Tensor::zeros({8, 4}, DType::kBF16, kGpu);
+  CHECK_FALSE(cuda::gemm_bias_grad<bf16>(4, 4, 8, g.data<bf16>(), 4, g.data<bf16>(), 4, gdw.data<float>(), 4,
+                                         gdb.data<float>() + 1, 0));
 }
 
 TEST_CASE("cuda::gemm with k = 0 scales C by beta (zeros for beta = 0)", "[cuda][gemm]") {
@@ -252,14 +330,20 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
 
 TEST_CASE("ops::linear and linear_backward on a GPU match the CPU", "[cuda][linear]") {
   const Dims kLinear[] = {{1, 7, 33}, {33, 32, 31}, {255, 513, 7}, {1025, 33, 255}, {7, 1025, 513}};  // rows, in, out
-  for (const Dims& d : kLinear) {
-    for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
-      check_linear<float>(d.m, d.n, d.k, true, offset);
-      check_linear<bf16>(d.m, d.n, d.k, true, offset);
-      check_linear<f16>(d.m, d.n, d.k, true, offset);
+  // The bias gradient from the weight gradient's product (automatic) and from the column-sum kernel.
+  for (const cuda::BiasGradKernels kernels : {cuda::BiasGradKernels::automatic, cuda::BiasGradKernels::kernel}) {
+    cuda::set_bias_grad_kernels(kernels);
+    INFO("bias gradient kernels: " << (kernels == cuda::BiasGradKernels::kernel ? "kernel" : "automatic"));
+    for (const Dims& d : kLinear) {
+      for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
+        check_linear<float>(d.m, d.n, d.k, true, offset);
+        check_linear<bf16>(d.m, d.n, d.k, true, offset);
+        check_linear<f16>(d.m, d.n, d.k, true, offset);
+      }
+      check_linear<bf16>(d.m, d.n, d.k, false, 0);
     }
-    check_linear<bf16>(d.m, d.n, d.k, false, 0);
   }
+  cuda::set_bias_grad_kernels(cuda::BiasGradKernels::automatic);
 }
 
 TEST_CASE("ops::matmul on a GPU matches the CPU; f64 is a clear error", "[cuda][linear]") {

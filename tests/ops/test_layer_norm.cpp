@@ -210,6 +210,44 @@ TEST_CASE("ops::add_layer_norm gives the bits of ops::add then layer_norm, in ev
   }
 }
 
+TEST_CASE("ops::layer_norm_backward_dropout gives layer_norm_backward's bits and the dropout of its dx", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const DType acc = accumulator_dtype(c.dtype);
+      for (const int64_t d : test::awkward_sizes()) {
+        INFO("d " << d);
+        const Tensor x = test::from_doubles(test::random_doubles(5 * d, 250, 2.0, 1.0), {5, 1, d}, c.dtype, c.device);
+        const Tensor dy = test::from_doubles(test::random_doubles(5 * d, 251, 1.0), {5, 1, d}, c.dtype, c.device);
+        const Tensor w = test::from_doubles(test::random_doubles(d, 252, 0.5, 1.0), {d}, c.dtype, c.device);
+        const Tensor b = test::from_doubles(test::random_doubles(d, 253), {d}, c.dtype, c.device);
+        ops::LayerNormSaved saved;
+        ops::layer_norm(x, w, b, 1e-5, &saved);
+        Tensor dw = Tensor::zeros({d}, acc, c.device), db = Tensor::zeros({d}, acc, c.device);
+        Tensor dw2 = Tensor::zeros({d}, acc, c.device), db2 = Tensor::zeros({d}, acc, c.device);
+        const Tensor dx = ops::layer_norm_backward(dy, x, w, saved, dw, db);
+        const ops::LayerNormDropoutGrads g = ops::layer_norm_backward_dropout(dy, x, w, saved, dw2, db2, 0.3, 17, 4);
+        CHECK(test::to_doubles(g.dx) == test::to_doubles(dx));
+        CHECK(test::to_doubles(g.dropped) == test::to_doubles(ops::dropout(dx, 0.3, 17, 4)));
+        CHECK(test::to_doubles(dw2) == test::to_doubles(dw));
+        CHECK(test::to_doubles(db2) == test::to_doubles(db));
+        // p = 0: dropped is dx itself.
+        const ops::LayerNormDropoutGrads none = ops::layer_norm_backward_dropout(dy, x, w, saved, dw2, db2, 0, 17, 4);
+        CHECK(none.dropped.shares_storage(none.dx));
+        CHECK(test::to_doubles(none.dx) == test::to_doubles(dx));
+      }
+      const Tensor x = test::from_doubles(test::random_doubles(6, 254), {2, 3}, c.dtype, c.device);
+      const Tensor w = test::from_doubles({1, 1, 1}, {3}, c.dtype, c.device), b = Tensor::zeros({3}, c.dtype, c.device);
+      ops::LayerNormSaved saved;
+      ops::layer_norm(x, w, b, 1e-5, &saved);
+      Tensor dw = Tensor::zeros({3}, acc, c.device), db = Tensor::zeros({3}, acc, c.device);
+      DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward_dropout(x, x, w, saved, dw, db, 1.0, 1, 2),
+                              "layer_norm_backward_dropout", "dropout probability must be in [0, 1)");
+      DRAGOMAN_CHECK_OP_ERROR(ops::layer_norm_backward_dropout(x, x, w, saved, dw, db, -0.1, 1, 2),
+                              "layer_norm_backward_dropout", "dropout probability must be in [0, 1)");
+    }
+  }
+}
+
 TEST_CASE("ops::layer_norm keeps statistics and parameter gradients in the accumulator dtype", "[ops]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {

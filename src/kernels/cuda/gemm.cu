@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +103,7 @@ struct Problem {
   const void* beta = nullptr;
   const void* bias = nullptr;  // non-null: the BIAS (or RELU_BIAS) epilogue
   bool relu = false;           // the RELU (or RELU_BIAS) epilogue
+  void* bias_grad = nullptr;   // non-null: the BGRADB epilogue, writing C's type (no bias, no ReLU)
 };
 
 // The largest power of two (at most 256) that divides the address: the alignment the heuristics are
@@ -144,6 +146,7 @@ struct Plan {
 };
 
 std::shared_mutex g_plans_mutex;
+std::atomic<int> g_bias_grad_kernels{-1};  // a BiasGradKernels; -1: DRAGOMAN_CUDA_BIAS_GRAD not read yet
 std::unordered_map<PlanKey, Plan, PlanKeyHash> g_plans;
 
 // Owners of cuBLASLt descriptors. Destroying a valid descriptor cannot fail; its status is ignored
@@ -200,6 +203,11 @@ void make_descriptors(Descriptors& d, const Problem& p, cublasLtEpilogue_t epilo
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  }
+  if (epilogue == CUBLASLT_EPILOGUE_BGRADB) {  // the gradient in C's type (f32 for a parameter gradient)
+    const auto bias_type = static_cast<std::int32_t>(p.c_type);
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
   }
   make_layout(d.first, p.ab_type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);
   make_layout(d.second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
@@ -264,7 +272,7 @@ std::string describe(const Problem& p) {
          " lda=" + std::to_string(p.lda) + " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) +
          " batch=" + std::to_string(p.batch) + " A/B type " + std::to_string(static_cast<int>(p.ab_type)) + " C type " +
          std::to_string(static_cast<int>(p.c_type)) + (p.bias != nullptr ? " BIAS epilogue" : "") +
-         (p.relu ? " RELU epilogue" : "");
+         (p.relu ? " RELU epilogue" : "") + (p.bias_grad != nullptr ? " BGRADB epilogue" : "");
 }
 
 // DRAGOMAN_GEMM_LOG=1: every new plan on stderr (the algorithm cuBLASLt chose for a problem).
@@ -305,7 +313,8 @@ void log_plan(const Problem& p, int device, const Plan& plan, std::uint32_t alig
 // `may_fail`, otherwise such a problem is an error.
 bool matmul(const Problem& p, int device, bool may_fail) {
   const Context& ctx = context(device);
-  const cublasLtEpilogue_t epilogue = p.bias != nullptr
+  const cublasLtEpilogue_t epilogue = p.bias_grad != nullptr ? CUBLASLT_EPILOGUE_BGRADB
+                                      : p.bias != nullptr
                                           ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                           : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   // Every batch's matrix (base + i * stride elements) must meet the alignment promised to cuBLASLt,
@@ -318,9 +327,10 @@ bool matmul(const Problem& p, int device, bool may_fail) {
       device, p.trans_a, p.trans_b,  epilogue,          p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
       p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
   Descriptors& d = descriptors_for(key, p, epilogue);
-  if (p.bias != nullptr) {
+  if (p.bias != nullptr || p.bias_grad != nullptr) {
+    const void* vector = p.bias_grad != nullptr ? p.bias_grad : p.bias;
     DRAGOMAN_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias));
+        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
   }
   Plan plan;
   bool known = false;
@@ -428,6 +438,36 @@ void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
 }
 
 template <typename T>
+bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+                    std::int64_t ldb, acc_t<T>* c, std::int64_t ldc, acc_t<T>* bias_grad, int device) {
+  if (m == 0 || n == 0 || k == 0 || alignment(bias_grad) < 16) return false;
+  const acc_t<T> one = 1;
+  Problem p = make_problem<T, acc_t<T>>(true, false, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
+  p.bias_grad = bias_grad;
+  return matmul(p, device, true);
+}
+
+BiasGradKernels bias_grad_kernels() {
+  int chosen = g_bias_grad_kernels.load();
+  if (chosen < 0) {
+    const char* value = std::getenv("DRAGOMAN_CUDA_BIAS_GRAD");
+    const std::string name = value != nullptr ? value : "auto";
+    BiasGradKernels kernels = BiasGradKernels::automatic;
+    if (name == "kernel") {
+      kernels = BiasGradKernels::kernel;
+    } else if (name != "auto" && !name.empty()) {
+      throw Error("DRAGOMAN_CUDA_BIAS_GRAD is '" + name + "': expected auto or kernel");
+    }
+    int expected = -1;
+    g_bias_grad_kernels.compare_exchange_strong(expected, static_cast<int>(kernels));
+    chosen = g_bias_grad_kernels.load();
+  }
+  return static_cast<BiasGradKernels>(chosen);
+}
+
+void set_bias_grad_kernels(BiasGradKernels kernels) { g_bias_grad_kernels = static_cast<int>(kernels); }
+
+template <typename T>
 void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
                           const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                           std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
@@ -449,6 +489,8 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
   DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
   template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
                              std::int64_t, const T*, T*, int, bool);                                                 \
+  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,        \
+                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                            \
   template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
                                         std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);

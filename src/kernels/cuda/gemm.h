@@ -1,7 +1,6 @@
 // Matrix multiplication on CUDA through cuBLASLt, the twins of kernels/cpu/gemm.h (same names, same
-// arguments, plus the device whose context runs them). The bias gradient of a linear layer is
-// cuda::bias_backward (kernels/cuda/elementwise.h), a deterministic column sum: cuBLASLt's BGRADB
-// epilogue writes the bias gradient instead of accumulating into it, in an unspecified order.
+// arguments, plus the device whose context runs them), and the weight-gradient product that also
+// gives the bias gradient (gemm_bias_grad: cuBLASLt's BGRADB epilogue).
 //
 // Row-major, as on the CPU:  C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C[m, n], with
 // op(X) = X or X^T and leading dimensions (row strides) lda, ldb, ldc in elements. T (A and B) is
@@ -38,6 +37,29 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 template <typename T>
 void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
                const T* b, std::int64_t ldb, const T* bias, T* c, int device, bool relu = false);
+
+// The weight gradient of a linear layer with its bias gradient in the same product:
+// C[m, n] += A^T B (A [k, m] with row stride lda, B [k, n] with ldb; C of acc_t<T>, row stride ldc)
+// as gemm<T, acc_t<T>>(true, false, ..., beta = 1) does, and bias_grad[i] = the sum over k of A[., i]
+// (the column sums of A, that is of dy), written, not added, in acc_t<T>. That is cuBLASLt's BGRADB
+// epilogue: the column sums come from the tiles the product loads anyway, so dy is not read a
+// second time. Its order of summation is cuBLASLt's (a tolerance from cpu::bias_backward's, not
+// bits; the same bits on every call, the algorithm being chosen once per problem). Returns false,
+// with nothing run, where cuBLASLt has no algorithm for it (or k == 0, or bias_grad is not 16-byte
+// aligned): the caller then runs gemm and bias_backward (kernels/cuda/elementwise.h).
+template <typename T>
+bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+                    std::int64_t ldb, acc_t<T>* c, std::int64_t ldc, acc_t<T>* bias_grad, int device);
+
+// Where a linear layer's bias gradient is summed on CUDA (ops::linear_backward):
+//   automatic: in the weight gradient's product (gemm_bias_grad) where cuBLASLt has an algorithm for
+//     it, else bias_backward's two-pass column sums;
+//   kernel: always bias_backward (for comparison, or should the epilogue misbehave on some GPU).
+// The first call reads DRAGOMAN_CUDA_BIAS_GRAD (auto or kernel; anything else is an error);
+// set_bias_grad_kernels overrides it for the process (tests, benchmarks).
+enum class BiasGradKernels { automatic, kernel };
+BiasGradKernels bias_grad_kernels();
+void set_bias_grad_kernels(BiasGradKernels kernels);
 
 // gemm (C of T) for `batch` independent products at fixed element strides between them.
 template <typename T>

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "core/philox.h"
+#include "kernels/common/dropout.h"
 #include "kernels/common/layer_norm.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
@@ -166,10 +168,54 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// dropout's arguments as the kernel takes them: cuda::dropout's scalars, computed the same way.
+template <typename T>
+struct KernelDropout {
+  T* dropped = nullptr;
+  float threshold = 0;
+  acc_t<T> keep_scale = 1;
+  std::uint64_t seed = 0, rng_stream = 0;
+};
+
+// Writes the lane's packs of a row of dx starting at element `first` of the tensor, where v(k, c) is
+// element k of the lane's values (column c) in acc_t<T>, rounded to T; with drop.dropped, also
+// dropout of those T values, pack by pack: element i of the tensor takes lane i % 4 of Philox block
+// i / 4 (dropout's indexing). A pack starts at an even element (2, 4 or 8 elements, first a
+// multiple of the pack), so a new block begins at j = 0 or j % 4 == 0 only.
+template <typename T, int kPacks, typename F>
+__device__ inline void store_dx_row(T* dx, const KernelDropout<T>& drop, std::int64_t first, std::int64_t d, int lane,
+                                    F v) {
+  constexpr int kPack = Pack<T>::kSize;
+  auto* packs = reinterpret_cast<Pack<T>*>(dx + first);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (!pack_inside<T>(p, lane, d)) continue;
+    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
+    Pack<T> o;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(v(p * kPack + j, at * kPack + j));
+    packs[at] = o;
+    if (drop.dropped == nullptr) continue;
+    const std::int64_t i0 = first + at * kPack;
+    philox::Block bits{};
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const std::int64_t i = i0 + j;
+      if (j % 4 == 0) bits = philox::block_bits(drop.seed, drop.rng_stream, static_cast<std::uint64_t>(i / 4));
+      // i % 4: j % 4 for packs of 4 or 8 (i0 a multiple of 4), known at compile time; selected
+      // rather than indexed for double's packs of 2, so the block stays in registers.
+      const int k = kPack >= 4 ? j % 4 : static_cast<int>(i % 4);
+      const std::uint32_t b = k == 0 ? bits.v[0] : k == 1 ? bits.v[1] : k == 2 ? bits.v[2] : bits.v[3];
+      o.v[j] = common::dropout_element(o.v[j], b, drop.threshold, drop.keep_scale);
+    }
+    reinterpret_cast<Pack<T>*>(drop.dropped + first)[at] = o;
+  }
+}
+
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     layer_norm_dx_rows_kernel(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd,
-                              T* dx, std::int64_t rows, std::int64_t d) {
+                              T* dx, std::int64_t rows, std::int64_t d, KernelDropout<T> drop) {
   using A = acc_t<T>;
   constexpr int kPack = Pack<T>::kSize;
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -194,7 +240,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   }
   const A g_mean = warp_sum(g_sum) / n, gx_mean = warp_sum(gx_sum) / n;
-  store_row<T, kPacks>(dx + r * d, d, lane, [&](int k, std::int64_t c) {
+  store_dx_row<T, kPacks>(dx, drop, r * d, d, lane, [&](int k, std::int64_t c) {
     return common::layer_norm_dx(g_in[k], load(weight[c]), common::layer_norm_xhat(xv[k], mu, rs), rs, g_mean, gx_mean);
   });
 }
@@ -265,22 +311,33 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, T* y, acc_t<
 template <typename T>
 void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
                          acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d, acc_t<T>* workspace,
-                         Stream stream) {
+                         Stream stream, const DxDropout<T>& dx_dropout) {
   if (rows <= 0 || d <= 0) return;
   const unsigned blocks = row_blocks(rows), threads = kWarpsPerBlock * 32;
-  switch (row_packs<T>(d, {dy, x, dx})) {
+  const int packs = row_packs<T>(d, {dy, x, dx});
+  KernelDropout<T> fused;  // the register path writes the dropout too where its output is 16-byte aligned
+  if (dx_dropout.dropped != nullptr && packs > 0 && packable<T>(dx_dropout.dropped)) {
+    // the scalars exactly as cuda::dropout computes them
+    fused = {dx_dropout.dropped, static_cast<float>(dx_dropout.p), static_cast<acc_t<T>>(1.0 / (1.0 - dx_dropout.p)),
+             dx_dropout.seed, dx_dropout.rng_stream};
+  }
+  switch (packs) {
     case 1:
-      layer_norm_dx_rows_kernel<T, 1><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      layer_norm_dx_rows_kernel<T, 1><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d, fused);
       break;
     case 2:
-      layer_norm_dx_rows_kernel<T, 2><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      layer_norm_dx_rows_kernel<T, 2><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d, fused);
       break;
     case kMaxPacks:
-      layer_norm_dx_rows_kernel<T, kMaxPacks><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
+      layer_norm_dx_rows_kernel<T, kMaxPacks>
+          <<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d, fused);
       break;
     default: layer_norm_dx_kernel<T><<<blocks, threads, 0, stream>>>(dy, x, weight, mean, rstd, dx, rows, d);
   }
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
+  if (dx_dropout.dropped != nullptr && fused.dropped == nullptr) {
+    dropout(dx, dx_dropout.dropped, rows * d, dx_dropout.p, dx_dropout.seed, dx_dropout.rng_stream, stream);
+  }
   layer_norm_param_chunks_kernel<T>
       <<<column_sum_grid(rows, d), kColumnSumThreads, 0, stream>>>(dy, x, mean, rstd, workspace, rows, d);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
@@ -293,7 +350,7 @@ void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T
   template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,           \
                                       std::int64_t, double, Stream);                                                  \
   template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*, \
-                                       acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);
+                                       acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream, const DxDropout<T>&);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(bf16)

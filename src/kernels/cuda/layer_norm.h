@@ -34,11 +34,22 @@ inline std::int64_t layer_norm_backward_workspace(std::int64_t rows, std::int64_
   return 2 * column_sum_chunks(rows) * d;
 }
 
+// The dropout of dx that a post-norm residual block's backward applies next (the gradient of the
+// sublayer's output): dropped = dropout(dx, p, seed, rng_stream) as cuda::dropout gives it, bit for
+// bit. On the register path it is written from the dx values in registers (no second read of dx,
+// no launch of its own); elsewhere cuda::dropout runs after the dx kernel.
+template <typename T>
+struct DxDropout {
+  T* dropped = nullptr;  // [rows, D] (not dx); null: no dropout
+  double p = 0;          // 0 < p < 1
+  std::uint64_t seed = 0, rng_stream = 0;
+};
+
 // dy, x, dx: [rows, D]; weight: [D]; mean, rstd: [rows]; dweight, dbias: [D] (+=);
 // workspace: [layer_norm_backward_workspace(rows, D)] of acc_t<T>.
 template <typename T>
 void layer_norm_backward(const T* dy, const T* x, const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, T* dx,
                          acc_t<T>* dweight, acc_t<T>* dbias, std::int64_t rows, std::int64_t d, acc_t<T>* workspace,
-                         Stream stream);
+                         Stream stream, const DxDropout<T>& dropout = {});
 
 }  // namespace dragoman::cuda

@@ -138,6 +138,13 @@ void gemm_bias(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, s
   no_cuda("gemm_bias");
 }
 template <typename T>
+bool gemm_bias_grad(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t, acc_t<T>*,
+                    std::int64_t, acc_t<T>*, int) {
+  no_cuda("gemm_bias_grad");
+}
+BiasGradKernels bias_grad_kernels() { no_cuda("bias_grad_kernels"); }
+void set_bias_grad_kernels(BiasGradKernels) { no_cuda("set_bias_grad_kernels"); }
+template <typename T>
 void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t,
                           std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>, T*, std::int64_t, std::int64_t,
                           std::int64_t, int) {
@@ -150,6 +157,8 @@ void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, 
   DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
   template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
                              std::int64_t, const T*, T*, int, bool);                                                 \
+  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,        \
+                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                            \
   template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
                                         std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);
@@ -246,7 +255,7 @@ void layer_norm_forward(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, 
 }
 template <typename T>
 void layer_norm_backward(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*, acc_t<T>*,
-                         std::int64_t, std::int64_t, acc_t<T>*, Stream) {
+                         std::int64_t, std::int64_t, acc_t<T>*, Stream, const DxDropout<T>&) {
   no_cuda("layer_norm_backward");
 }
 
@@ -293,7 +302,7 @@ void embedding_backward(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std
   template void layer_norm_forward<T>(const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, std::int64_t,            \
                                       std::int64_t, double, Stream);                                                   \
   template void layer_norm_backward<T>(const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, T*, acc_t<T>*,  \
-                                       acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream);                      \
+                                       acc_t<T>*, std::int64_t, std::int64_t, acc_t<T>*, Stream, const DxDropout<T>&); \
   template void attention_forward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*, double, \
                                      double, std::uint64_t, std::uint64_t, acc_t<T>*, T*, Stream);                     \
   template void attention_backward<T>(const AttentionShape&, const T*, const T*, const T*, const std::int32_t*,        \
