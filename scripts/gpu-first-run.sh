@@ -22,7 +22,7 @@
 #                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
 #   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
 #   3-model-bench  model_bench on the GPU: the base and big training step in bf16, with the default
-#                  kernels, with the bias gradients' column-sum kernel (DRAGOMAN_CUDA_BIAS_GRAD=kernel)
+#                  kernels, with the bias gradients' column-sum kernel (DRAGOMAN_CUDA_GRAD_EPILOGUES=off)
 #                  and with the tiled attention kernels (DRAGOMAN_CUDA_ATTENTION=tiled)
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
@@ -144,11 +144,11 @@ translate_bench() {
 
 # The training step with the default kernels (the tensor-core attention for these shapes, the bias
 # gradients in the weight gradients' products), then with the bias gradients from the column-sum
-# kernel (DRAGOMAN_CUDA_BIAS_GRAD=kernel, kernels/cuda/gemm.h), then with the tiled attention
+# kernel (DRAGOMAN_CUDA_GRAD_EPILOGUES=off, kernels/cuda/gemm.h), then with the tiled attention
 # kernels (DRAGOMAN_CUDA_ATTENTION=tiled, kernels/cuda/attention.h), for comparison.
 model_bench_both() {
   local variant
-  for variant in "default" "DRAGOMAN_CUDA_BIAS_GRAD=kernel" "DRAGOMAN_CUDA_ATTENTION=tiled"; do
+  for variant in "default" "DRAGOMAN_CUDA_GRAD_EPILOGUES=off" "DRAGOMAN_CUDA_ATTENTION=tiled"; do
     echo "## kernels: $variant"
     # shellcheck disable=SC2046  # the variant is one VAR=value word, or none
     env $([[ $variant == default ]] || echo "$variant") "$bundle"/model_bench --device cuda:0 --models base,big \

@@ -71,18 +71,29 @@ void attention_backward(AttentionParams& p, const AttentionActivations& act, con
 Tensor feed_forward_forward(const FeedForwardParams& p, const Tensor& x, const Dropout& relu_dropout,
                             FeedForwardActivations* act) {
   const bool relu = p.activation == Activation::kRelu;
-  const Tensor pre = relu ? Tensor() : apply(p.fc1, x);                  // [B, L, F]
-  const Tensor hidden = relu ? apply(p.fc1, x, true) : ops::swish(pre);  // [B, L, F]
+  // Training a ReLU without dropout after it: fc2's backward applies the ReLU's gradient in its input
+  // gradient's product on a GPU, from the mask fc1's product writes (ops::linear_relu_masked).
+  const bool masked = relu && act != nullptr && relu_dropout.p == 0 && !p.fc1.packed && !p.fc1.qweight.defined();
+  Tensor mask;
+  const Tensor pre = relu ? Tensor() : apply(p.fc1, x);  // [B, L, F]
+  const Tensor hidden = masked ? ops::linear_relu_masked(x, p.fc1.weight, p.fc1.bias, mask)
+                        : relu ? apply(p.fc1, x, true)
+                               : ops::swish(pre);  // [B, L, F]
   const Tensor dropped = relu_dropout.apply(hidden);
-  if (act != nullptr) *act = {x, pre, hidden, dropped, relu_dropout};
+  if (act != nullptr) *act = {x, pre, hidden, dropped, relu_dropout, mask};
   return apply(p.fc2, dropped);  // [B, L, D]
 }
 
 void feed_forward_backward(FeedForwardParams& p, const FeedForwardActivations& act, const Tensor& dy, Tensor& dx) {
   Linear &fc1 = p.fc1, &fc2 = p.fc2;
-  const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);  // [B, L, F]
-  const Tensor dhidden = act.pre.defined() ? ops::swish_backward(act.pre, act.relu_dropout.apply(ddropped))
-                                           : ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
+  Tensor dhidden;                                       // [B, L, F]
+  if (!act.pre.defined() && act.relu_dropout.p == 0) {  // ReLU, nothing between it and fc2
+    dhidden = ops::linear_backward_relu(act.hidden, fc2.weight, dy, fc2.dweight, fc2.dbias, act.relu_mask);
+  } else {
+    const Tensor ddropped = ops::linear_backward(act.dropped, fc2.weight, dy, fc2.dweight, fc2.dbias);
+    dhidden = act.pre.defined() ? ops::swish_backward(act.pre, act.relu_dropout.apply(ddropped))
+                                : ops::relu_backward(act.hidden, act.relu_dropout.apply(ddropped));
+  }
   ops::linear_backward_into(act.x, fc1.weight, dhidden, fc1.dweight, fc1.dbias, dx);  // [B, L, D]
 }
 

@@ -123,6 +123,7 @@ struct FeedForwardActivations {
   Tensor hidden;   // act(fc1(x)) [B, L, F]
   Tensor dropped;  // relu dropout of hidden
   Dropout relu_dropout;
+  Tensor relu_mask;  // ReLU without its dropout, on a GPU: ops::linear_relu_masked's mask (else undefined)
 };
 
 // fc2(dropout(act(fc1(x)))), act = p.activation (ReLU or Swish).   -> [B, L, D]

@@ -48,7 +48,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
 namespace {
 
-Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu) {
+// mask (relu only): on a GPU, the ReLU mask of cuBLASLt's epilogue where it wrote one, else undefined.
+Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu,
+                      Tensor* mask = nullptr) {
   detail::require_like(kOp, "x", x, x);
   detail::require_like(kOp, "weight", weight, x);
   require(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1), kOp,
@@ -61,6 +63,7 @@ Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, co
   Shape shape = x.shape();
   shape.back() = out;
   Tensor y = Tensor::empty(shape, x.dtype(), x.device());  // [..., out]
+  if (mask != nullptr) *mask = Tensor();
   switch (x.device().type) {
     case DeviceType::kCpu:
       detail::dispatch_storage(kOp, x, [&](auto zero) {
@@ -71,11 +74,21 @@ Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, co
       });
       break;
     case DeviceType::kCuda: {
-      const cuda::DeviceGuard guard(x.device().index);
+      const int device = x.device().index;
+      const cuda::DeviceGuard guard(device);
       detail::dispatch_cuda(kOp, x, [&](auto zero) {
         using T = decltype(zero);
-        cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
-                           bias.defined() ? bias.data<T>() : nullptr, y.data<T>(), x.device().index, relu);
+        const T* b = bias.defined() ? bias.data<T>() : nullptr;
+        if (relu && mask != nullptr && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
+          Tensor bits = Tensor::empty({cuda::relu_mask_bytes(rows, out)}, DType::kU8, x.device());
+          if (cuda::gemm_bias_relu_mask<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b,
+                                           y.data<T>(), bits.raw_data(), device)) {
+            *mask = bits;
+            return;
+          }
+        }
+        cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b, y.data<T>(), device,
+                           relu);
       });
       break;
     }
@@ -91,6 +104,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_forward("linear_relu", x, weight, bias, true);
+}
+
+Tensor linear_relu_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& mask) {
+  return linear_forward("linear_relu_masked", x, weight, bias, true, &mask);
 }
 
 Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
@@ -139,8 +156,10 @@ namespace {
 
 // linear_backward's three products; dx (x's shape and dtype) is assigned when `accumulate_dx` is
 // false, else the product is added to it in the GEMM itself (beta = 1); a null dx: no input gradient.
+// A non-null relu_mask (then dx is assigned): x is a ReLU's output, and dx becomes relu_backward(x,
+// dy W), by cuBLASLt's DRELU epilogue where *relu_mask is defined (linear_relu_masked's mask).
 void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight,
-                       Tensor& dbias, Tensor* dx, bool accumulate_dx) {
+                       Tensor& dbias, Tensor* dx, bool accumulate_dx, const Tensor* relu_mask = nullptr) {
   // The same operand checks as the forward pass: the kernels below read x and weight as dense
   // row-major blocks, so a strided view would silently give wrong gradients.
   detail::require_like(kOp, "x", x, x);
@@ -155,6 +174,11 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
   if (dbias.defined()) {
     detail::require_accumulator(kOp, "dbias", dbias, x);
     detail::require_shape(kOp, "dbias", dbias, {out});
+  }
+  if (relu_mask != nullptr && relu_mask->defined()) {
+    require(relu_mask->dtype() == DType::kU8 && relu_mask->device() == x.device() && relu_mask->is_contiguous() &&
+                relu_mask->numel() == cuda::relu_mask_bytes(rows, in),
+            kOp, "relu_mask " + relu_mask->describe() + " is not linear_relu_masked's mask of x " + x.describe());
   }
   if (dx != nullptr && accumulate_dx) {
     detail::require_like(kOp, "dx", *dx, x);
@@ -174,6 +198,7 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
         if (dx != nullptr) {
           cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, accumulate_dx ? 1 : 0,
                        dx->data<T>(), in);
+          if (relu_mask != nullptr) cpu::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel());
         }
       });
       break;
@@ -189,7 +214,7 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
         using T = decltype(zero);
         using Acc = acc_t<T>;
         bool bias_done = false;
-        if (dbias.defined() && cuda::bias_grad_kernels() == cuda::BiasGradKernels::automatic) {
+        if (dbias.defined() && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
           Tensor db = Tensor::empty({out}, dbias.dtype(), x.device());
           bias_done = cuda::gemm_bias_grad<T>(out, in, rows, dy.data<T>(), out, x.data<T>(), in, dweight.data<Acc>(),
                                               in, db.data<Acc>(), device);
@@ -203,9 +228,17 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
           Tensor workspace = Tensor::empty({cuda::column_sum_chunks(rows), out}, dbias.dtype(), x.device());
           cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(), stream);
         }
+        if (dx != nullptr && relu_mask != nullptr && relu_mask->defined() &&
+            cuda::grad_epilogues() == cuda::GradEpilogues::automatic &&
+            cuda::gemm_drelu<T>(false, false, rows, in, out, dy.data<T>(), out, weight.data<T>(), in, dx->data<T>(),
+                                relu_mask->raw_data(), device)) {
+          return;  // dx with the ReLU's gradient applied in the product
+        }
         if (dx != nullptr) {
           cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in,
                            accumulate_dx ? 1 : 0, dx->data<T>(), in, device);
+          if (relu_mask != nullptr)
+            cuda::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel(), stream);
         }
       });
       break;
@@ -225,6 +258,13 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
 void linear_backward_into(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
                           Tensor& dx) {
   backward_products("linear_backward_into", x, weight, dy, dweight, dbias, &dx, dx.defined());
+}
+
+Tensor linear_backward_relu(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                            const Tensor& relu_mask) {
+  Tensor dx;
+  backward_products("linear_backward_relu", x, weight, dy, dweight, dbias, &dx, false, &relu_mask);
+  return dx;
 }
 
 }  // namespace dragoman::ops

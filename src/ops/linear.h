@@ -26,6 +26,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // bit for bit on the CPU (rounding commutes with max(., 0)).
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// linear_relu for training's feed-forward layer: the same output, and on a GPU the ReLU mask that
+// cuBLASLt's epilogue writes beside it (u8 [cuda::relu_mask_bytes(rows, out)], kernels/cuda/gemm.h)
+// in `mask` for linear_backward_relu; `mask` is undefined where none was written (the CPU, no
+// algorithm, cuda::grad_epilogues() off).
+Tensor linear_relu_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& mask);
+
 // linear (or linear_relu) with int8 weights (kernels/cpu/quantize.h): x's rows quantized to int8
 // as they come, exact int32 products, scaled back to f32. CPU only; decoding only (no backward).
 //   x: f32 [..., in], qweight: i8 [out, in], scales: f32 [out], bias: f32 [out] or undefined
@@ -51,5 +57,13 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, 
 // add their gradients this way instead of in separate passes (model/layers.h).
 void linear_backward_into(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
                           Tensor& dx);
+
+// linear_backward of a layer whose input x is a ReLU's output (the feed-forward's second layer
+// without dropout between): returns the gradient at the ReLU's input, relu_backward(x, dy W). With
+// linear_relu_masked's mask (defined: on a GPU), the ReLU's gradient is applied in dx's product
+// (cuBLASLt's DRELU epilogue: no pass of its own over dx; equal to relu_backward's wherever the
+// ReLU's input and x agree in being positive, see cuda::gemm_drelu), else by relu_backward.
+Tensor linear_backward_relu(const Tensor& x, const Tensor& weight, const Tensor& dy, Tensor& dweight, Tensor& dbias,
+                            const Tensor& relu_mask);
 
 }  // namespace dragoman::ops

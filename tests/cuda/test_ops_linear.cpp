@@ -3,7 +3,8 @@
 // C of T and C of f32 (beta = 1, the weight gradient), strided batches, k = 0, and a misaligned bias
 // (the epilogue's fallback); linear_backward_into's dx, added to by the GEMM (beta = 1); the weight
 // gradient with the bias gradient in one product (cuBLASLt's BGRADB epilogue), and linear_backward
-// with it and with the column-sum kernel.
+// with it and with the column-sum kernel; the feed-forward ReLU's mask from fc1's product and its
+// gradient in fc2's (RELU_AUX_BIAS, DRELU), with the epilogues and without.
 //
 // Tolerance: cuBLASLt and OpenBLAS both sum in float but in different orders, so an element may differ
 // by a float summation error of its dot product, bounded here by 4 sqrt(K) eps_f32 S (S = the sum of
@@ -331,9 +332,9 @@ void check_linear(std::int64_t rows, std::int64_t in, std::int64_t out, bool wit
 TEST_CASE("ops::linear and linear_backward on a GPU match the CPU", "[cuda][linear]") {
   const Dims kLinear[] = {{1, 7, 33}, {33, 32, 31}, {255, 513, 7}, {1025, 33, 255}, {7, 1025, 513}};  // rows, in, out
   // The bias gradient from the weight gradient's product (automatic) and from the column-sum kernel.
-  for (const cuda::BiasGradKernels kernels : {cuda::BiasGradKernels::automatic, cuda::BiasGradKernels::kernel}) {
-    cuda::set_bias_grad_kernels(kernels);
-    INFO("bias gradient kernels: " << (kernels == cuda::BiasGradKernels::kernel ? "kernel" : "automatic"));
+  for (const cuda::GradEpilogues kernels : {cuda::GradEpilogues::automatic, cuda::GradEpilogues::off}) {
+    cuda::set_grad_epilogues(kernels);
+    INFO("bias gradient kernels: " << (kernels == cuda::GradEpilogues::off ? "kernel" : "automatic"));
     for (const Dims& d : kLinear) {
       for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
         check_linear<float>(d.m, d.n, d.k, true, offset);
@@ -343,7 +344,88 @@ TEST_CASE("ops::linear and linear_backward on a GPU match the CPU", "[cuda][line
       check_linear<bf16>(d.m, d.n, d.k, false, 0);
     }
   }
-  cuda::set_bias_grad_kernels(cuda::BiasGradKernels::automatic);
+  cuda::set_grad_epilogues(cuda::GradEpilogues::automatic);
+}
+
+namespace {
+
+// A feed-forward ReLU pair on the GPU (ops::linear_relu_masked for fc1, ops::linear_backward_relu
+// for fc2's backward) against the CPU ops: h = relu(x W1^T + b1) [rows, f] within the products'
+// bound; the gradient at the ReLU's input against the CPU's relu_backward(h, dy W2) computed from
+// the GPU's h (so both take the same elements as positive), zero exactly where h is; fc2's weight
+// and bias gradients as check_linear's. Returns whether the forward wrote a mask.
+template <typename T>
+bool check_relu_pair(std::int64_t rows, std::int64_t in, std::int64_t f, std::int64_t d) {
+  INFO("rows=" << rows << " in=" << in << " f=" << f << " d=" << d << " T=" << dtype_name(dtype_of<T>()));
+  const DType dt = dtype_of<T>();
+  const double eps = parity::kEpsF32;
+  const Tensor x = parity::random_tensor({rows, in}, dt, 31), w1 = parity::random_tensor({f, in}, dt, 32);
+  const Tensor b1 = parity::random_tensor({f}, dt, 33), w2 = parity::random_tensor({d, f}, dt, 34);
+  const Tensor dy = parity::random_tensor({rows, d}, dt, 35);
+  Tensor mask;
+  const Tensor gh = ops::linear_relu_masked(x.to(kGpu), w1.to(kGpu), b1.to(kGpu), mask);
+  const std::vector<double> h = parity::as_doubles(gh), h_ref = parity::as_doubles(ops::linear_relu(x, w1, b1));
+  test::check_close(
+      h, h_ref, [&](std::size_t i) { return parity::ulp(h_ref[i], dt) + 4 * std::sqrt(double(in)) * eps * (in + 1); },
+      "linear_relu_masked");
+  if (mask.defined()) CHECK(mask.numel() == cuda::relu_mask_bytes(rows, f));
+
+  Tensor dw = Tensor::zeros({d, f}, DType::kF32), db = Tensor::zeros({d}, DType::kF32);
+  Tensor gdw = dw.to(kGpu), gdb = db.to(kGpu);
+  const Tensor h_host = gh.to(Device::cpu());
+  const std::vector<double> dh =
+      parity::as_doubles(ops::linear_backward_relu(gh, w2.to(kGpu), dy.to(kGpu), gdw, gdb, mask));
+  const std::vector<double> dh_ref = parity::as_doubles(ops::linear_backward_relu(h_host, w2, dy, dw, db, Tensor()));
+  test::check_close(
+      dh, dh_ref, [&](std::size_t i) { return parity::ulp(dh_ref[i], dt) + 4 * std::sqrt(double(d)) * eps * d; },
+      "linear_backward_relu");
+  std::int64_t through_zero = 0;  // gradient let through where the ReLU's output is 0
+  for (std::size_t i = 0; i < h.size(); ++i) through_zero += h[i] == 0 && dh[i] != 0;
+  CHECK(through_zero == 0);
+  const double bound = 4 * std::sqrt(double(rows)) * eps * (rows + 1);
+  const std::vector<double> w = parity::as_doubles(gdw), w_ref = parity::as_doubles(dw);
+  test::check_close(
+      w, w_ref, [&](std::size_t i) { return parity::ulp(w_ref[i], DType::kF32) + bound; }, "fc2 dweight");
+  const std::vector<double> b = parity::as_doubles(gdb), b_ref = parity::as_doubles(db);
+  test::check_close(
+      b, b_ref, [&](std::size_t i) { return parity::ulp(b_ref[i], DType::kF32) + bound; }, "fc2 dbias");
+  return mask.defined();
+}
+
+}  // namespace
+
+TEST_CASE("the feed-forward ReLU on a GPU: its mask from fc1's product, its gradient in fc2's", "[cuda][linear]") {
+  const Dims kPairs[] = {{1, 7, 33}, {33, 32, 255}, {255, 33, 1025}, {1025, 64, 513}};  // rows, in, f (d = in)
+  for (const cuda::GradEpilogues epilogues : {cuda::GradEpilogues::automatic, cuda::GradEpilogues::off}) {
+    cuda::set_grad_epilogues(epilogues);
+    const bool off = epilogues == cuda::GradEpilogues::off;
+    INFO("epilogues: " << (off ? "off" : "automatic"));
+    for (const Dims& p : kPairs) {
+      CHECK_FALSE((check_relu_pair<float>(p.m, p.n, p.k, p.n) && off));  // off: never a mask
+      CHECK_FALSE((check_relu_pair<bf16>(p.m, p.n, p.k, p.n) && off));
+      CHECK_FALSE((check_relu_pair<f16>(p.m, p.n, p.k, p.n) && off));
+    }
+  }
+  cuda::set_grad_epilogues(cuda::GradEpilogues::automatic);
+  // A big model's feed-forward (d_model 1,024, 4,096 hidden units, 2,048 rows): cuBLASLt must write
+  // the mask (on the GPUs we target), and take the DRELU product with it.
+  CHECK(check_relu_pair<bf16>(2048, 1024, 4096, 1024));
+  CHECK(check_relu_pair<f16>(2048, 1024, 4096, 1024));
+  const Tensor x = parity::random_tensor({2048, 1024}, DType::kBF16, 41).to(kGpu);
+  const Tensor w1 = parity::random_tensor({4096, 1024}, DType::kBF16, 42).to(kGpu);
+  const Tensor w2 = parity::random_tensor({1024, 4096}, DType::kBF16, 43).to(kGpu);
+  Tensor mask;
+  const Tensor h = ops::linear_relu_masked(x, w1, Tensor(), mask);
+  REQUIRE(mask.defined());
+  Tensor dh = Tensor::empty({2048, 4096}, DType::kBF16, kGpu);
+  CHECK(cuda::gemm_drelu<bf16>(false, false, 2048, 4096, 1024, x.data<bf16>(), 1024, w2.data<bf16>(), 4096,
+                               dh.data<bf16>(), mask.raw_data(), 0));
+  Tensor misaligned = Tensor::empty({cuda::relu_mask_bytes(2048, 4096) + 16}, DType::kU8, kGpu);
+  CHECK_FALSE(cuda::gemm_drelu<bf16>(false, false, 2048, 4096, 1024, x.data<bf16>(), 1024, w2.data<bf16>(), 4096,
+                                     dh.data<bf16>(), static_cast<unsigned char*>(misaligned.raw_data()) + 16, 0));
+  // A mask of another shape is refused by the op.
+  Tensor dw = Tensor::zeros({1024, 4096}, DType::kF32, kGpu), no_bias;
+  CHECK_THROWS_WITH(ops::linear_backward_relu(h, w2, x, dw, no_bias, misaligned), Catch::Contains("relu_mask"));
 }
 
 TEST_CASE("ops::matmul on a GPU matches the CPU; f64 is a clear error", "[cuda][linear]") {

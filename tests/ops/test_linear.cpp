@@ -227,6 +227,40 @@ TEST_CASE("ops::linear_backward_into assigns an undefined dx and adds to a defin
   }
 }
 
+TEST_CASE("ops::linear_relu_masked and linear_backward_relu: linear_relu and relu_backward of dx on the CPU", "[ops]") {
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const DType acc = accumulator_dtype(c.dtype);
+      const Tensor x = test::from_doubles(test::random_doubles(7 * 33, 11), {7, 33}, c.dtype, c.device);
+      const Tensor w1 = test::from_doubles(test::random_doubles(31 * 33, 12), {31, 33}, c.dtype, c.device);
+      const Tensor b1 = test::from_doubles(test::random_doubles(31, 13), {31}, c.dtype, c.device);
+      const Tensor w2 = test::from_doubles(test::random_doubles(5 * 31, 14), {5, 31}, c.dtype, c.device);
+      const Tensor dy = test::from_doubles(test::random_doubles(7 * 5, 15), {7, 5}, c.dtype, c.device);
+      Tensor mask = Tensor::zeros({1}, DType::kU8);  // reset: the CPU writes no mask
+      const Tensor h = ops::linear_relu_masked(x, w1, b1, mask);
+      CHECK_FALSE(mask.defined());
+      CHECK(test::to_doubles(h) == test::to_doubles(ops::linear_relu(x, w1, b1)));
+
+      Tensor dw = Tensor::zeros({5, 31}, acc, c.device), db = Tensor::zeros({5}, acc, c.device);
+      Tensor dw2 = dw.clone(), db2 = db.clone();
+      const Tensor dh = ops::linear_backward_relu(h, w2, dy, dw, db, mask);
+      const Tensor expected = ops::relu_backward(h, ops::linear_backward(h, w2, dy, dw2, db2));
+      const std::vector<double> got = test::to_doubles(dh), hv = test::to_doubles(h);
+      CHECK(got == test::to_doubles(expected));
+      CHECK(test::to_doubles(dw) == test::to_doubles(dw2));
+      CHECK(test::to_doubles(db) == test::to_doubles(db2));
+      std::ptrdiff_t cut = 0;  // the ReLU's gradient cut where h is 0, and only there
+      for (std::size_t i = 0; i < got.size(); ++i) cut += hv[i] == 0;
+      CHECK(cut > 0);
+      CHECK(std::count(got.begin(), got.end(), 0.0) == cut);
+
+      // A mask that is not linear_relu_masked's for this layer is refused.
+      const Tensor wrong = Tensor::zeros({3}, DType::kU8, c.device);
+      CHECK_THROWS_WITH(ops::linear_backward_relu(h, w2, dy, dw, db, wrong), Catch::Contains("relu_mask"));
+    }
+  }
+}
+
 // ---- gemm ---------------------------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination", "[kernels]", float, double) {

@@ -104,6 +104,8 @@ struct Problem {
   const void* bias = nullptr;  // non-null: the BIAS (or RELU_BIAS) epilogue
   bool relu = false;           // the RELU (or RELU_BIAS) epilogue
   void* bias_grad = nullptr;   // non-null: the BGRADB epilogue, writing C's type (no bias, no ReLU)
+  void* relu_mask = nullptr;   // non-null: with relu, RELU_AUX(_BIAS) writes the mask; with drelu, DRELU reads it
+  bool drelu = false;          // the DRELU epilogue (ReLU's gradient by relu_mask)
 };
 
 // The largest power of two (at most 256) that divides the address: the alignment the heuristics are
@@ -146,7 +148,7 @@ struct Plan {
 };
 
 std::shared_mutex g_plans_mutex;
-std::atomic<int> g_bias_grad_kernels{-1};  // a BiasGradKernels; -1: DRAGOMAN_CUDA_BIAS_GRAD not read yet
+std::atomic<int> g_grad_epilogues{-1};  // a GradEpilogues; -1: DRAGOMAN_CUDA_GRAD_EPILOGUES not read yet
 std::unordered_map<PlanKey, Plan, PlanKeyHash> g_plans;
 
 // Owners of cuBLASLt descriptors. Destroying a valid descriptor cannot fail; its status is ignored
@@ -203,6 +205,11 @@ void make_descriptors(Descriptors& d, const Problem& p, cublasLtEpilogue_t epilo
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  }
+  if (p.relu_mask != nullptr) {  // the mask's rows: one bit per row of D (a column of our C), padded to 128
+    const std::int64_t ld = relu_mask_bits(p.n);
+    DRAGOMAN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
   }
   if (epilogue == CUBLASLT_EPILOGUE_BGRADB) {  // the gradient in C's type (f32 for a parameter gradient)
     const auto bias_type = static_cast<std::int32_t>(p.c_type);
@@ -272,7 +279,8 @@ std::string describe(const Problem& p) {
          " lda=" + std::to_string(p.lda) + " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) +
          " batch=" + std::to_string(p.batch) + " A/B type " + std::to_string(static_cast<int>(p.ab_type)) + " C type " +
          std::to_string(static_cast<int>(p.c_type)) + (p.bias != nullptr ? " BIAS epilogue" : "") +
-         (p.relu ? " RELU epilogue" : "") + (p.bias_grad != nullptr ? " BGRADB epilogue" : "");
+         (p.relu ? " RELU epilogue" : "") + (p.bias_grad != nullptr ? " BGRADB epilogue" : "") +
+         (p.relu_mask != nullptr ? (p.drelu ? " DRELU epilogue" : " AUX (ReLU mask)") : "");
 }
 
 // DRAGOMAN_GEMM_LOG=1: every new plan on stderr (the algorithm cuBLASLt chose for a problem).
@@ -313,10 +321,18 @@ void log_plan(const Problem& p, int device, const Plan& plan, std::uint32_t alig
 // `may_fail`, otherwise such a problem is an error.
 bool matmul(const Problem& p, int device, bool may_fail) {
   const Context& ctx = context(device);
-  const cublasLtEpilogue_t epilogue = p.bias_grad != nullptr ? CUBLASLT_EPILOGUE_BGRADB
-                                      : p.bias != nullptr
-                                          ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                          : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  const bool mask_out = p.relu_mask != nullptr && !p.drelu;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.bias_grad != nullptr) {
+    epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  } else if (p.drelu) {
+    epilogue = CUBLASLT_EPILOGUE_DRELU;
+  } else if (p.relu) {
+    epilogue = p.bias != nullptr ? (mask_out ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS)
+                                 : (mask_out ? CUBLASLT_EPILOGUE_RELU_AUX : CUBLASLT_EPILOGUE_RELU);
+  } else if (p.bias != nullptr) {
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+  }
   // Every batch's matrix (base + i * stride elements) must meet the alignment promised to cuBLASLt,
   // and so must every row: take the base pointer's, capped by the stride's and the leading
   // dimension's in bytes.
@@ -331,6 +347,10 @@ bool matmul(const Problem& p, int device, bool may_fail) {
     const void* vector = p.bias_grad != nullptr ? p.bias_grad : p.bias;
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
+  }
+  if (p.relu_mask != nullptr) {  // set before the heuristic, which reads its alignment
+    DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                         &p.relu_mask, sizeof p.relu_mask));
   }
   Plan plan;
   bool known = false;
@@ -447,25 +467,50 @@ bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, 
   return matmul(p, device, true);
 }
 
-BiasGradKernels bias_grad_kernels() {
-  int chosen = g_bias_grad_kernels.load();
-  if (chosen < 0) {
-    const char* value = std::getenv("DRAGOMAN_CUDA_BIAS_GRAD");
-    const std::string name = value != nullptr ? value : "auto";
-    BiasGradKernels kernels = BiasGradKernels::automatic;
-    if (name == "kernel") {
-      kernels = BiasGradKernels::kernel;
-    } else if (name != "auto" && !name.empty()) {
-      throw Error("DRAGOMAN_CUDA_BIAS_GRAD is '" + name + "': expected auto or kernel");
-    }
-    int expected = -1;
-    g_bias_grad_kernels.compare_exchange_strong(expected, static_cast<int>(kernels));
-    chosen = g_bias_grad_kernels.load();
+template <typename T>
+bool gemm_bias_relu_mask(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                         std::int64_t lda, const T* b, std::int64_t ldb, const T* bias, T* c, void* mask, int device) {
+  if (m == 0 || n == 0 || k == 0 || alignment(mask) < kReluMaskAlignment || (bias != nullptr && alignment(bias) < 16)) {
+    return false;
   }
-  return static_cast<BiasGradKernels>(chosen);
+  const acc_t<T> one = 1, zero = 0;
+  Problem p = make_problem<T, T>(trans_a, trans_b, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
+  p.bias = bias;
+  p.relu = true;
+  p.relu_mask = mask;
+  return matmul(p, device, true);
 }
 
-void set_bias_grad_kernels(BiasGradKernels kernels) { g_bias_grad_kernels = static_cast<int>(kernels); }
+template <typename T>
+bool gemm_drelu(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                std::int64_t lda, const T* b, std::int64_t ldb, T* c, const void* mask, int device) {
+  if (m == 0 || n == 0 || k == 0 || alignment(mask) < kReluMaskAlignment) return false;
+  const acc_t<T> one = 1, zero = 0;
+  Problem p = make_problem<T, T>(trans_a, trans_b, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
+  p.relu_mask = const_cast<void*>(mask);  // read, not written (cuBLASLt's pointer attribute is one type)
+  p.drelu = true;
+  return matmul(p, device, true);
+}
+
+GradEpilogues grad_epilogues() {
+  int chosen = g_grad_epilogues.load();
+  if (chosen < 0) {
+    const char* value = std::getenv("DRAGOMAN_CUDA_GRAD_EPILOGUES");
+    const std::string name = value != nullptr ? value : "auto";
+    GradEpilogues epilogues = GradEpilogues::automatic;
+    if (name == "off") {
+      epilogues = GradEpilogues::off;
+    } else if (name != "auto" && !name.empty()) {
+      throw Error("DRAGOMAN_CUDA_GRAD_EPILOGUES is '" + name + "': expected auto or off");
+    }
+    int expected = -1;
+    g_grad_epilogues.compare_exchange_strong(expected, static_cast<int>(epilogues));
+    chosen = g_grad_epilogues.load();
+  }
+  return static_cast<GradEpilogues>(chosen);
+}
+
+void set_grad_epilogues(GradEpilogues epilogues) { g_grad_epilogues = static_cast<int>(epilogues); }
 
 template <typename T>
 void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
@@ -485,14 +530,18 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
 #define DRAGOMAN_INSTANTIATE_GEMM(T, C)                                                                            \
   template void gemm<T, C>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, \
                            const T*, std::int64_t, acc_t<T>, C*, std::int64_t, int);
-#define DRAGOMAN_INSTANTIATE(T)                                                                                      \
-  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
-  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
-                             std::int64_t, const T*, T*, int, bool);                                                 \
-  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,        \
-                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                            \
-  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
-                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
+#define DRAGOMAN_INSTANTIATE(T)                                                                                       \
+  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                     \
+  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,  \
+                             std::int64_t, const T*, T*, int, bool);                                                  \
+  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,         \
+                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                             \
+  template bool gemm_bias_relu_mask<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,  \
+                                       const T*, std::int64_t, const T*, T*, void*, int);                             \
+  template bool gemm_drelu<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
+                              std::int64_t, T*, const void*, int);                                                    \
+  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,     \
+                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,   \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)

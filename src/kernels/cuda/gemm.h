@@ -51,15 +51,46 @@ template <typename T>
 bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
                     std::int64_t ldb, acc_t<T>* c, std::int64_t ldc, acc_t<T>* bias_grad, int device);
 
-// Where a linear layer's bias gradient is summed on CUDA (ops::linear_backward):
-//   automatic: in the weight gradient's product (gemm_bias_grad) where cuBLASLt has an algorithm for
-//     it, else bias_backward's two-pass column sums;
-//   kernel: always bias_backward (for comparison, or should the epilogue misbehave on some GPU).
-// The first call reads DRAGOMAN_CUDA_BIAS_GRAD (auto or kernel; anything else is an error);
-// set_bias_grad_kernels overrides it for the process (tests, benchmarks).
-enum class BiasGradKernels { automatic, kernel };
-BiasGradKernels bias_grad_kernels();
-void set_bias_grad_kernels(BiasGradKernels kernels);
+// The ReLU mask of cuBLASLt's RELU_AUX epilogues: one bit per element of a C [m, n] (1 where the
+// ReLU's input was positive), in m rows of relu_mask_bits(n) bits (n rounded up to 128, cuBLASLt's
+// rule for the mask's leading dimension), so relu_mask_bytes(m, n) bytes, at least
+// kReluMaskAlignment-aligned. Its bit order is cuBLASLt's own: only gemm_drelu reads it.
+inline constexpr std::uint32_t kReluMaskAlignment = 256;
+inline std::int64_t relu_mask_bits(std::int64_t n) { return (n + 127) / 128 * 128; }
+inline std::int64_t relu_mask_bytes(std::int64_t m, std::int64_t n) { return m * relu_mask_bits(n) / 8; }
+
+// gemm_bias with relu = true (C[m, n] = max(op(A) op(B) + bias, 0), bias may be null), also writing
+// the ReLU mask of C's elements (cuBLASLt's RELU_AUX_BIAS / RELU_AUX epilogue). C equals
+// gemm_bias's. Returns false, with nothing run, where cuBLASLt has no algorithm for it (or k == 0,
+// or the mask or the bias is not aligned): the caller then runs gemm_bias and has no mask.
+template <typename T>
+bool gemm_bias_relu_mask(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                         std::int64_t lda, const T* b, std::int64_t ldb, const T* bias, T* c, void* mask, int device);
+
+// C[m, n] = op(A) op(B) where the mask's bit is set, 0 elsewhere (C contiguous, beta = 0): the input
+// gradient of a linear layer whose input was a ReLU's output, with the ReLU's gradient applied in the
+// product's epilogue (cuBLASLt's DRELU) instead of by relu_backward's pass over it; `mask` is the
+// one gemm_bias_relu_mask wrote for the ReLU's output [m, n]. Each element is rounded once, so C is
+// relu_backward(y, gemm(...)) wherever the ReLU's input and its rounded output y agree in being
+// positive (they differ only where a positive input rounds to 0 in T: below T's smallest
+// subnormal). Returns false, with nothing run, where cuBLASLt has no algorithm for it.
+template <typename T>
+bool gemm_drelu(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                std::int64_t lda, const T* b, std::int64_t ldb, T* c, const void* mask, int device);
+
+// Whether training's backward uses cuBLASLt's epilogues on CUDA (ops::linear_backward,
+// ops::linear_relu_masked, ops::linear_backward_relu):
+//   automatic: where cuBLASLt has an algorithm for them: a linear layer's bias gradient from its
+//     weight gradient's product (gemm_bias_grad), and the feed-forward ReLU's gradient from the
+//     product of its input gradient (gemm_bias_relu_mask in the forward, gemm_drelu); elsewhere
+//     bias_backward's two-pass column sums and relu_backward;
+//   off: always bias_backward and relu_backward (for comparison, or should an epilogue misbehave
+//     on some GPU).
+// The first call reads DRAGOMAN_CUDA_GRAD_EPILOGUES (auto or off; anything else is an error);
+// set_grad_epilogues overrides it for the process (tests, benchmarks).
+enum class GradEpilogues { automatic, off };
+GradEpilogues grad_epilogues();
+void set_grad_epilogues(GradEpilogues epilogues);
 
 // gemm (C of T) for `batch` independent products at fixed element strides between them.
 template <typename T>

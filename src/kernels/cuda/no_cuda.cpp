@@ -142,8 +142,18 @@ bool gemm_bias_grad(std::int64_t, std::int64_t, std::int64_t, const T*, std::int
                     std::int64_t, acc_t<T>*, int) {
   no_cuda("gemm_bias_grad");
 }
-BiasGradKernels bias_grad_kernels() { no_cuda("bias_grad_kernels"); }
-void set_bias_grad_kernels(BiasGradKernels) { no_cuda("set_bias_grad_kernels"); }
+template <typename T>
+bool gemm_bias_relu_mask(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,
+                         std::int64_t, const T*, T*, void*, int) {
+  no_cuda("gemm_bias_relu_mask");
+}
+template <typename T>
+bool gemm_drelu(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, std::int64_t,
+                T*, const void*, int) {
+  no_cuda("gemm_drelu");
+}
+GradEpilogues grad_epilogues() { no_cuda("grad_epilogues"); }
+void set_grad_epilogues(GradEpilogues) { no_cuda("set_grad_epilogues"); }
 template <typename T>
 void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t,
                           std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>, T*, std::int64_t, std::int64_t,
@@ -153,14 +163,18 @@ void gemm_strided_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, 
 #define DRAGOMAN_INSTANTIATE_GEMM(T, C)                                                                            \
   template void gemm<T, C>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, \
                            const T*, std::int64_t, acc_t<T>, C*, std::int64_t, int);
-#define DRAGOMAN_INSTANTIATE(T)                                                                                      \
-  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                    \
-  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
-                             std::int64_t, const T*, T*, int, bool);                                                 \
-  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,        \
-                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                            \
-  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,    \
-                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,  \
+#define DRAGOMAN_INSTANTIATE(T)                                                                                       \
+  DRAGOMAN_INSTANTIATE_GEMM(T, T)                                                                                     \
+  template void gemm_bias<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,  \
+                             std::int64_t, const T*, T*, int, bool);                                                  \
+  template bool gemm_bias_grad<T>(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*,         \
+                                  std::int64_t, acc_t<T>*, std::int64_t, acc_t<T>*, int);                             \
+  template bool gemm_bias_relu_mask<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,  \
+                                       const T*, std::int64_t, const T*, T*, void*, int);                             \
+  template bool gemm_drelu<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t, const T*, \
+                              std::int64_t, T*, const void*, int);                                                    \
+  template void gemm_strided_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*,     \
+                                        std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, acc_t<T>,   \
                                         T*, std::int64_t, std::int64_t, std::int64_t, int);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(bf16)
