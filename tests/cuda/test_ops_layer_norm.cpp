@@ -175,43 +175,53 @@ TEMPLATE_TEST_CASE("cuda layer_norm equals the CPU spec within its summation ord
 
 TEST_CASE("layer_norm ops on GPU tensors match the CPU ops", "[cuda][layer_norm][ops]") {
   const Device gpu = Device::cuda(0);
-  for (const DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
-    INFO(dtype_name(dtype));
-    const DType acc = accumulator_dtype(dtype);
-    const Tensor x = Tensor::from_vector(random_values<float>(6 * 513, 21, -2.0, 3.0), {2, 3, 513}).to(dtype);
-    const Tensor w = Tensor::from_vector(random_values<float>(513, 22, 0.5, 1.5), {513}).to(dtype);
-    const Tensor b = Tensor::from_vector(random_values<float>(513, 23), {513}).to(dtype);
-    const Tensor dy = Tensor::from_vector(random_values<float>(6 * 513, 24), {2, 3, 513}).to(dtype);
-    ops::LayerNormSaved saved, gsaved;
-    const Tensor y = ops::layer_norm(x, w, b, 1e-5, &saved);
-    const Tensor gy = ops::layer_norm(x.to(gpu), w.to(gpu), b.to(gpu), 1e-5, &gsaved);
-    CHECK(gy.device() == gpu);
-    CHECK(gsaved.mean.dtype() == acc);
-    Tensor dw = Tensor::zeros({513}, acc), db = Tensor::zeros({513}, acc);
-    Tensor gdw = dw.to(gpu), gdb = db.to(gpu);
-    const Tensor dx = ops::layer_norm_backward(dy, x, w, saved, dw, db);
-    const Tensor gdx = ops::layer_norm_backward(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw, gdb);
-    const double tol = dtype == DType::kF64 ? 1e-12 : dtype == DType::kF32 ? 1e-5 : dtype == DType::kF16 ? 4e-3 : 3e-2;
-    const auto close = [&](const Tensor& got, const Tensor& expected, double scale) {
-      const std::vector<double> g = got.to(Device::cpu()).to(DType::kF64).to_vector<double>();
-      const std::vector<double> e = expected.to(DType::kF64).to_vector<double>();
-      for (std::size_t i = 0; i < e.size(); ++i) CHECK(std::fabs(g[i] - e[i]) <= tol * scale * (1 + std::fabs(e[i])));
-    };
-    close(gy, y, 1);
-    close(gdx, dx, 4);
-    close(gdw, dw, 1);
-    close(gdb, db, 1);
-    // layer_norm_backward_dropout: the same dx, and ops::dropout of it, bit for bit.
-    Tensor gdw2 = Tensor::zeros({513}, acc, gpu), gdb2 = Tensor::zeros({513}, acc, gpu);
-    const ops::LayerNormDropoutGrads g =
-        ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.1, 5, 9);
-    CHECK(g.dx.device() == gpu);
-    CHECK(same_bytes(g.dx, gdx));
-    CHECK(same_bytes(g.dropped, ops::dropout(gdx, 0.1, 5, 9)));
-    CHECK(same_bytes(gdw2, gdw));
-    const ops::LayerNormDropoutGrads none =
-        ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.0, 5, 9);
-    CHECK(none.dropped.shares_storage(none.dx));
+  // 513 elements a row: the element kernels; 256: the register kernels in every dtype.
+  for (const std::int64_t d : {std::int64_t{513}, std::int64_t{256}}) {
+    for (const DType dtype : {DType::kF64, DType::kF32, DType::kBF16, DType::kF16}) {
+      INFO(dtype_name(dtype) << ", d = " << d);
+      const DType acc = accumulator_dtype(dtype);
+      const Tensor x =
+          Tensor::from_vector(random_values<float>(static_cast<std::size_t>(6 * d), 21, -2.0, 3.0), {2, 3, d})
+              .to(dtype);
+      const Tensor w =
+          Tensor::from_vector(random_values<float>(static_cast<std::size_t>(d), 22, 0.5, 1.5), {d}).to(dtype);
+      const Tensor b = Tensor::from_vector(random_values<float>(static_cast<std::size_t>(d), 23), {d}).to(dtype);
+      const Tensor dy =
+          Tensor::from_vector(random_values<float>(static_cast<std::size_t>(6 * d), 24), {2, 3, d}).to(dtype);
+      ops::LayerNormSaved saved, gsaved;
+      const Tensor y = ops::layer_norm(x, w, b, 1e-5, &saved);
+      const Tensor gy = ops::layer_norm(x.to(gpu), w.to(gpu), b.to(gpu), 1e-5, &gsaved);
+      CHECK(gy.device() == gpu);
+      CHECK(gsaved.mean.dtype() == acc);
+      Tensor dw = Tensor::zeros({d}, acc), db = Tensor::zeros({d}, acc);
+      Tensor gdw = dw.to(gpu), gdb = db.to(gpu);
+      const Tensor dx = ops::layer_norm_backward(dy, x, w, saved, dw, db);
+      const Tensor gdx = ops::layer_norm_backward(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw, gdb);
+      const double tol = dtype == DType::kF64   ? 1e-12
+                         : dtype == DType::kF32 ? 1e-5
+                         : dtype == DType::kF16 ? 4e-3
+                                                : 3e-2;
+      const auto close = [&](const Tensor& got, const Tensor& expected, double scale) {
+        const std::vector<double> g = got.to(Device::cpu()).to(DType::kF64).to_vector<double>();
+        const std::vector<double> e = expected.to(DType::kF64).to_vector<double>();
+        for (std::size_t i = 0; i < e.size(); ++i) CHECK(std::fabs(g[i] - e[i]) <= tol * scale * (1 + std::fabs(e[i])));
+      };
+      close(gy, y, 1);
+      close(gdx, dx, 4);
+      close(gdw, dw, 1);
+      close(gdb, db, 1);
+      // layer_norm_backward_dropout: the same dx, and ops::dropout of it, bit for bit.
+      Tensor gdw2 = Tensor::zeros({d}, acc, gpu), gdb2 = Tensor::zeros({d}, acc, gpu);
+      const ops::LayerNormDropoutGrads g =
+          ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.1, 5, 9);
+      CHECK(g.dx.device() == gpu);
+      CHECK(same_bytes(g.dx, gdx));
+      CHECK(same_bytes(g.dropped, ops::dropout(gdx, 0.1, 5, 9)));
+      CHECK(same_bytes(gdw2, gdw));
+      const ops::LayerNormDropoutGrads none =
+          ops::layer_norm_backward_dropout(dy.to(gpu), x.to(gpu), w.to(gpu), gsaved, gdw2, gdb2, 0.0, 5, 9);
+      CHECK(none.dropped.shares_storage(none.dx));
+    }
   }
 }
 

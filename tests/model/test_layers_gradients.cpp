@@ -54,12 +54,14 @@ void check_linear(const std::string& what, const std::function<double()>& loss, 
 
 TEST_CASE("model feed_forward backward matches finite differences for ReLU and Swish", "[ops]") {
   const Activation activation = GENERATE(Activation::kRelu, Activation::kSwish);
-  INFO((activation == Activation::kRelu ? "relu" : "swish"));
+  // 0: ReLU's gradient through linear_backward_relu (nothing between the ReLU and fc2).
+  const double p_drop = GENERATE(0.2, 0.0);
+  INFO((activation == Activation::kRelu ? "relu" : "swish") << ", relu dropout " << p_drop);
   const int64_t D = 4, F = 6;
   model::FeedForwardParams p{make_linear(F, D, 70), make_linear(D, F, 72), activation};
   Tensor x = random64({2, 3, D}, 74);  // perturbed by check_gradient
   const Tensor r = random64({2, 3, D}, 75);
-  const model::Dropout relu_dropout{0.2, 9, 10};
+  const model::Dropout relu_dropout{p_drop, 9, 10};
   const auto loss = [&] { return dot(model::feed_forward_forward(p, x, relu_dropout, nullptr), r); };
   model::FeedForwardActivations act;
   model::feed_forward_forward(p, x, relu_dropout, &act);

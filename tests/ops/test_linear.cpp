@@ -238,7 +238,7 @@ TEST_CASE("ops::linear_relu_masked and linear_backward_relu: linear_relu and rel
       const Tensor dy = test::from_doubles(test::random_doubles(7 * 5, 15), {7, 5}, c.dtype, c.device);
       Tensor mask = Tensor::zeros({1}, DType::kU8);  // reset: the CPU writes no mask
       const Tensor h = ops::linear_relu_masked(x, w1, b1, mask);
-      CHECK_FALSE(mask.defined());
+      if (c.device.is_cpu()) CHECK_FALSE(mask.defined());
       CHECK(test::to_doubles(h) == test::to_doubles(ops::linear_relu(x, w1, b1)));
 
       Tensor dw = Tensor::zeros({5, 31}, acc, c.device), db = Tensor::zeros({5}, acc, c.device);

@@ -131,8 +131,10 @@ std::uint32_t operand_alignment(const void* p, cudaDataType_t type, std::int64_t
 }
 
 // What decides the heuristic's choice: device, transposes, epilogue, dtypes, shape, leading
-// dimensions, batch strides and count, and the alignments of A, B and C.
-using PlanKey = std::array<std::int64_t, 19>;
+// dimensions, batch strides and count, and the alignments of A, B, C and the bias (or bias
+// gradient) vector, whose pointer the heuristic reads (a layer's bias is a view into the flat
+// parameter buffer: layers of one shape can have biases of different alignments).
+using PlanKey = std::array<std::int64_t, 20>;
 
 struct PlanKeyHash {
   std::size_t operator()(const PlanKey& key) const {
@@ -211,11 +213,6 @@ void make_descriptors(Descriptors& d, const Problem& p, cublasLtEpilogue_t epilo
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
   }
-  if (epilogue == CUBLASLT_EPILOGUE_BGRADB) {  // the gradient in C's type (f32 for a parameter gradient)
-    const auto bias_type = static_cast<std::int32_t>(p.c_type);
-    DRAGOMAN_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
-  }
   make_layout(d.first, p.ab_type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);
   make_layout(d.second, p.ab_type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);
   make_layout(d.out, p.c_type, p.n, p.m, p.ldc, p.batch, p.stride_c);
@@ -234,8 +231,11 @@ Descriptors& descriptors_for(const PlanKey& key, const Problem& p, cublasLtEpilo
 }
 
 // cuBLASLt's best algorithm for the problem (the heuristic's first answer), or found = false.
+// With `may_fail` (an epilogue product that has a fallback), INVALID_VALUE also means no algorithm:
+// a cuBLASLt that refuses an epilogue's combination that way makes the caller fall back rather than
+// stop training.
 Plan ask_heuristic(const Problem& p, const Context& ctx, const Descriptors& d, cublasLtEpilogue_t epilogue,
-                   std::uint32_t align_a, std::uint32_t align_b, std::uint32_t align_c) {
+                   std::uint32_t align_a, std::uint32_t align_b, std::uint32_t align_c, bool may_fail) {
   Preference pref;
   DRAGOMAN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
   const std::uint64_t workspace = ctx.blaslt_workspace_bytes;
@@ -266,7 +266,8 @@ Plan ask_heuristic(const Problem& p, const Context& ctx, const Descriptors& d, c
       cublasLtMatmulAlgoGetHeuristic(ctx.blaslt, d.desc.desc, d.first.layout, d.second.layout, d.out.layout,
                                      d.out.layout, pref.pref, 1, &result, &count);
   // NOT_SUPPORTED is how cuBLASLt says "no algorithm"; anything else is a real error.
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED) DRAGOMAN_CUBLAS_CHECK(status);
+  const bool refused = status == CUBLAS_STATUS_NOT_SUPPORTED || (may_fail && status == CUBLAS_STATUS_INVALID_VALUE);
+  if (!refused) DRAGOMAN_CUBLAS_CHECK(status);
   Plan plan;
   plan.found = status == CUBLAS_STATUS_SUCCESS && count > 0;
   if (plan.found) plan.algo = result.algo;
@@ -339,12 +340,13 @@ bool matmul(const Problem& p, int device, bool may_fail) {
   const std::uint32_t align_a = operand_alignment(p.a, p.ab_type, p.lda, p.batch > 1 ? p.stride_a : 0);
   const std::uint32_t align_b = operand_alignment(p.b, p.ab_type, p.ldb, p.batch > 1 ? p.stride_b : 0);
   const std::uint32_t align_c = operand_alignment(p.c, p.c_type, p.ldc, p.batch > 1 ? p.stride_c : 0);
-  const PlanKey key = {
-      device, p.trans_a, p.trans_b,  epilogue,          p.ab_type,  p.c_type, p.m,     p.n,     p.k,    p.lda,
-      p.ldb,  p.ldc,     p.stride_a, p.stride_b,        p.stride_c, p.batch,  align_a, align_b, align_c};
+  const void* vector = p.bias_grad != nullptr ? p.bias_grad : p.bias;
+  const std::uint32_t align_vector = vector != nullptr ? alignment(vector) : 0;
+  const PlanKey key = {device,     p.trans_a, p.trans_b, epilogue, p.ab_type, p.c_type,    p.m,
+                       p.n,        p.k,       p.lda,     p.ldb,    p.ldc,     p.stride_a,  p.stride_b,
+                       p.stride_c, p.batch,   align_a,   align_b,  align_c,   align_vector};
   Descriptors& d = descriptors_for(key, p, epilogue);
-  if (p.bias != nullptr || p.bias_grad != nullptr) {
-    const void* vector = p.bias_grad != nullptr ? p.bias_grad : p.bias;
+  if (vector != nullptr) {
     DRAGOMAN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(d.desc.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
   }
@@ -363,7 +365,7 @@ bool matmul(const Problem& p, int device, bool may_fail) {
     }
   }
   if (!known) {
-    const Plan asked = ask_heuristic(p, ctx, d, epilogue, align_a, align_b, align_c);
+    const Plan asked = ask_heuristic(p, ctx, d, epilogue, align_a, align_b, align_c, may_fail);
     const std::unique_lock<std::shared_mutex> lock(g_plans_mutex);
     const auto [it, inserted] = g_plans.emplace(key, asked);  // another thread's answer, if it came first
     plan = it->second;
@@ -460,7 +462,9 @@ void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
 template <typename T>
 bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
                     std::int64_t ldb, acc_t<T>* c, std::int64_t ldc, acc_t<T>* bias_grad, int device) {
-  if (m == 0 || n == 0 || k == 0 || alignment(bias_grad) < 16) return false;
+  // Only the shapes of real layers (multiples of 8; an out of 1 once crashed BGRADB in cuBLASLt 11.6,
+  // NVIDIA/apex#1392): other shapes take the kernels.
+  if (m % 8 != 0 || n % 8 != 0 || m == 0 || n == 0 || k == 0 || alignment(bias_grad) < 16) return false;
   const acc_t<T> one = 1;
   Problem p = make_problem<T, acc_t<T>>(true, false, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
   p.bias_grad = bias_grad;

@@ -45,8 +45,9 @@ void gemm_bias(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
 // epilogue: the column sums come from the tiles the product loads anyway, so dy is not read a
 // second time. Its order of summation is cuBLASLt's (a tolerance from cpu::bias_backward's, not
 // bits; the same bits on every call, the algorithm being chosen once per problem). Returns false,
-// with nothing run, where cuBLASLt has no algorithm for it (or k == 0, or bias_grad is not 16-byte
-// aligned): the caller then runs gemm and bias_backward (kernels/cuda/elementwise.h).
+// with nothing run, where cuBLASLt has no algorithm for it (or k == 0, m or n not a multiple of 8,
+// or bias_grad not 16-byte aligned): the caller then runs gemm and bias_backward
+// (kernels/cuda/elementwise.h).
 template <typename T>
 bool gemm_bias_grad(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
                     std::int64_t ldb, acc_t<T>* c, std::int64_t ldc, acc_t<T>* bias_grad, int device);
