@@ -110,20 +110,48 @@ __device__ inline void load_row(const T* row, std::int64_t d, int lane, acc_t<T>
   }
 }
 
-// Writes the lane's packs of a row, 16 bytes at a time: element j of pack p is value(p * kPack + j,
-// its column), rounded to T.
+// dropout's arguments as the kernel takes them: cuda::dropout's scalars, computed the same way.
+template <typename T>
+struct KernelDropout {
+  T* dropped = nullptr;
+  float threshold = 0;
+  acc_t<T> keep_scale = 1;
+  std::uint64_t seed = 0, rng_stream = 0;
+};
+
+// Writes the lane's packs of the row starting at element `first` of `out`, 16 bytes at a time:
+// element j of pack p is v(p * kPack + j, its column) (acc_t<T>) rounded to T. With drop.dropped
+// (layer norm's dx), also the dropout of those T values into drop.dropped, pack by pack: element i
+// of the tensor takes lane i % 4 of Philox block i / 4 (dropout's indexing). A pack starts at an
+// even element (2, 4 or 8 elements, first a multiple of the pack), so a new block begins at j = 0
+// or j % 4 == 0 only.
 template <typename T, int kPacks, typename F>
-__device__ inline void store_row(T* row, std::int64_t d, int lane, F value) {
+__device__ inline void store_row(T* out, std::int64_t first, std::int64_t d, int lane, F v,
+                                 const KernelDropout<T>& drop = {}) {
   constexpr int kPack = Pack<T>::kSize;
-  auto* packs = reinterpret_cast<Pack<T>*>(row);
+  auto* packs = reinterpret_cast<Pack<T>*>(out + first);
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     if (!pack_inside<T>(p, lane, d)) continue;
     const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
     Pack<T> o;
 #pragma unroll
-    for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(value(p * kPack + j, at * kPack + j));
+    for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(v(p * kPack + j, at * kPack + j));
     packs[at] = o;
+    if (drop.dropped == nullptr) continue;
+    const std::int64_t i0 = first + at * kPack;
+    philox::Block bits{};
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) {
+      const std::int64_t i = i0 + j;
+      if (j % 4 == 0) bits = philox::block_bits(drop.seed, drop.rng_stream, static_cast<std::uint64_t>(i / 4));
+      // i % 4: j % 4 for packs of 4 or 8 (i0 a multiple of 4), known at compile time; selected
+      // rather than indexed for double's packs of 2, so the block stays in registers.
+      const int k = kPack >= 4 ? j % 4 : static_cast<int>(i % 4);
+      const std::uint32_t b = k == 0 ? bits.v[0] : k == 1 ? bits.v[1] : k == 2 ? bits.v[2] : bits.v[3];
+      o.v[j] = common::dropout_element(o.v[j], b, drop.threshold, drop.keep_scale);
+    }
+    reinterpret_cast<Pack<T>*>(drop.dropped + first)[at] = o;
   }
 }
 
@@ -159,56 +187,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   }
   const A rs = A(1) / sqrt(warp_sum(sq) / n + eps);
-  store_row<T, kPacks>(y + r * d, d, lane, [&](int k, std::int64_t c) {
+  store_row<T, kPacks>(y, r * d, d, lane, [&](int k, std::int64_t c) {
     return common::layer_norm_output(v[k], mu, rs, load(weight[c]), load(bias[c]));
   });
   if (lane == 0) {
     mean[r] = mu;
     rstd[r] = rs;
-  }
-}
-
-// dropout's arguments as the kernel takes them: cuda::dropout's scalars, computed the same way.
-template <typename T>
-struct KernelDropout {
-  T* dropped = nullptr;
-  float threshold = 0;
-  acc_t<T> keep_scale = 1;
-  std::uint64_t seed = 0, rng_stream = 0;
-};
-
-// Writes the lane's packs of a row of dx starting at element `first` of the tensor, where v(k, c) is
-// element k of the lane's values (column c) in acc_t<T>, rounded to T; with drop.dropped, also
-// dropout of those T values, pack by pack: element i of the tensor takes lane i % 4 of Philox block
-// i / 4 (dropout's indexing). A pack starts at an even element (2, 4 or 8 elements, first a
-// multiple of the pack), so a new block begins at j = 0 or j % 4 == 0 only.
-template <typename T, int kPacks, typename F>
-__device__ inline void store_dx_row(T* dx, const KernelDropout<T>& drop, std::int64_t first, std::int64_t d, int lane,
-                                    F v) {
-  constexpr int kPack = Pack<T>::kSize;
-  auto* packs = reinterpret_cast<Pack<T>*>(dx + first);
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    if (!pack_inside<T>(p, lane, d)) continue;
-    const std::int64_t at = static_cast<std::int64_t>(p) * 32 + lane;
-    Pack<T> o;
-#pragma unroll
-    for (int j = 0; j < kPack; ++j) o.v[j] = store<T>(v(p * kPack + j, at * kPack + j));
-    packs[at] = o;
-    if (drop.dropped == nullptr) continue;
-    const std::int64_t i0 = first + at * kPack;
-    philox::Block bits{};
-#pragma unroll
-    for (int j = 0; j < kPack; ++j) {
-      const std::int64_t i = i0 + j;
-      if (j % 4 == 0) bits = philox::block_bits(drop.seed, drop.rng_stream, static_cast<std::uint64_t>(i / 4));
-      // i % 4: j % 4 for packs of 4 or 8 (i0 a multiple of 4), known at compile time; selected
-      // rather than indexed for double's packs of 2, so the block stays in registers.
-      const int k = kPack >= 4 ? j % 4 : static_cast<int>(i % 4);
-      const std::uint32_t b = k == 0 ? bits.v[0] : k == 1 ? bits.v[1] : k == 2 ? bits.v[2] : bits.v[3];
-      o.v[j] = common::dropout_element(o.v[j], b, drop.threshold, drop.keep_scale);
-    }
-    reinterpret_cast<Pack<T>*>(drop.dropped + first)[at] = o;
   }
 }
 
@@ -240,9 +224,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   }
   const A g_mean = warp_sum(g_sum) / n, gx_mean = warp_sum(gx_sum) / n;
-  store_dx_row<T, kPacks>(dx, drop, r * d, d, lane, [&](int k, std::int64_t c) {
-    return common::layer_norm_dx(g_in[k], load(weight[c]), common::layer_norm_xhat(xv[k], mu, rs), rs, g_mean, gx_mean);
-  });
+  store_row<T, kPacks>(
+      dx, r * d, d, lane,
+      [&](int k, std::int64_t c) {
+        return common::layer_norm_dx(g_in[k], load(weight[c]), common::layer_norm_xhat(xv[k], mu, rs), rs, g_mean,
+                                     gx_mean);
+      },
+      drop);
 }
 
 // The packs a lane needs for rows of d elements on the register path (1, 2 or kMaxPacks), or 0
