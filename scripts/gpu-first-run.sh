@@ -22,8 +22,8 @@
 #                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
 #   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
 #   3-model-bench  model_bench on the GPU: the base and big training step in bf16, with the default
-#                  kernels, with the bias gradients' column-sum kernel (DRAGOMAN_CUDA_GRAD_EPILOGUES=off)
-#                  and with the tiled attention kernels (DRAGOMAN_CUDA_ATTENTION=tiled)
+#                  kernels, without the backward's cuBLASLt epilogues (DRAGOMAN_CUDA_GRAD_EPILOGUES=off:
+#                  the column-sum and ReLU kernels) and with the tiled attention (DRAGOMAN_CUDA_ATTENTION=tiled)
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
 #   5-train-tests  dragoman_cuda_tests [train],[translate]
 #   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4 and greedy
@@ -142,10 +142,11 @@ translate_bench() {
     BEAMS="${TRANSLATE_BEAMS:-4 1}" SINGLE_LINES=10 KEEP=$work/translate bash scripts/bench-translate-gpu.sh
 }
 
-# The training step with the default kernels (the tensor-core attention for these shapes, the bias
-# gradients in the weight gradients' products), then with the bias gradients from the column-sum
-# kernel (DRAGOMAN_CUDA_GRAD_EPILOGUES=off, kernels/cuda/gemm.h), then with the tiled attention
-# kernels (DRAGOMAN_CUDA_ATTENTION=tiled, kernels/cuda/attention.h), for comparison.
+# The training step with the default kernels (the tensor-core attention for these shapes, the
+# backward's cuBLASLt epilogues: the bias gradients in the weight gradients' products, the ReLU's
+# gradient in fc2's), then without the epilogues (DRAGOMAN_CUDA_GRAD_EPILOGUES=off: the column-sum
+# and ReLU kernels, kernels/cuda/gemm.h), then with the tiled attention kernels
+# (DRAGOMAN_CUDA_ATTENTION=tiled, kernels/cuda/attention.h), for comparison.
 model_bench_both() {
   local variant
   for variant in "default" "DRAGOMAN_CUDA_GRAD_EPILOGUES=off" "DRAGOMAN_CUDA_ATTENTION=tiled"; do
