@@ -19,9 +19,14 @@
 # tmpfs, and debootstrap's own mounts) lives in a private mount and PID namespace (unshare), so the
 # host never sees those mounts and every process started in the root dies with it; the mounts are
 # unmounted before the directory is removed, which is refused while findmnt shows anything mounted
-# under it. Nothing installed or built is kept: only debootstrap's base tarball (the minbase .debs,
-# about 40 MB) is cached, in ${XDG_CACHE_HOME:-$HOME/.cache}/dragoman-ci/, and renewed after
-# FRESH_DEBIAN_CACHE_DAYS days.
+# under it. Nothing installed is kept: debootstrap's base tarball (the minbase .debs, about 40 MB) is
+# cached, in ${XDG_CACHE_HOME:-$HOME/.cache}/dragoman-ci/, and renewed after FRESH_DEBIAN_CACHE_DAYS
+# days; and the root's ccache uses the host's compile cache (FRESH_DEBIAN_CCACHE), so that the root
+# need not compile again what CI's CPU-only build on the host has just compiled. A cache cannot hide
+# a missing package: ccache finds an entry only after checking that every header the compilation read
+# is still there with the same contents (otherwise it runs the compiler, which fails as it would
+# without the cache), and it keys entries by the compiler's own binary (the root's, from its packages);
+# linking, which needs the libraries themselves, is never cached, and the tests and the demo run.
 #
 # Needs root (re-runs itself with sudo when available; without root or sudo it says so and skips,
 # exit 0) and the network (the Debian archive; installs debootstrap on the host with apt-get if it
@@ -41,6 +46,9 @@
 #                                    http://deb.debian.org/debian-security)
 #   FRESH_DEBIAN_CACHE=1             0: no tarball cache, plain debootstrap every time
 #   FRESH_DEBIAN_CACHE_DAYS=7        age after which the cached tarball is downloaded again
+#   FRESH_DEBIAN_CCACHE=1            the compile cache the root's ccache uses: 1 = the host's own
+#                                    (root's; a directory beside the tarball when run through sudo),
+#                                    an absolute directory, or 0 = none (a cold build)
 #   FRESH_DEBIAN_TIMEOUT=40          minutes allowed to the whole stage (what runs in the root is
 #                                    stopped at that point, and the stage fails)
 #   DEMO_MINUTES=1                   the demo's training budget in the root
@@ -190,6 +198,11 @@ EOF
   do_mount "$root/dev" --bind /dev
   do_mount "$root/dev/pts" --bind /dev/pts
   do_mount "$root/dev/shm" -t tmpfs -o mode=1777,nosuid,nodev tmpfs
+  # The host's compile cache, where the root's ccache looks for its own (/root/.cache/ccache).
+  if [[ -n $FRESH_CCACHE ]]; then
+    mkdir -p "$root/root/.cache/ccache"
+    do_mount "$root/root/.cache/ccache" --bind "$FRESH_CCACHE"
+  fi
 
   # 4. The clone: the committed HEAD, as a user would clone it.
   say "git clone $repo (HEAD $FRESH_REV) -> /root/dragoman"
@@ -251,7 +264,7 @@ if [[ $(id -u) -ne 0 ]]; then
   if command -v sudo >/dev/null; then
     pass=()
     for v in FRESH_DEBIAN_SUITE DEBIAN_MIRROR DEBIAN_SECURITY_MIRROR FRESH_DEBIAN_CACHE \
-      FRESH_DEBIAN_CACHE_DAYS FRESH_DEBIAN_TIMEOUT DEMO_MINUTES JOBS TMPDIR; do
+      FRESH_DEBIAN_CACHE_DAYS FRESH_DEBIAN_CCACHE FRESH_DEBIAN_TIMEOUT DEMO_MINUTES JOBS TMPDIR; do
       [[ -n ${!v:-} ]] && pass+=("$v=${!v}")
     done
     say "not root: running again with sudo"
@@ -309,6 +322,28 @@ if [[ ${FRESH_DEBIAN_CACHE:-1} != 0 ]]; then
   fi
 fi
 
+# The compile cache the root's builds share (see FRESH_DEBIAN_CCACHE above): this user's own
+# ccache directory when this script was started as root (CI), so that the root's build finds what
+# the host's CPU-only build just compiled; a directory of its own beside the tarball when it runs
+# through sudo (the root's compiler writes as root, and another user's cache is not its to fill).
+ccache_dir=""
+case ${FRESH_DEBIAN_CCACHE:-1} in
+  0) ;;
+  1)
+    if [[ -z ${SUDO_USER:-} ]] && command -v ccache >/dev/null; then
+      ccache_dir=$(ccache -k cache_dir 2>/dev/null) || ccache_dir=""
+    fi
+    [[ -z $ccache_dir ]] && ccache_dir=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dragoman-ci/ccache
+    ;;
+  /*) ccache_dir=$FRESH_DEBIAN_CCACHE ;;
+  *) die "FRESH_DEBIAN_CCACHE is '$FRESH_DEBIAN_CCACHE': 1, 0 or an absolute directory" ;;
+esac
+if [[ -n $ccache_dir ]] && ! mkdir -p "$ccache_dir" 2>/dev/null; then
+  say "cannot make $ccache_dir: no shared compile cache"
+  ccache_dir=""
+fi
+[[ -n $ccache_dir ]] && say "compile cache shared with the root: $ccache_dir"
+
 t0=$(now)
 work=$(mktemp -d --tmpdir dragoman-fresh-debian.XXXXXX)
 log=$work.log
@@ -359,7 +394,7 @@ trap 'exit 129' HUP
 
 say "a fresh $suite root in $work/root (log: $log)"
 export FRESH_WORK=$work FRESH_LOG=$log FRESH_T0=$t0 FRESH_DEBIAN_SUITE=$suite FRESH_MIRROR=$mirror \
-  FRESH_SECURITY_MIRROR=$security FRESH_TARBALL=$tarball FRESH_REV=$rev \
+  FRESH_SECURITY_MIRROR=$security FRESH_TARBALL=$tarball FRESH_REV=$rev FRESH_CCACHE=$ccache_dir \
   FRESH_DEADLINE=$(($(now) + ${FRESH_DEBIAN_TIMEOUT:-40} * 60))
 set -m # the namespace in its own process group, with default signal dispositions
 unshare --mount --propagation private --pid --fork --kill-child -- bash "$script" --inside </dev/null &
