@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets (fuzz/, docs/RELIABILITY.md "Fuzzing"): installs clang and libFuzzer's
-# runtime (Debian), builds the CPU configuration with -DDRAGOMAN_FUZZ=ON (clang, ASan + UBSan,
-# coverage) in BUILD_DIR, replays every checked-in regression input (fuzz/regressions/TARGET/),
+# Runs the libFuzzer targets (fuzz/, docs/RELIABILITY.md "Fuzzing"): configures the sanitizer build
+# (scripts/configure-sanitized.sh: clang, ASan + UBSan, coverage; shared with
+# scripts/test-sanitizers.sh) in BUILD_DIR (default build-sanitize), builds the fuzz targets there,
+# replays every checked-in regression input (fuzz/regressions/TARGET/),
 # then fuzzes each target for SECONDS from its seeds (fuzz/seeds/TARGET/) and its working corpus
 # (BUILD_DIR/fuzz-corpus/TARGET/, kept between runs so that longer runs build on shorter ones).
 # Prints a table; exits 1 if any target found a crash, a hang, an error contract broken or a
@@ -13,17 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-build=${BUILD_DIR:-build-fuzz}
+build=${BUILD_DIR:-build-sanitize}
 jobs=${JOBS:-2}
 
-bash scripts/install-deps.sh clang libclang-rt-dev
-export CC=${CC:-clang} CXX=${CXX:-clang++}
-# A build with debug information (-g) is cached by ccache under its directory's path unless told
-# otherwise: without it, another checkout (a clean clone for CI) compiles everything again. The cost
-# is that a cached object's debug information names the directory it was first compiled in.
+# ccache shares the -g build across checkouts (scripts/test-sanitizers.sh says why).
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRAGOMAN_CUDA=OFF -DDRAGOMAN_FUZZ=ON \
-  -DDRAGOMAN_BUILD_TESTS=OFF -DDRAGOMAN_BUILD_BENCH=OFF >/dev/null
+bash scripts/configure-sanitized.sh "$build"
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   mapfile -t targets < <(sed -n 's/^  \(fuzz_[a-z_]*\))*$/\1/p' fuzz/CMakeLists.txt)

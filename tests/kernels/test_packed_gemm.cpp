@@ -182,7 +182,8 @@ TEST_CASE("Packed weights serve several threads at once", "[kernels]") {
 TEST_CASE("Row-invariant products: a row's result does not depend on the rows computed with it", "[kernels]") {
   // The output projection's shape (8,000 x 128) and a feed-forward's; 53 rows, taken as the whole
   // batch, one at a time, and in runs of 2, 7 and 16 from every offset.
-  for (const auto& [out, in] : {std::pair<std::int64_t, std::int64_t>{8000, 128}, {512, 128}}) {
+  for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{8000, 128}, {512, 128}}) {
+    const std::int64_t out = shape.first, in = shape.second;  // (lambdas capture variables, not bindings)
     INFO(out << " x " << in);
     const std::int64_t rows = 53;
     const std::vector<float> x = uniform(static_cast<std::size_t>(rows * in), 3);

@@ -94,7 +94,8 @@ TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input 
   };
   for (const auto& [body, status, message] : bad) {
     INFO(body);
-    const ApiError e = error_of([&] { serve::parse_translate_request(body, defaults, limits); });
+    const std::string& text = body;  // (lambdas capture variables, not bindings)
+    const ApiError e = error_of([&] { serve::parse_translate_request(text, defaults, limits); });
     CHECK(e.status == status);
     CHECK_THAT(e.message, Catch::Matchers::Contains(message));
   }

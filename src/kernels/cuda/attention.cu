@@ -3,12 +3,12 @@
 // Compiled without FMA contraction (src/CMakeLists.txt), so each dot product rounds as on the CPU.
 #include "kernels/cuda/attention.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
 
+#include "core/env_choice.h"
 #include "core/error.h"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.h"
@@ -248,7 +248,10 @@ unsigned blocks(const char* kernel, std::int64_t rows) {
 
 namespace {
 
-std::atomic<int> chosen_kernels{-1};  // an AttentionKernels, or -1 before the first call
+EnvChoice& attention_kernel_choice() {
+  static EnvChoice choice("DRAGOMAN_CUDA_ATTENTION", {"auto", "naive", "tiled", "mma"});  // AttentionKernels' order
+  return choice;
+}
 
 // Whether this call runs the tiled kernels (attention.h, attention_kernels()); asked after use_mma.
 template <typename T>
@@ -278,7 +281,7 @@ bool use_mma(const AttentionShape& a) {
 
 }  // namespace
 
-void set_attention_kernels(AttentionKernels kernels) { chosen_kernels = static_cast<int>(kernels); }
+void set_attention_kernels(AttentionKernels kernels) { attention_kernel_choice().set(static_cast<int>(kernels)); }
 
 template <typename T>
 AttentionKernels attention_kernels_for(const AttentionShape& a) {
@@ -286,27 +289,7 @@ AttentionKernels attention_kernels_for(const AttentionShape& a) {
   return use_tiled<T>(a) ? AttentionKernels::tiled : AttentionKernels::naive;
 }
 
-AttentionKernels attention_kernels() {
-  int chosen = chosen_kernels.load();
-  if (chosen < 0) {
-    const char* value = std::getenv("DRAGOMAN_CUDA_ATTENTION");
-    const std::string name = value != nullptr ? value : "auto";
-    AttentionKernels kernels = AttentionKernels::automatic;
-    if (name == "naive") {
-      kernels = AttentionKernels::naive;
-    } else if (name == "tiled") {
-      kernels = AttentionKernels::tiled;
-    } else if (name == "mma") {
-      kernels = AttentionKernels::mma;
-    } else if (name != "auto" && !name.empty()) {
-      throw Error("DRAGOMAN_CUDA_ATTENTION is '" + name + "': expected auto, naive, tiled or mma");
-    }
-    int expected = -1;
-    chosen_kernels.compare_exchange_strong(expected, static_cast<int>(kernels));
-    chosen = chosen_kernels.load();
-  }
-  return static_cast<AttentionKernels>(chosen);
-}
+AttentionKernels attention_kernels() { return static_cast<AttentionKernels>(attention_kernel_choice().get()); }
 
 template <typename T>
 void attention_forward(const AttentionShape& a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,

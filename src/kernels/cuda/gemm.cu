@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +34,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/env_choice.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
@@ -150,7 +150,6 @@ struct Plan {
 };
 
 std::shared_mutex g_plans_mutex;
-std::atomic<int> g_grad_epilogues{-1};  // a GradEpilogues; -1: DRAGOMAN_CUDA_GRAD_EPILOGUES not read yet
 std::unordered_map<PlanKey, Plan, PlanKeyHash> g_plans;
 
 // Owners of cuBLASLt descriptors. Destroying a valid descriptor cannot fail; its status is ignored
@@ -496,25 +495,16 @@ bool gemm_drelu(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
   return matmul(p, device, true);
 }
 
-GradEpilogues grad_epilogues() {
-  int chosen = g_grad_epilogues.load();
-  if (chosen < 0) {
-    const char* value = std::getenv("DRAGOMAN_CUDA_GRAD_EPILOGUES");
-    const std::string name = value != nullptr ? value : "auto";
-    GradEpilogues epilogues = GradEpilogues::automatic;
-    if (name == "off") {
-      epilogues = GradEpilogues::off;
-    } else if (name != "auto" && !name.empty()) {
-      throw Error("DRAGOMAN_CUDA_GRAD_EPILOGUES is '" + name + "': expected auto or off");
-    }
-    int expected = -1;
-    g_grad_epilogues.compare_exchange_strong(expected, static_cast<int>(epilogues));
-    chosen = g_grad_epilogues.load();
-  }
-  return static_cast<GradEpilogues>(chosen);
+namespace {
+EnvChoice& grad_epilogue_choice() {
+  static EnvChoice choice("DRAGOMAN_CUDA_GRAD_EPILOGUES", {"auto", "off"});  // GradEpilogues' order
+  return choice;
 }
+}  // namespace
 
-void set_grad_epilogues(GradEpilogues epilogues) { g_grad_epilogues = static_cast<int>(epilogues); }
+GradEpilogues grad_epilogues() { return static_cast<GradEpilogues>(grad_epilogue_choice().get()); }
+
+void set_grad_epilogues(GradEpilogues epilogues) { grad_epilogue_choice().set(static_cast<int>(epilogues)); }
 
 template <typename T>
 void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, acc_t<T> alpha,
