@@ -33,11 +33,12 @@
 # is missing). The log of everything run in the root is kept: its path is printed (the tail too, on
 # failure).
 #
-# Takes about 6 minutes on a quiet 2-core AMD EPYC: 13 s to install minbase from the cached tarball
-# (the first run downloads it: 15 s more), 4.5 minutes for scripts/test.sh (30 s of apt-get, 3 of
-# building, 50 s of ctest), 1.5 for the demo (1 of training); 10 to 15 minutes while other builds
-# run on the machine (on a busy machine the demo's minute may be too short for its first
-# checkpoint, and the demo fails).
+# Takes about 4.5 minutes on a quiet 2-core AMD EPYC (2026-11-28, in CI after its CPU-only build):
+# 11 s to install minbase from the cached tarball (the first run downloads it: 15 s more), 2:20 for
+# scripts/test.sh (27 s of apt-get, 26 of building from the shared compile cache, 1:26 of ctest),
+# 2 minutes for the demo (1:11 of training); with no cache to share the build takes about 4 minutes
+# more. A busy machine takes longer (on a very busy one the demo's minute may be too short for its
+# first checkpoint, and the demo fails).
 #
 #   FRESH_DEBIAN_SUITE=bookworm      the Debian release of the root
 #   DEBIAN_MIRROR=...                the archive (default: the host apt's for that release, else
