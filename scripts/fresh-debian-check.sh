@@ -309,9 +309,10 @@ if [[ -n $(git -c safe.directory="$repo" -C "$repo" --no-optional-locks status -
   say "note: $repo has changes that are not committed; the fresh root tests the committed HEAD ${rev:0:12}"
 fi
 
+# This script's own cache directory: the debootstrap tarball, and the compile cache under sudo.
+cache_dir=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dragoman-ci
 tarball=""
 if [[ ${FRESH_DEBIAN_CACHE:-1} != 0 ]]; then
-  cache_dir=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dragoman-ci
   tarball=$cache_dir/debootstrap-$suite-minbase-$(dpkg --print-architecture)-$(printf '%s' "$mirror" | md5sum | cut -c1-8).tgz
   if [[ -f $tarball ]] && [[ -z $(find "$tarball" -mtime "-${FRESH_DEBIAN_CACHE_DAYS:-7}") ]]; then
     say "the cached tarball is older than ${FRESH_DEBIAN_CACHE_DAYS:-7} days: downloading again"
@@ -334,7 +335,7 @@ case ${FRESH_DEBIAN_CCACHE:-1} in
     if [[ -z ${SUDO_USER:-} ]] && command -v ccache >/dev/null; then
       ccache_dir=$(ccache -k cache_dir 2>/dev/null) || ccache_dir=""
     fi
-    [[ -z $ccache_dir ]] && ccache_dir=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/dragoman-ci/ccache
+    [[ -z $ccache_dir ]] && ccache_dir=$cache_dir/ccache
     ;;
   /*) ccache_dir=$FRESH_DEBIAN_CCACHE ;;
   *) die "FRESH_DEBIAN_CCACHE is '$FRESH_DEBIAN_CCACHE': 1, 0 or an absolute directory" ;;
