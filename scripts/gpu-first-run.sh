@@ -21,11 +21,15 @@
 #   1-ops-tests    dragoman_cuda_tests without [train] and [translate]: every kernel and op
 #                  against its CPU twin, the allocator, tensors, the whole model GPU vs CPU
 #   2-train-cli    scripts/gpu-train-check.sh: `dragoman train --devices cuda:0` learns
-#   3-model-bench  model_bench on the GPU: the base and big training step in bf16, with the default
-#                  kernels, without the backward's cuBLASLt epilogues (DRAGOMAN_CUDA_GRAD_EPILOGUES=off:
-#                  the column-sum and ReLU kernels) and with the tiled attention (DRAGOMAN_CUDA_ATTENTION=tiled)
+#   3-model-bench  model_bench on the GPU: the base and big training step in bf16 on sentences of 32
+#                  tokens, with the default kernels, without the backward's cuBLASLt epilogues
+#                  (DRAGOMAN_CUDA_GRAD_EPILOGUES=off: the column-sum and ReLU kernels), with the tiled
+#                  attention (DRAGOMAN_CUDA_ATTENTION=tiled) and with the flash attention
+#                  (DRAGOMAN_CUDA_ATTENTION=flash); then on sentences of 100 tokens, default (the tiled
+#                  attention there) and flash
 #   4-torch-ref    torch_reference.py (PyTorch) on the same GPU and workload: base and big, bf16
-#   5-train-tests  dragoman_cuda_tests [train],[translate]
+#   5-train-tests  dragoman_cuda_tests [train],[translate], then the bf16 training test again with
+#                  the flash attention
 #   6-translate    scripts/bench-translate-gpu.sh: base, fp32 and bf16, beam 4 and greedy
 #                  (TRANSLATE_BEAMS, default "4 1"), beside MarianMT
 # MODE=sanitize: 0-env, then memcheck, racecheck and synccheck over the op-level tags.
@@ -145,19 +149,32 @@ translate_bench() {
 # The training step with the default kernels (the tensor-core attention for these shapes, the
 # backward's cuBLASLt epilogues: the bias gradients in the weight gradients' products, the ReLU's
 # gradient in fc2's), then without the epilogues (DRAGOMAN_CUDA_GRAD_EPILOGUES=off: the column-sum
-# and ReLU kernels, kernels/cuda/gemm.h), then with the tiled attention kernels
-# (DRAGOMAN_CUDA_ATTENTION=tiled, kernels/cuda/attention.h), for comparison.
+# and ReLU kernels, kernels/cuda/gemm.h), then with the tiled and the flash attention kernels
+# (DRAGOMAN_CUDA_ATTENTION=tiled or flash, kernels/cuda/attention.h), for comparison; then sentences
+# of 100 tokens (past the one-block tensor-core kernels' 64), default (tiled attention) and flash.
 model_bench_both() {
-  local variant
-  for variant in "default" "DRAGOMAN_CUDA_GRAD_EPILOGUES=off" "DRAGOMAN_CUDA_ATTENTION=tiled"; do
-    echo "## kernels: $variant"
+  local variant length
+  for variant in "32 default" "32 DRAGOMAN_CUDA_GRAD_EPILOGUES=off" "32 DRAGOMAN_CUDA_ATTENTION=tiled" \
+    "32 DRAGOMAN_CUDA_ATTENTION=flash" "100 default" "100 DRAGOMAN_CUDA_ATTENTION=flash"; do
+    length=${variant%% *}
+    variant=${variant#* }
+    echo "## sentences of $length tokens, kernels: $variant"
     # shellcheck disable=SC2046  # the variant is one VAR=value word, or none
     env $([[ $variant == default ]] || echo "$variant") "$bundle"/model_bench --device cuda:0 --models base,big \
-      --precision bf16 --tokens 16384 --length 32 --threads 1 --steps 5 || return
+      --precision bf16 --tokens 16384 --length "$length" --threads 1 --steps 5 || return
   done
 }
 
-export -f environment torch_reference translate_bench model_bench_both
+# The training and translation tests, then the bf16 training test again with the flash attention
+# (kernels/cuda/attention.h: not the automatic choice until it has run on a GPU).
+train_tests() {
+  "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes || return
+  echo "## DRAGOMAN_CUDA_ATTENTION=flash"
+  DRAGOMAN_CUDA_ATTENTION=flash "$bundle"/dragoman_cuda_tests \
+    'bf16 training on the GPU tracks f32, and validation BLEU comes from the GPU decoder' --durations yes
+}
+
+export -f environment torch_reference translate_bench model_bench_both train_tests
 export bundle work nccl_dirs cublas_dirs
 kernel_times() {
   local ncu
@@ -192,9 +209,9 @@ elif [[ $mode == first ]]; then
   export PYTHONUNBUFFERED=1
   step 1-ops-tests 150 "$bundle"/dragoman_cuda_tests '~[train]~[translate]' --durations yes
   step 2-train-cli 150 bash scripts/gpu-train-check.sh "$bundle"/dragoman "$work/train-cli"
-  step 3-model-bench 100 model_bench_both
+  step 3-model-bench 150 model_bench_both
   step 4-torch-ref 120 torch_reference
-  step 5-train-tests 180 "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes
+  step 5-train-tests 180 train_tests
   step 6-translate 300 translate_bench
 else
   # (SHARED_MEMORY_TAGS='[attention]': racecheck and synccheck on the attention kernels alone)

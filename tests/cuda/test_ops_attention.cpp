@@ -16,8 +16,10 @@
 // the float order term, still far below one missing or doubled key.
 // Every case runs on the naive kernels and (float, bf16, f16) on the tiled ones (attention_tiled.h),
 // with extra cases of several 32-query and 64-key tiles; the 6 cases the tensor-core kernels take
-// (attention_mma.h: bf16, f16, at most 64 queries and keys, K a multiple of 16) on those too, with
-// r + u_T for r (they round the probabilities and dscore to T before their products). Then
+// (attention_mma.h: bf16, f16, at most 64 queries and keys, K a multiple of 16) on those too, and
+// every case with K a multiple of 16 on the flash ones (attention_flash.h: several 64-query and
+// 64-key tiles, causal and padded, a key tile no query sees), both with r + u_T for r (they round the
+// probabilities and dscore to T before their products). Then
 // ops::attention/attention_backward on GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, on both
 // kernels.
 #include <catch2/catch.hpp>
@@ -31,6 +33,7 @@
 #include "core/tensor.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
 #include "ops/attention.h"
@@ -162,9 +165,10 @@ void check_case(const Case& c) {
     }
   }
   // The tensor-core kernels round the probabilities and dscore to T before their products
-  // (attention_mma.h): one more rounding of T on each term's magnitude.
+  // (attention_mma.h, attention_flash.h): one more rounding of T on each term's magnitude.
   // (lse is float arithmetic in every family: r alone.)
-  const bool mma = cuda::attention_kernels_for<T>(a) == cuda::AttentionKernels::mma;
+  const cuda::AttentionKernels family = cuda::attention_kernels_for<T>(a);
+  const bool mma = family == cuda::AttentionKernels::mma || family == cuda::AttentionKernels::flash;
   const double u = test::unit_roundoff<T>(), floor = test::subnormal_spacing<T>();
   const double r_lse = test::reorder_tolerance<T>(), r = r_lse + (mma ? u : 0.0);
   const auto within = [&](const std::vector<T>& ref, const std::vector<double>& mag) {
@@ -259,23 +263,37 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
       // A whole 64 x 64 tile and odd counts with K 48 (the tensor-core kernels take these too).
       {4, 2, 64, 64, 16, true, 0.1, true, false},
       {2, 2, 17, 50, 48, false, 0.0, true, false},
+      // Several 64-query and 64-key tiles of the flash kernels: causal self-attention of 150 tokens;
+      // 130 queries over 200 keys with a row of no keys (length 0), one of 100 keys (a key tile no
+      // query sees: dk, dv zeros) and one of all; K 128 over 3 key tiles.
+      {2, 2, 150, 150, 64, true, 0.1, true, false},
+      {3, 2, 130, 200, 32, false, 0.0, true, false},
+      {1, 2, 80, 160, 128, false, 0.1, false, false},
   };
   // Every case on both implementations (double: the naive kernels only), the cases the tensor-core
   // kernels take on them too (bf16, f16), then back to the default.
-  std::vector<cuda::AttentionKernels> kernels = {cuda::AttentionKernels::naive};
-  if (!std::is_same_v<T, double>) kernels.push_back(cuda::AttentionKernels::tiled);
-  if (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) kernels.push_back(cuda::AttentionKernels::mma);
+  using cuda::AttentionKernels;
+  std::vector<AttentionKernels> kernels = {AttentionKernels::naive};
+  if (!std::is_same_v<T, double>) kernels.push_back(AttentionKernels::tiled);
+  if (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    kernels.push_back(AttentionKernels::mma);
+    kernels.push_back(AttentionKernels::flash);
+  }
   const KernelsGuard restore;
-  for (const cuda::AttentionKernels kernel : kernels) {
+  for (const AttentionKernels kernel : kernels) {
     cuda::set_attention_kernels(kernel);
-    std::size_t taken = 0;
+    std::size_t taken = 0, head_64 = 0, taken_64 = 0;  // flash: the cases with K a multiple of 16 up to 64
     for (const Case& c : cases) {
-      if (kernel == cuda::AttentionKernels::mma && !cuda::attention_detail::mma_attention_takes<T>(shape_of(c)))
-        continue;
+      const bool small_head = c.key_size % 16 == 0 && c.key_size <= 64;
+      head_64 += small_head;
+      if (kernel == AttentionKernels::mma && !cuda::attention_detail::mma_attention_takes<T>(shape_of(c))) continue;
+      if (kernel == AttentionKernels::flash && !cuda::attention_detail::flash_attention_takes<T>(shape_of(c))) continue;
       ++taken;
-      INFO((kernel == cuda::AttentionKernels::tiled ? "tiled"
-            : kernel == cuda::AttentionKernels::mma ? "mma"
-                                                    : "naive")
+      taken_64 += small_head;
+      INFO((kernel == AttentionKernels::tiled   ? "tiled"
+            : kernel == AttentionKernels::mma   ? "mma"
+            : kernel == AttentionKernels::flash ? "flash"
+                                                : "naive")
            << " kernels: B " << c.batch << ", H " << c.heads << ", T " << c.queries << ", S " << c.keys << ", K "
            << c.key_size << (c.causal ? ", causal" : "") << ", dropout " << c.dropout << (c.padded ? ", padded" : "")
            << (c.cache ? ", strided cache" : ""));
@@ -284,8 +302,12 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
     // On a GPU that has them (sm_80 and later), the tensor-core kernels took 6 of the cases; 5 where a
     // block has at most 99 KiB of shared memory (sm_86, sm_89, sm_120), too little for case 6's
     // backward pass (33 queries and keys, K 128: 106 KiB).
-    if (kernel == cuda::AttentionKernels::mma && cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[2])))
+    if (kernel == AttentionKernels::mma && cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[2])))
       CHECK(taken == (cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[6])) ? 6u : 5u));
+    // The flash kernels take every case with K a multiple of 16 up to 64 on such a GPU (their blocks
+    // fit 99 KiB of shared memory), and the tiles of K 96 and 128 where a block has room for them.
+    if (kernel == AttentionKernels::flash && cuda::attention_detail::flash_attention_takes<T>(shape_of(cases[2])))
+      CHECK(taken_64 == head_64);
   }
 }
 

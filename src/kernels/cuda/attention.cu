@@ -11,6 +11,7 @@
 #include "core/env_choice.h"
 #include "core/error.h"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
 #include "kernels/cuda/check.h"
@@ -249,7 +250,8 @@ unsigned blocks(const char* kernel, std::int64_t rows) {
 namespace {
 
 EnvChoice& attention_kernel_choice() {
-  static EnvChoice choice("DRAGOMAN_CUDA_ATTENTION", {"auto", "naive", "tiled", "mma"});  // AttentionKernels' order
+  static EnvChoice choice("DRAGOMAN_CUDA_ATTENTION",
+                          {"auto", "naive", "tiled", "mma", "flash"});  // AttentionKernels' order
   return choice;
 }
 
@@ -266,14 +268,26 @@ bool use_tiled(const AttentionShape& a) {
   }
 }
 
-// Whether this call runs the tensor-core kernels: chosen (mma), or automatic with enough queries.
+// Whether this call runs the tensor-core kernels of one block a head: chosen (mma), or automatic
+// (also flash's fallback) with enough queries; asked after use_flash.
 template <typename T>
 bool use_mma(const AttentionShape& a) {
   if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
     const AttentionKernels kernels = attention_kernels();
     if (kernels == AttentionKernels::naive || kernels == AttentionKernels::tiled) return false;
-    if (kernels == AttentionKernels::automatic && a.queries < kTiledMinQueries) return false;
+    if (kernels != AttentionKernels::mma && a.queries < kTiledMinQueries) return false;
     return attention_detail::mma_attention_takes<T>(a);
+  } else {
+    return false;
+  }
+}
+
+// Whether this call runs the flash tensor-core kernels: only when chosen (flash) until they have run
+// on a GPU (attention.h).
+template <typename T>
+bool use_flash(const AttentionShape& a) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    return attention_kernels() == AttentionKernels::flash && attention_detail::flash_attention_takes<T>(a);
   } else {
     return false;
   }
@@ -285,6 +299,7 @@ void set_attention_kernels(AttentionKernels kernels) { attention_kernel_choice()
 
 template <typename T>
 AttentionKernels attention_kernels_for(const AttentionShape& a) {
+  if (use_flash<T>(a)) return AttentionKernels::flash;
   if (use_mma<T>(a)) return AttentionKernels::mma;
   return use_tiled<T>(a) ? AttentionKernels::tiled : AttentionKernels::naive;
 }
@@ -298,6 +313,11 @@ void attention_forward(const AttentionShape& a, const T* q, const T* k, const T*
   const std::int64_t rows = a.batch * a.heads * a.queries;
   if (rows <= 0) return;
   if constexpr (!std::is_same_v<T, double>) {
+    if (use_flash<T>(a)) {
+      attention_detail::flash_attention_forward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
+                                                   out, stream);
+      return;
+    }
     if (use_mma<T>(a)) {
       attention_detail::mma_attention_forward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse, out,
                                                  stream);
@@ -323,6 +343,11 @@ void attention_backward(const AttentionShape& a, const T* q, const T* k, const T
                         double scale, double dropout_p, std::uint64_t seed, std::uint64_t rng_stream,
                         const acc_t<T>* lse, const T* dout, T* dq, T* dk, T* dv, acc_t<T>* workspace, Stream stream) {
   if constexpr (!std::is_same_v<T, double>) {
+    if (use_flash<T>(a)) {
+      attention_detail::flash_attention_backward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
+                                                    dout, dq, dk, dv, workspace, stream);
+      return;
+    }
     if (use_mma<T>(a)) {
       attention_detail::mma_attention_backward<T>(a, q, k, v, key_lengths, scale, dropout_p, seed, rng_stream, lse,
                                                   dout, dq, dk, dv, stream);

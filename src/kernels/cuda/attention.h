@@ -28,7 +28,8 @@
 // The tiled kernels (attention_tiled.h: 32 rows a block, tiles of 64 through shared memory, the
 // softmax online, as flash attention) compute the same contract for float, bf16 and f16 with K and
 // Kv up to 128, any S and T; the tensor-core kernels (attention_mma.h) short sequences in bf16 and
-// f16. Which kernels run is attention_kernels() below.
+// f16, the flash ones (attention_flash.h: the tiled kernels' walk with tensor-core products) any
+// length in bf16 and f16. Which kernels run is attention_kernels() below.
 // All pointers are device memory of the stream's device (the caller holds its DeviceGuard),
 // key_lengths included.
 #pragma once
@@ -56,14 +57,20 @@ using cpu::AttentionShape;
 //     both ways);
 //   mma: the tensor-core kernels wherever they take the shape, one query too; elsewhere the
 //     automatic choice.
-// The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive, tiled or mma; anything else is an
-// error); set_attention_kernels overrides it for the process (tests, benchmarks).
-enum class AttentionKernels { automatic, naive, tiled, mma };
+//   flash: the flash tensor-core kernels (attention_flash.h: bf16/f16, any number of queries and
+//     keys, head sizes multiples of 16, sm_80 or later) wherever they take the shape, one query too;
+//     elsewhere the automatic choice. Written without a GPU (2026-12-06) and not yet run on one, so
+//     not part of the automatic choice: once their parity tests pass on a GPU and model_bench
+//     measures them against the tiled kernels on sentences over 64 tokens (docs/GPU.md), automatic
+//     takes them where they are faster.
+// The first call reads DRAGOMAN_CUDA_ATTENTION (auto, naive, tiled, mma or flash; anything else is
+// an error); set_attention_kernels overrides it for the process (tests, benchmarks).
+enum class AttentionKernels { automatic, naive, tiled, mma, flash };
 inline constexpr std::int64_t kTiledMinQueries = 16;  // half a tile of queries
 void set_attention_kernels(AttentionKernels kernels);
 AttentionKernels attention_kernels();
 // The family that attention_forward/backward run for this shape under attention_kernels(): naive,
-// tiled or mma (never automatic).
+// tiled, mma or flash (never automatic).
 template <typename T>
 AttentionKernels attention_kernels_for(const AttentionShape& shape);
 

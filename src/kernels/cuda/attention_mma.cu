@@ -3,10 +3,6 @@
 // tiles with float accumulators for the six products, the softmax and dscore on CUDA cores.
 #include "kernels/cuda/attention_mma.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
-
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,34 +10,24 @@
 
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_launch.cuh"
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/check.h"
 
 namespace dragoman::cuda::attention_detail {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
-constexpr int kMaxRows = 64;   // queries and keys of a (b, h): two keys a lane in the softmax
-constexpr int kMaxSize = 128;  // K and Kv
-constexpr int kTile = 16;      // WMMA's m, n and k
-constexpr int kCopyBatch = 4;  // 16-byte loads in flight a thread while filling shared memory
+using mma::block_product;
+using mma::copy_rows;
+using mma::kThreads;
+using mma::kTile;
+using mma::kWarps;
+using mma::round_tile;
+using mma::store_rows;
+using mma::take;
+using mma::warp_max;
+using mma::warp_sum;
 
-// The CUDA type WMMA multiplies for T (the same 16 bits).
-template <typename T>
-struct Wmma;
-template <>
-struct Wmma<bf16> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct Wmma<f16> {
-  using type = __half;
-};
-
-__host__ __device__ constexpr int round_tile(std::int64_t n) {
-  return static_cast<int>((n + kTile - 1) / kTile * kTile);
-}
-__host__ __device__ constexpr int round_up(int n, int to) { return (n + to - 1) / to * to; }
+constexpr int kMaxRows = 64;  // queries and keys of a (b, h): two keys a lane in the softmax
 
 // Where each array of a block lives in its dynamic shared memory (byte offsets, each 128-byte
 // aligned), and the rows' pitches: elements of T for q, k, v, dout, p, ds (padded by 8: 16 bytes, so
@@ -53,12 +39,6 @@ struct Layout {
   int q = 0, k = 0, v = 0, dout = 0, s = 0, dp = 0, p = 0, ds = 0, o = 0, rows = 0;
   int bytes = 0;
 };
-
-__host__ __device__ inline int take(int& at, int bytes) {
-  const int offset = at;
-  at += round_up(bytes, 128);
-  return offset;
-}
 
 __host__ __device__ inline Layout layout_of(const AttentionShape& a, bool backward) {
   Layout l;
@@ -84,91 +64,6 @@ __host__ __device__ inline Layout layout_of(const AttentionShape& a, bool backwa
   l.rows = take(at, 2 * l.tp * 4);
   l.bytes = at;
   return l;
-}
-
-// Rows [0, padded_rows) of `size` elements (a multiple of 16) into a shared array of pitch ld: rows
-// [0, rows) from src (row stride `stride`), the others zeros (a key past the length must add 0, not
-// 0 times whatever lies there). 16 bytes a load where src allows, kCopyBatch loads in flight.
-template <typename T>
-__device__ void copy_rows(T* dst, int ld, const T* src, std::int64_t stride, std::int64_t rows, int padded_rows,
-                          int size) {
-  constexpr int kVector = 16 / static_cast<int>(sizeof(T));
-  if (stride % kVector == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0) {
-    const int per_row = size / kVector, n = padded_rows * per_row;
-    for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += kThreads * kCopyBatch) {
-      uint4 x[kCopyBatch];
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        const int e = e0 + u * kThreads, r = e / per_row;
-        x[u] = make_uint4(0u, 0u, 0u, 0u);
-        if (e < n && r < rows) x[u] = *reinterpret_cast<const uint4*>(src + r * stride + (e - r * per_row) * kVector);
-      }
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        const int e = e0 + u * kThreads, r = e / per_row;
-        if (e < n) *reinterpret_cast<uint4*>(dst + r * ld + (e - r * per_row) * kVector) = x[u];
-      }
-    }
-    return;
-  }
-  const int n = padded_rows * size;
-  for (int e = static_cast<int>(threadIdx.x); e < n; e += kThreads) {
-    const int r = e / size, d = e - r * size;
-    dst[r * ld + d] = r < rows ? src[r * stride + d] : T();
-  }
-}
-
-// The butterfly maximum and sum over a warp: every lane combines the same pairs, so all hold the
-// same bits.
-__device__ inline float warp_max(float x) {
-  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
-}
-__device__ inline float warp_sum(float x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
-  return x;
-}
-
-namespace wmma = nvcuda::wmma;
-
-// C[M, N] = A[M, Kd] B[Kd, N] for one block, M, N and Kd multiples of 16: the warps take the 16 x 16
-// tiles of C in turn, each summed over Kd in order, and store them as float into c (pitch ldc).
-// A is row-major at a (pitch lda) or, with ATransposed, column-major (A = a^T: a holds A's columns
-// as rows); B is row-major at b (pitch ldb) or, with BTransposed, column-major.
-template <typename T, bool ATransposed, bool BTransposed>
-__device__ void block_product(const T* a, int lda, const T* b, int ldb, float* c, int ldc, int M, int N, int Kd) {
-  using W = typename Wmma<T>::type;
-  using LayoutA = std::conditional_t<ATransposed, wmma::col_major, wmma::row_major>;
-  using LayoutB = std::conditional_t<BTransposed, wmma::col_major, wmma::row_major>;
-  const int warp = static_cast<int>(threadIdx.x) / 32, tiles_n = N / kTile;
-  for (int tile = warp; tile < (M / kTile) * tiles_n; tile += kWarps) {
-    const int i = tile / tiles_n * kTile, j = tile % tiles_n * kTile;
-    wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
-    wmma::fill_fragment(acc, 0.f);
-    for (int kk = 0; kk < Kd; kk += kTile) {
-      wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, W, LayoutA> fa;
-      wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, W, LayoutB> fb;
-      // Element (m, k) of A: a[m * lda + k] row-major, a[k * lda + m] column-major; (k, n) of B likewise.
-      const T* at = ATransposed ? a + kk * lda + i : a + i * lda + kk;
-      const T* bt = BTransposed ? b + j * ldb + kk : b + kk * ldb + j;
-      wmma::load_matrix_sync(fa, reinterpret_cast<const W*>(at), lda);
-      wmma::load_matrix_sync(fb, reinterpret_cast<const W*>(bt), ldb);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    wmma::store_matrix_sync(c + i * ldc + j, acc, ldc, wmma::mem_row_major);
-  }
-}
-
-// Rows [0, rows) of the float staging array (pitch ld, `size` columns) to dst (row stride `stride`),
-// each element rounded once to T, divided by divisor[row] first when divisor is not null.
-template <typename T>
-__device__ void store_rows(T* dst, std::int64_t stride, const float* staging, int ld, std::int64_t rows, int size,
-                           const float* divisor) {
-  for (int e = static_cast<int>(threadIdx.x); e < rows * size; e += kThreads) {
-    const int r = e / size, d = e - r * size;
-    const float x = staging[r * ld + d];
-    dst[r * stride + d] = store<T>(divisor != nullptr ? x / divisor[r] : x);
-  }
 }
 
 // Block (b, h): out and lse of every query.
@@ -311,9 +206,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Whether the kernels were compiled for the current device's architecture with bf16 WMMA (sm_80 or
-// later: a build for an older one leaves them empty, with a trap). Asked once per device.
-bool device_has_wmma() {
+}  // namespace
+
+// Asked of the backward kernel, the one with the most registers; every tensor-core kernel is compiled
+// for the same architectures.
+bool mma::device_has_wmma() {
   return once_per_device<bool>([](int device) {
     int major = 0;
     DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -323,18 +220,14 @@ bool device_has_wmma() {
   });
 }
 
-}  // namespace
-
 template <typename T>
 bool mma_attention_takes(const AttentionShape& a) {
   if constexpr (!std::is_same_v<T, bf16> && !std::is_same_v<T, f16>) {
     return false;
   } else {
     if (a.queries < 1 || a.queries > kMaxRows || a.keys < 1 || a.keys > kMaxRows) return false;
-    for (const std::int64_t size : {a.key_size, a.value_size}) {
-      if (size < kTile || size > kMaxSize || size % kTile != 0) return false;
-    }
-    return device_has_wmma() && static_cast<std::size_t>(layout_of(a, true).bytes) <= device_shared_limit();
+    if (!mma::head_sizes_taken(a.key_size, a.value_size)) return false;
+    return mma::device_has_wmma() && static_cast<std::size_t>(layout_of(a, true).bytes) <= device_shared_limit();
   }
 }
 
