@@ -2,7 +2,8 @@
 # Prepares a GPU run on a machine that has the NVIDIA driver and CUDA toolkit but none of our
 # Debian libraries: builds with CUDA for the given architectures (default 90, H100/H200) in
 # build-gpu/, then copies the binaries and the non-CUDA shared libraries they need (ICU, spdlog,
-# fmt, ...) into .gpu/ (git-ignored; the libraries compressed, .gpu/lib.tar.xz: about 40 MB in all).
+# fmt, ...) into .gpu/ (git-ignored; the libraries compressed, .gpu/lib.tar.xz: about 55 MB in all),
+# and fails when the tree and .gpu/ together pass the 64 MiB a device session carries.
 # On the GPU machine scripts/gpu-check.sh does everything; by hand:
 #   tar -xJf .gpu/lib.tar.xz -C .gpu
 #   export LD_LIBRARY_PATH=$PWD/.gpu/lib:$LD_LIBRARY_PATH   # plus where its CUDA/NCCL libraries are
@@ -17,8 +18,8 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDRAGOMAN_CUDA=ON -
 cmake --build build-gpu -j "${JOBS:-2}"
 rm -rf .gpu
 mkdir -p .gpu/lib
-binaries=(build-gpu/src/dragoman build-gpu/tests/dragoman_tests build-gpu/tests/dragoman_cuda_tests
-  build-gpu/bench/model_bench)
+# What the GPU scripts run (not the CPU suite, dragoman_tests: 16 MB that the 64 MiB could not spare).
+binaries=(build-gpu/src/dragoman build-gpu/tests/dragoman_cuda_tests build-gpu/bench/model_bench)
 cp "${binaries[@]}" .gpu/
 # Every resolved library except glibc/libstdc++ (present everywhere) and the CUDA toolkit's own
 # (libcudart, libcublas*, libnccl: the GPU machine has its own, matching its driver).
@@ -63,3 +64,14 @@ tar -cJf .gpu/lib.tar.xz -C .gpu lib
 rm -rf .gpu/lib
 du -sh .gpu
 ls -l .gpu
+# A device session carries the working tree (tracked and untracked files that git does not ignore)
+# plus .gpu/, 64 MiB in all; a larger one is refused at the first call, costing the GPU's minutes.
+tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null |
+  awk '{ n += $1 } END { print n + 0 }')
+bundle_bytes=$(du -sb .gpu | cut -f1)
+limit=$((64 * 1024 * 1024))
+echo "gpu-bundle: the tree $((tree_bytes / 1048576)) MiB + .gpu/ $((bundle_bytes / 1048576)) MiB of the 64 MiB a device session carries"
+if ((tree_bytes + bundle_bytes > limit)); then
+  echo "gpu-bundle: over the 64 MiB a device session carries: leave something out of .gpu/" >&2
+  exit 1
+fi
