@@ -17,8 +17,9 @@
 // Every case runs on the naive kernels and (float, bf16, f16) on the tiled ones (attention_tiled.h),
 // with extra cases of several 32-query and 64-key tiles; the 6 cases the tensor-core kernels take
 // (attention_mma.h: bf16, f16, at most 64 queries and keys, K a multiple of 16) on those too, and
-// every case with K a multiple of 16 on the flash ones (attention_flash.h: several 64-query and
-// 64-key tiles, causal and padded, a key tile no query sees), both with r + u_T for r (they round the
+// every case with K a multiple of 16 on the flash ones where the device's shared memory allows
+// (attention_flash.h: several 64-query and 64-key tiles, causal and padded, a key tile no query
+// sees, a query offset), both with r + u_T for r (they round the
 // probabilities and dscore to T before their products). Then
 // ops::attention/attention_backward on GPU tensors (key_lengths on the CPU or the GPU) match the CPU ops, on both
 // kernels.
@@ -50,8 +51,9 @@ struct Case {
   std::int64_t batch, heads, queries, keys, key_size;
   bool causal;
   double dropout;
-  bool padded;  // key_lengths below S (one row fully masked when B > 1)
-  bool cache;   // k and v interleaved in a cache of keys + 7 rows; one query at offset S - 1
+  bool padded;                    // key_lengths below S (one row fully masked when B > 1)
+  bool cache;                     // k and v interleaved in a cache of keys + 7 rows; one query at offset S - 1
+  std::int64_t query_offset = 0;  // (without the cache) the first query's position among the keys
 };
 
 // The layout of one case: q, out contiguous; k and v contiguous or interleaved in one cache buffer.
@@ -75,7 +77,7 @@ cpu::AttentionShape shape_of(const Case& c) {
     a.k_row_stride = a.v_row_stride = width;
   }
   a.causal = c.causal;
-  a.query_offset = c.cache ? c.keys - 1 : 0;
+  a.query_offset = c.cache ? c.keys - 1 : c.query_offset;
   return a;
 }
 
@@ -265,10 +267,12 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
       {2, 2, 17, 50, 48, false, 0.0, true, false},
       // Several 64-query and 64-key tiles of the flash kernels: causal self-attention of 150 tokens;
       // 130 queries over 200 keys with a row of no keys (length 0), one of 100 keys (a key tile no
-      // query sees: dk, dv zeros) and one of all; K 128 over 3 key tiles.
+      // query sees: dk, dv zeros) and one of all; K 128 over 3 key tiles; 100 causal queries at
+      // offset 43 among 143 keys (the dk/dv kernels' first query tile starts off a tile boundary).
       {2, 2, 150, 150, 64, true, 0.1, true, false},
       {3, 2, 130, 200, 32, false, 0.0, true, false},
       {1, 2, 80, 160, 128, false, 0.1, false, false},
+      {2, 1, 100, 143, 32, true, 0.1, false, false, 43},
   };
   // Every case on both implementations (double: the naive kernels only), the cases the tensor-core
   // kernels take on them too (bf16, f16), then back to the default.
@@ -282,21 +286,18 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
   const KernelsGuard restore;
   for (const AttentionKernels kernel : kernels) {
     cuda::set_attention_kernels(kernel);
-    std::size_t taken = 0, head_64 = 0, taken_64 = 0;  // flash: the cases with K a multiple of 16 up to 64
+    std::size_t taken = 0;
     for (const Case& c : cases) {
-      const bool small_head = c.key_size % 16 == 0 && c.key_size <= 64;
-      head_64 += small_head;
       if (kernel == AttentionKernels::mma && !cuda::attention_detail::mma_attention_takes<T>(shape_of(c))) continue;
       if (kernel == AttentionKernels::flash && !cuda::attention_detail::flash_attention_takes<T>(shape_of(c))) continue;
       ++taken;
-      taken_64 += small_head;
       INFO((kernel == AttentionKernels::tiled   ? "tiled"
             : kernel == AttentionKernels::mma   ? "mma"
             : kernel == AttentionKernels::flash ? "flash"
                                                 : "naive")
            << " kernels: B " << c.batch << ", H " << c.heads << ", T " << c.queries << ", S " << c.keys << ", K "
            << c.key_size << (c.causal ? ", causal" : "") << ", dropout " << c.dropout << (c.padded ? ", padded" : "")
-           << (c.cache ? ", strided cache" : ""));
+           << (c.cache ? ", strided cache" : "") << ", query offset " << shape_of(c).query_offset);
       check_case<T>(c);
     }
     // On a GPU that has them (sm_80 and later), the tensor-core kernels took 6 of the cases; 5 where a
@@ -304,10 +305,19 @@ TEMPLATE_TEST_CASE("cuda attention equals the CPU spec within its softmax order 
     // backward pass (33 queries and keys, K 128: 106 KiB).
     if (kernel == AttentionKernels::mma && cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[2])))
       CHECK(taken == (cuda::attention_detail::mma_attention_takes<T>(shape_of(cases[6])) ? 6u : 5u));
-    // The flash kernels take every case with K a multiple of 16 up to 64 on such a GPU (their blocks
-    // fit 99 KiB of shared memory), and the tiles of K 96 and 128 where a block has room for them.
-    if (kernel == AttentionKernels::flash && cuda::attention_detail::flash_attention_takes<T>(shape_of(cases[2])))
-      CHECK(taken_64 == head_64);
+    // The flash kernels take every case with K a multiple of 16 whose blocks fit the device's shared
+    // memory: all 15 on an H100 or A100; 12 on sm_86/89/120 (99 KiB: not K 96 or 128).
+    if (kernel == AttentionKernels::flash && cuda::attention_detail::flash_attention_takes<T>(shape_of(cases[2]))) {
+      int optin = 0;
+      DRAGOMAN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+      std::size_t fitting = 0;
+      for (const Case& c : cases) {
+        fitting += c.key_size % 16 == 0 && cuda::attention_detail::flash_attention_shared_bytes(
+                                               c.key_size, c.key_size) <= static_cast<std::size_t>(optin);
+      }
+      CHECK(fitting >= 12);
+      CHECK(taken == fitting);
+    }
   }
 }
 

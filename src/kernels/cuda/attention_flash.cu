@@ -391,17 +391,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-// The most shared memory any of the three kernels' blocks takes for these head sizes.
-std::size_t flash_shared_bytes(std::int64_t key_size, std::int64_t value_size) {
+std::int64_t row_tiles(std::int64_t rows) { return (rows + kRows - 1) / kRows; }
+
+}  // namespace
+
+std::size_t flash_attention_shared_bytes(std::int64_t key_size, std::int64_t value_size) {
   int most = 0;
   for (const Kernel kernel : {Kernel::forward, Kernel::dq, Kernel::dkv})
     most = std::max(most, layout_of(key_size, value_size, kernel).bytes);
   return static_cast<std::size_t>(most);
 }
-
-std::int64_t row_tiles(std::int64_t rows) { return (rows + kRows - 1) / kRows; }
-
-}  // namespace
 
 template <typename T>
 bool flash_attention_takes(const AttentionShape& a) {
@@ -409,7 +408,7 @@ bool flash_attention_takes(const AttentionShape& a) {
     return false;
   } else {
     if (a.queries < 1 || a.keys < 1 || !mma::head_sizes_taken(a.key_size, a.value_size)) return false;
-    return mma::device_has_wmma() && flash_shared_bytes(a.key_size, a.value_size) <= device_shared_limit();
+    return mma::device_has_wmma() && flash_attention_shared_bytes(a.key_size, a.value_size) <= device_shared_limit();
   }
 }
 

@@ -24,6 +24,7 @@
 // K = Kv = 64, within every sm_80+ device's 99 KiB or more; 110.5, 144.5 and 134.5 KiB for 128).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/numeric.h"
@@ -37,6 +38,10 @@ using cpu::AttentionShape;
 // Whether the flash kernels take this shape for T on the current device.
 template <typename T>
 bool flash_attention_takes(const AttentionShape& shape);
+
+// The dynamic shared memory of the largest of the three kernels' blocks for these head sizes (the
+// most a block of the device must allow for flash_attention_takes).
+std::size_t flash_attention_shared_bytes(std::int64_t key_size, std::int64_t value_size);
 
 // As cuda::attention_forward/backward (attention.h); only for shapes flash_attention_takes().
 // workspace: delta, [B, H, T] floats (attention_backward_workspace).
