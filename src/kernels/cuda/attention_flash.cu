@@ -10,9 +10,11 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/attention_mma.cuh"
+#if !defined(DRAGOMAN_CUDA_EMULATION)  // (tests/emulated_cuda/emulated_cuda.h has the launch)
+#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/check.h"
+#endif
 
 namespace dragoman::cuda::attention_detail {
 namespace {
@@ -102,13 +104,33 @@ __device__ inline Terms row_terms(const float* scores, const float* dprob, std::
   return r;
 }
 
+// What a block of the forward or dq kernel owns: head (b, h) of [B, H] (bh = b H + h) and queries
+// t0 .. t0 + rows - 1 (rows up to 64), whose sentence has `length` keys; n_max: the most keys one of
+// them sees (the last one, when causal).
+struct QueryBlock {
+  std::int64_t bh, b, h, t0, rows, n_max;
+  std::int32_t length;
+};
+__device__ inline QueryBlock query_block(const AttentionShape& a, const std::int32_t* key_lengths) {
+  QueryBlock r;
+  const std::int64_t tiles = (a.queries + kRows - 1) / kRows;
+  r.bh = blockIdx.x / tiles;
+  r.t0 = blockIdx.x % tiles * kRows;
+  r.b = r.bh / a.heads;
+  r.h = r.bh % a.heads;
+  r.rows = a.queries - r.t0 < kRows ? a.queries - r.t0 : kRows;
+  r.length = key_lengths[r.b];
+  r.n_max = visible_keys(a, r.length, r.t0 + r.rows - 1);
+  return r;
+}
+
 // Block (b, h, queries t0 .. t0 + 63): out and lse of those queries.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     flash_forward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                          float scale, Dropout<float> drop, float* lse, T* out) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char flash_shared[];
+#if DRAGOMAN_WMMA_KERNELS
+  DRAGOMAN_DYNAMIC_SHARED(flash_shared);
   const Layout L = layout_of(a.key_size, a.value_size, Kernel::forward);
   T* Qs = reinterpret_cast<T*>(flash_shared + L.q);
   T* Ks = reinterpret_cast<T*>(flash_shared + L.k);
@@ -119,12 +141,11 @@ __global__ void __launch_bounds__(kThreads)
   float* row_max = reinterpret_cast<float*>(flash_shared + L.rows);
   float* row_sum = row_max + kRows;
   const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size);
-  const std::int64_t Tq = a.queries, S = a.keys, tiles = (Tq + kRows - 1) / kRows;
-  const std::int64_t bh = blockIdx.x / tiles, t0 = blockIdx.x % tiles * kRows, b = bh / a.heads, h = bh % a.heads;
+  const std::int64_t Tq = a.queries, S = a.keys;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const std::int32_t length = key_lengths[b];
-  const std::int64_t rows = Tq - t0 < kRows ? Tq - t0 : kRows;
-  const std::int64_t n_max = visible_keys(a, length, t0 + rows - 1);  // the most keys a query of the block sees
+  const QueryBlock blk = query_block(a, key_lengths);
+  const std::int64_t bh = blk.bh, b = blk.b, h = blk.h, t0 = blk.t0, rows = blk.rows, n_max = blk.n_max;
+  const std::int32_t length = blk.length;
   copy_rows(Qs, L.ldk, q + b * a.q_batch_stride + t0 * a.q_row_stride + h * K, a.q_row_stride, rows, kRows, K);
   zero_shared(Os, kRows * L.ldav);
   for (int t = static_cast<int>(threadIdx.x); t < kRows; t += kThreads) {
@@ -203,8 +224,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     flash_dq_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths, float scale,
                     Dropout<float> drop, const float* lse, const T* dout, T* dq, float* delta) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char flash_shared[];
+#if DRAGOMAN_WMMA_KERNELS
+  DRAGOMAN_DYNAMIC_SHARED(flash_shared);
   const Layout L = layout_of(a.key_size, a.value_size, Kernel::dq);
   T* Qs = reinterpret_cast<T*>(flash_shared + L.q);
   T* Ks = reinterpret_cast<T*>(flash_shared + L.k);
@@ -217,12 +238,11 @@ __global__ void __launch_bounds__(kThreads)
   float* row_lse = reinterpret_cast<float*>(flash_shared + L.rows);
   float* row_delta = row_lse + kRows;
   const int K = static_cast<int>(a.key_size), Kv = static_cast<int>(a.value_size);
-  const std::int64_t Tq = a.queries, S = a.keys, tiles = (Tq + kRows - 1) / kRows;
-  const std::int64_t bh = blockIdx.x / tiles, t0 = blockIdx.x % tiles * kRows, b = bh / a.heads, h = bh % a.heads;
+  const std::int64_t Tq = a.queries, S = a.keys;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const std::int32_t length = key_lengths[b];
-  const std::int64_t rows = Tq - t0 < kRows ? Tq - t0 : kRows;
-  const std::int64_t n_max = visible_keys(a, length, t0 + rows - 1);
+  const QueryBlock blk = query_block(a, key_lengths);
+  const std::int64_t bh = blk.bh, b = blk.b, h = blk.h, t0 = blk.t0, rows = blk.rows, n_max = blk.n_max;
+  const std::int32_t length = blk.length;
   const bool one_tile = n_max <= kRows;  // the second pass reuses the first's terms
   copy_rows(Qs, L.ldk, q + b * a.q_batch_stride + t0 * a.q_row_stride + h * K, a.q_row_stride, rows, kRows, K);
   copy_rows(DOs, L.ldv, dout + b * a.out_batch_stride + t0 * a.out_row_stride + h * Kv, a.out_row_stride, rows, kRows,
@@ -313,8 +333,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkv_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths, float scale,
                      Dropout<float> drop, const float* lse, const T* dout, const float* delta, T* dk, T* dv) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char flash_shared[];
+#if DRAGOMAN_WMMA_KERNELS
+  DRAGOMAN_DYNAMIC_SHARED(flash_shared);
   const Layout L = layout_of(a.key_size, a.value_size, Kernel::dkv);
   T* Qs = reinterpret_cast<T*>(flash_shared + L.q);
   T* Ks = reinterpret_cast<T*>(flash_shared + L.k);

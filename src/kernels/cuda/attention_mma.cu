@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/attention_mma.cuh"
+#if !defined(DRAGOMAN_CUDA_EMULATION)  // (tests/emulated_cuda/emulated_cuda.h has the launch)
+#include "kernels/cuda/attention_launch.cuh"
 #include "kernels/cuda/check.h"
+#endif
 
 namespace dragoman::cuda::attention_detail {
 namespace {
@@ -71,8 +73,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                        float scale, Dropout<float> drop, float* lse, T* out) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char mma_shared[];
+#if DRAGOMAN_WMMA_KERNELS
+  DRAGOMAN_DYNAMIC_SHARED(mma_shared);
   const Layout L = layout_of(a, false);
   T* Qs = reinterpret_cast<T*>(mma_shared + L.q);
   T* Ks = reinterpret_cast<T*>(mma_shared + L.k);
@@ -136,8 +138,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
     mma_backward_kernel(AttentionShape a, const T* q, const T* k, const T* v, const std::int32_t* key_lengths,
                         float scale, Dropout<float> drop, const float* lse, const T* dout, T* dq, T* dk, T* dv) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char mma_shared[];
+#if DRAGOMAN_WMMA_KERNELS
+  DRAGOMAN_DYNAMIC_SHARED(mma_shared);
   const Layout L = layout_of(a, true);
   T* Qs = reinterpret_cast<T*>(mma_shared + L.q);
   T* Ks = reinterpret_cast<T*>(mma_shared + L.k);
@@ -208,6 +210,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
+#if !defined(DRAGOMAN_CUDA_EMULATION)
 // Asked of the backward kernel, the one with the most registers; every tensor-core kernel is compiled
 // for the same architectures.
 bool mma::device_has_wmma() {
@@ -219,6 +222,7 @@ bool mma::device_has_wmma() {
     return major >= 8 && compiled.ptxVersion >= 80;
   });
 }
+#endif
 
 template <typename T>
 bool mma_attention_takes(const AttentionShape& a) {

@@ -3,6 +3,11 @@
 // WMMA type of bf16/f16, shared-memory layouts, row copies into shared memory, warp reductions, the
 // block's product of shared matrices on tensor cores and the rows' stores. Every block has
 // kThreads threads. Private to kernels/cuda/attention_mma.cu and attention_flash.cu.
+//
+// The two files also compile as host C++ under DRAGOMAN_CUDA_EMULATION, where
+// tests/emulated_cuda/ stands in for CUDA (a block's threads as std::threads, WMMA's tiles as float
+// loops), so that the CPU suite runs these kernels' own source against the CPU spec
+// (tests/kernels/test_attention_emulated.cpp). Hence the two macros below.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,6 +18,22 @@
 #include <type_traits>
 
 #include "core/numeric.h"
+
+// Whether this compilation has the kernels' bodies: device code for sm_80 or later (bf16 WMMA), or
+// the host emulation. (nvcc's host pass and older architectures: empty kernels, which trap.)
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(DRAGOMAN_CUDA_EMULATION)
+#define DRAGOMAN_WMMA_KERNELS 1
+#else
+#define DRAGOMAN_WMMA_KERNELS 0
+#endif
+
+// The block's dynamic shared memory as `unsigned char name[]`, 128-byte aligned (the emulator's
+// buffer for the block under emulation).
+#if defined(DRAGOMAN_CUDA_EMULATION)
+#define DRAGOMAN_DYNAMIC_SHARED(name) unsigned char* name = ::dragoman::emulation::dynamic_shared()
+#else
+#define DRAGOMAN_DYNAMIC_SHARED(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
 
 namespace dragoman::cuda::attention_detail::mma {
 

@@ -1,0 +1,13 @@
+// kernels/cuda/attention_mma.cu's own source compiled for the host emulation (emulated_cuda.h), its
+// namespace renamed attention_detail_emulated: what tests/kernels/test_attention_emulated.cpp runs.
+#define DRAGOMAN_CUDA_EMULATION 1
+#define attention_detail attention_detail_emulated
+#include "emulated_cuda/emulated_cuda.h"
+#include "kernels/cuda/attention_mma.cu"
+
+namespace dragoman::cuda::attention_detail::mma {
+
+// The emulation has WMMA (attention_mma.cu asks the device otherwise).
+bool device_has_wmma() { return true; }
+
+}  // namespace dragoman::cuda::attention_detail::mma
