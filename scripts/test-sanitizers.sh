@@ -7,7 +7,8 @@
 # "bf16 and fp16 training track fp32" is 1,800 training updates of the code that the other training
 # tests run here too, and takes 6 minutes under the sanitizers and the fuzzers' coverage hooks
 # (SANITIZE_ALL=1 runs it as well). About 6 times the normal test time; docs/RELIABILITY.md has the
-# last result.
+# last result. Before the suite, ThreadSanitizer over the tensor-core attention kernels' source in the
+# host emulation of CUDA (scripts/race-check-emulated.sh, about 15 seconds).
 #   scripts/test-sanitizers.sh [BUILD_DIR]     (JOBS=N for the build and ctest, default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ jobs=${JOBS:-2}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 bash scripts/configure-sanitized.sh "$build"
 cmake --build "$build" -j "$jobs"
+bash scripts/race-check-emulated.sh
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"

@@ -91,10 +91,12 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix
   }
 }
 
-// Lane 0 writes the tile (every lane holds the same one; the kernels read a stored tile only after
-// a barrier, as on the hardware).
+// Lane 0 writes the tile (every lane holds the same one) once the warp has met: every lane has then
+// read what the warp loaded before (an accumulator tile loaded from the same place, for one). The
+// kernels read a stored tile only after a barrier, as on the hardware.
 inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm, layout_t l) {
   detail::check_tile(p, ldm, sizeof(float), "wmma::store_matrix_sync");
+  dragoman::emulation::warp_sync("wmma::store_matrix_sync");
   if (dragoman::emulation::lane() == 0) {
     for (int i = 0; i < 16; ++i) {
       for (int j = 0; j < 16; ++j) (l == mem_row_major ? p[i * ldm + j] : p[j * ldm + i]) = f.x[i][j];
