@@ -6,13 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <random>
-#include <string>
 #include <vector>
 
 #include "core/numeric.h"
