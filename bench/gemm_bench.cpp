@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "best_rate.h"
-#include "core/build_info.h"
-#include "core/threads.h"
+#include "ops/build_info.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/build_info.h"
-#include "core/philox.h"
-#include "core/threads.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/runtime_info.h"
+#include "ops/build_info.h"
+#include "base/philox.h"
+#include "device/cpu/threads.h"
+#include "device/cuda/context.h"
+#include "device/cuda/runtime_info.h"
 #include "model/transformer.h"
 #include "model_flops.h"
 #include "ops/adam.h"
@@ -179,7 +179,7 @@ int run(int argc, char** argv) {
           finish();
           const double b = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();
-          dragoman::cpu::AdamHyper hyper;
+          dragoman::ops::AdamHyper hyper;
           hyper.step = step + 1;
           hyper.lr = 1e-4;
           dragoman::ops::adam_step(model.parameters().values(), model.parameters().grads(), m, v, hyper,

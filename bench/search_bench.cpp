@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "decode/beam_search.h"
 #include "decode/decoding_models.h"
 #include "decode/translator.h"

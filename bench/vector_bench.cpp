@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "best_rate.h"
-#include "core/build_info.h"
+#include "ops/build_info.h"
 #include "kernels/common/adam.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "device/cpu/cpu_isa.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace {

@@ -3,7 +3,7 @@
 // A config that loads must survive its own round trip: the YAML the trainer writes into the run
 // directory (to_yaml of to_json) loads back to the same config, as a resumed run reads it.
 // Seeds: fuzz/seeds/fuzz_config (configs/*.yaml with and without overrides).
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_common.h"
 #include "train/config.h"
 

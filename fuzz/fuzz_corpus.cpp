@@ -6,11 +6,11 @@
 // that validates decodes and encodes back to the same bytes, and replace_invalid's output
 // validates; an encoded corpus is consistent (offsets, counts, ids within the vocabulary).
 // Seeds: fuzz/seeds/fuzz_corpus (lines of tests/fixtures: demo corpus, BLEU, alignment TSV).
-#include "core/error.h"
+#include "base/error.h"
 #include "data/corpus.h"
 #include "fuzz_common.h"
 #include "io/text_lines.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 #include "text/vocabulary.h"
 
 using namespace dragoman;

@@ -7,7 +7,7 @@
 // Seeds: fuzz/seeds/fuzz_import (the fixtures of tests/fixtures/marian, a small torch.save file).
 #include "convert/hf_marian.h"
 #include "convert/marian_npz.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_common.h"
 #include "io/npz.h"
 #include "io/torch_pickle.h"

@@ -9,7 +9,7 @@
 // `dragoman train`) and tests/fixtures/{safetensors,model}.
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_common.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <memory>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/corpus.h"

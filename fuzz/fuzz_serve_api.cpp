@@ -7,7 +7,7 @@
 // Seeds: fuzz/seeds/fuzz_serve_api (the requests of docs/SERVE.md and the serve tests).
 #include "fuzz_common.h"
 #include "serve/api.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 using namespace dragoman;
 

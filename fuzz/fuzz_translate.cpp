@@ -4,11 +4,11 @@
 // error contract: one result a line, and every output valid UTF-8 within the length limit.
 // Seeds: fuzz/seeds/fuzz_translate (lines of the demo corpus and the BLEU fixtures, empty lines,
 // long lines, mixed scripts).
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/translator.h"
 #include "fuzz_common.h"
 #include "io/text_lines.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 using namespace dragoman;
 

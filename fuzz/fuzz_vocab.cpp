@@ -3,7 +3,7 @@
 // sentences (with and without their byte spans), every piece and score, decode. Checks besides
 // the error contract: encoded ids lie in the vocabulary, and spans lie inside the text.
 // Seeds: fuzz/seeds/fuzz_vocab (BPE and unigram models from `dragoman build-vocab` on the fixtures).
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_common.h"
 #include "text/vocabulary.h"
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Writes src/eval/moses_data.cpp: the character classes and nonbreaking prefixes of the Moses
+"""Writes third_party/moses/moses_data.cpp: the character classes and nonbreaking prefixes of the Moses
 tokenizer as the PyPI package sacremoses ships them (its data files, generated from Perl's Unicode
 properties and Moses' nonbreaking_prefix.* lists), so that `dragoman score-bleu --paper` tokenizes
 exactly as sacremoses does. Run it after changing the pinned version, and commit the output:
 
     python3 -m venv /tmp/moses && /tmp/moses/bin/pip install sacremoses==0.1.1
-    /tmp/moses/bin/python scripts/gen-moses-data.py > src/eval/moses_data.cpp
+    /tmp/moses/bin/python scripts/gen-moses-data.py > third_party/moses/moses_data.cpp
 
-The data is LGPL-2.1 (Moses, sacremoses); src/eval/moses_data.cpp says so at its top.
+The data is LGPL-2.1 (Moses, sacremoses); third_party/moses/moses_data.cpp says so at its top.
 """
 import importlib.metadata
 import sys

@@ -19,9 +19,9 @@
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "core/allocator.h"
-#include "core/build_info.h"
-#include "core/error.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "ops/build_info.h"
+#include "base/error.h"
+#include "device/cpu/cpu_isa.h"
 
 namespace {
 
@@ -111,7 +111,7 @@ void use_short_openmp_spins(char** argv) {
 
 int main(int argc, char** argv) {
   // The CPU kernels' instruction-set level, chosen once: a bad DRAGOMAN_CPU_ISA stops here, before
-  // any work (kernels/cpu/cpu_isa.h).
+  // any work (device/cpu/cpu_isa.h).
   try {
     dragoman::cpu::active_cpu_isa();
   } catch (const std::exception& e) {

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "model/average.h"
 #include "train/trainer.h"

@@ -7,7 +7,7 @@
 #include "cli/validators.h"
 #include "convert/hf_marian.h"
 #include "convert/marian_npz.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 
 namespace dragoman::cli {

@@ -14,15 +14,15 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
-#include "core/error.h"
-#include "core/threads.h"
-#include "core/timing.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
+#include "base/timing.h"
 #include "decode/decoding_models.h"
 #include "decode/scorer.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/text_lines.h"
-#include "kernels/cpu/gemm.h"
+#include "ops/linear.h"
 
 namespace dragoman::cli {
 namespace {
@@ -59,7 +59,7 @@ struct ScoreOptions {
 
 int run_score(const ScoreOptions& o) {
   set_compute_threads(resolve_threads(o.threads, "score: --threads"));
-  cpu::set_row_invariant_products(o.deterministic);
+  ops::set_row_invariant_products(o.deterministic);
   const TextLines sources = read_text_lines(o.source), targets = read_text_lines(o.target);
   if (sources.lines.size() != targets.lines.size()) {
     throw Error("score: " + sources.name + " has " + std::to_string(sources.lines.size()) + " lines but " +

@@ -9,11 +9,11 @@
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "core/threads.h"
-#include "kernels/cpu/gemm.h"
+#include "device/device.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "serve/server.h"
+#include "ops/linear.h"
 
 namespace dragoman::cli {
 namespace {
@@ -63,7 +63,7 @@ int run_serve(const ServeCliOptions& o) {
   set_compute_threads(threads);
   // Batch-invariant answers (a sentence's translation does not depend on who shared its batch),
   // unless --nondeterministic; a GPU has no such mode.
-  cpu::set_row_invariant_products(!o.nondeterministic && device.is_cpu());
+  ops::set_row_invariant_products(!o.nondeterministic && device.is_cpu());
   StopSignals signals;
 
   serve::ServerOptions options;

@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "train/communicator.h"
 #include "train/trainer.h"
 

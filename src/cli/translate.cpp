@@ -21,19 +21,19 @@
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "core/allocator.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "core/threads.h"
-#include "core/timing.h"
+#include "device/device.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
+#include "base/timing.h"
 #include "decode/attention_svg.h"
 #include "decode/decoding_models.h"
 #include "decode/translation_output.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
-#include "kernels/cpu/gemm.h"
 #include "model/checkpoint.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
+#include "ops/linear.h"
 
 namespace dragoman::cli {
 namespace {
@@ -386,7 +386,7 @@ std::string attention_caption(const DecodingModels& models, const AttentionChoic
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
   set_compute_threads(resolve_threads(o.threads, "translate: --threads"));
-  cpu::set_row_invariant_products(o.deterministic);
+  ops::set_row_invariant_products(o.deterministic);
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
   // while the model loads stops translate before its first chunk, the temporary output removed.

@@ -11,11 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/build_info.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "core/threads.h"
-#include "kernels/cuda/runtime_info.h"
+#include "ops/build_info.h"
+#include "device/device.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
+#include "device/cuda/runtime_info.h"
 
 namespace dragoman::cli {
 namespace {

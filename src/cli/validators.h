@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "decode/decoding_models.h"
 
 namespace dragoman::cli {
@@ -36,7 +36,7 @@ CLI::Validator device_name();
 void check_decoding_device(const std::string& command, const std::string& device, const std::string& precision);
 
 // Adds `--threads N` to `sub`: 0 (the default) means OMP_NUM_THREADS or all cores, at most
-// kMaxThreads (core/threads.h; resolve_threads there turns the value into a thread count).
+// kMaxThreads (device/cpu/threads.h; resolve_threads there turns the value into a thread count).
 CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what);
 
 }  // namespace dragoman::cli

@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "io/safetensors.h"
 #include "io/torch_pickle.h"
-#include "kernels/cpu/embedding.h"
+#include "ops/embedding.h"
 
 namespace dragoman {
 namespace {
@@ -176,11 +176,10 @@ void check_positions(const SafeTensor& t, const ModelConfig& c, const std::strin
   if (t.dtype != DType::kF32 || t.shape != std::vector<std::int64_t>{c.max_positions, c.d_model}) {
     throw Error(file + ": '" + t.name + "' is not an F32 [max_position_embeddings, d_model] table");
   }
-  std::vector<double> expected(static_cast<std::size_t>(c.max_positions * c.d_model));
-  cpu::sinusoidal_positions<double>(expected.data(), c.max_positions, c.d_model,
-                                    static_cast<int>(SinusoidLayout::kConcatenated));
+  const Tensor table = ops::sinusoidal_positions(c.max_positions, c.d_model, DType::kF64, SinusoidLayout::kConcatenated);
+  const double* expected = table.data<double>();
   const auto* values = reinterpret_cast<const float*>(t.data.data());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(table.numel()); ++i) {
     if (std::abs(values[i] - expected[i]) > 1e-5) {
       throw Error(file + ": '" + t.name + "' is not MarianMT's sinusoid table (element " + std::to_string(i) +
                   "): learned positions are not converted");

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 

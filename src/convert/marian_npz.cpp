@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/npz.h"
 #include "io/read_file.h"
 

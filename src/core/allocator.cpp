@@ -15,10 +15,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/error.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/deferred_error.h"
-#include "kernels/cuda/memory.h"
+#include "base/error.h"
+#include "device/cuda/context.h"
+#include "device/cuda/deferred_error.h"
+#include "device/cuda/memory.h"
 
 namespace dragoman {
 

@@ -32,8 +32,8 @@
 #include <string>
 
 #include "core/block_pool.h"
-#include "core/device.h"
-#include "kernels/cuda/stream.h"
+#include "device/device.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman {
 
@@ -117,7 +117,7 @@ CachingAllocator& allocator_for(Device device);
 std::size_t discard_pages(void* data, std::size_t bytes);
 
 // Before the program exits, with no tensor in use any more: checks every allocator for a kept
-// error, gives every cache back to the system, destroys the CUDA contexts (kernels/cuda/context.h)
+// error, gives every cache back to the system, destroys the CUDA contexts (device/cuda/context.h)
 // and throws the first error found on the way (a deferred CUDA error included), after releasing
 // everything it could. main calls it, so that a CUDA fault reaches the user as an error message.
 void release_all();

@@ -10,7 +10,7 @@
 // is handed out only for that stream. Work on one stream runs in issue order, so a block freed on
 // the host while a kernel on that stream still reads it can be reused at once by the next
 // allocation for the stream: its kernels run after. (A block used on a second stream would need an
-// event before reuse; nothing does that yet: a device has one stream, kernels/cuda/context.h.)
+// event before reuse; nothing does that yet: a device has one stream, device/cuda/context.h.)
 //
 // Sizes: requests up to 1 MiB come from 2 MiB segments ("small" pool), larger ones from 20 MiB
 // segments below 10 MiB and otherwise from a segment of their own size rounded to 2 MiB ("large"

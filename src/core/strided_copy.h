@@ -1,5 +1,5 @@
 // Copies between strided views of the same shape: the CPU spec of cuda::copy_strided
-// (kernels/cuda/copy.h), and the dimension collapsing Tensor::copy_from uses to pick a plain or a
+// (device/cuda/copy.h), and the dimension collapsing Tensor::copy_from uses to pick a plain or a
 // pitched (2D) copy. Strides are in elements and non-negative; element i of the row-major order of
 // `shape` is read at sum(index_d * src_strides[d]) and written at sum(index_d * dst_strides[d]).
 #pragma once

@@ -9,12 +9,12 @@
 #include <utility>
 
 #include "core/allocator.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/strided_copy.h"
-#include "kernels/cuda/cast.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/copy.h"
-#include "kernels/cuda/memory.h"
+#include "device/cuda/cast.h"
+#include "device/cuda/context.h"
+#include "device/cuda/copy.h"
+#include "device/cuda/memory.h"
 
 namespace dragoman {
 

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/half.h"
+#include "device/device.h"
+#include "base/dtype.h"
+#include "base/half.h"
 
 namespace dragoman {
 
@@ -49,7 +49,7 @@ constexpr DType dtype_of<f16>() { return DType::kF16; }
 class CachingAllocator;
 
 // A block of device memory; returned to its allocator when the last Tensor using it goes away. On
-// a CUDA device the block belongs to the device's context stream (kernels/cuda/context.h): work on
+// a CUDA device the block belongs to the device's context stream (device/cuda/context.h): work on
 // the tensor goes to that stream, so the block can be reused in stream order once it is freed.
 class Storage {
  public:
@@ -125,7 +125,7 @@ class Tensor {
   // A contiguous copy on `device` (this tensor if already there and contiguous).
   Tensor to(Device device) const;
   // A contiguous copy converted to `dtype`, on the same device. CPU: between f32, f64, i32 by C++
-  // conversion; to bf16/f16 rounded to nearest even (core/half.h), from them exactly. CUDA:
+  // conversion; to bf16/f16 rounded to nearest even (base/half.h), from them exactly. CUDA:
   // f32 <-> bf16/f16 (cuda::cast, the same bits), asynchronous on the device's stream.
   Tensor to(DType dtype) const;
   // Copies src's elements into this tensor: same shape and dtype; any strides; any devices. On a

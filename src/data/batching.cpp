@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/error.h"
-#include "core/philox.h"
+#include "base/error.h"
+#include "base/philox.h"
 
 namespace dragoman::data {
 namespace {

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string_view>
 
-#include "core/error.h"
-#include "core/hash.h"
-#include "core/parallel.h"
+#include "base/error.h"
+#include "base/hash.h"
+#include "base/parallel.h"
 #include "io/atomic_file.h"
 #include "io/text_lines.h"
 

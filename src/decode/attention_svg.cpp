@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 namespace {

@@ -5,8 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "core/error.h"
-#include "kernels/cpu/top_k.h"
+#include "base/error.h"
 #include "ops/top_k.h"
 
 namespace dragoman {
@@ -40,7 +39,7 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
 
 // The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
 // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
-// (kernels/cpu/top_k.h).
+// (ops::top_k_row).
 void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const ModelConfig& c,
                      std::vector<std::pair<double, std::int32_t>>& best) {
   const std::int64_t vocab = logits.dim(1);
@@ -52,7 +51,7 @@ void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bo
         best.assign(1, {static_cast<double>(row[c.eos_id]), c.eos_id});
         return;
       }
-      return cpu::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
+      return ops::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
     }
     case DType::kF64: {
       const double* row = logits.data<double>() + r * vocab;
@@ -60,7 +59,7 @@ void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bo
         best.assign(1, {row[c.eos_id], c.eos_id});
         return;
       }
-      return cpu::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
+      return ops::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
     }
     default: throw Error("beam search: log-probabilities must be f32 or f64, got " + logits.describe());
   }

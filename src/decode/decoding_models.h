@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "decode/decoding_model.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"

@@ -3,11 +3,9 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/translator.h"
-#include "kernels/cpu/gather.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/gather.h"
+#include "ops/gather.h"
 
 namespace dragoman {
 namespace {
@@ -24,10 +22,7 @@ std::vector<double> picked(const Tensor& logits, const std::vector<std::int32_t>
   if (!logits.device().is_cpu()) {
     const auto element = static_cast<std::int64_t>(dtype_size(logits.dtype()));
     Tensor out = Tensor::empty({rows}, logits.dtype(), logits.device());
-    const Tensor index = Tensor::from_vector(at, {rows}).to(logits.device());
-    const cuda::DeviceGuard guard(logits.device().index);
-    cuda::gather_row_prefixes(logits.raw_data(), element, out.raw_data(), element, index.data<std::int32_t>(), rows,
-                              element, cuda::stream_of(logits.device().index));
+    ops::gather_row_prefixes(logits, element, out, element, at, element);
     values = out.to(Device::cpu());
     for (std::int64_t r = 0; r < rows; ++r) at[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(r);
   }

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/word_level.h"
 
 namespace dragoman {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "decode/beam_search.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"

@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "eval/ngrams.h"
 #include "eval/report.h"
 #include "text/unicode.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

@@ -1,10 +1,10 @@
 // chrF and chrF++ as sacreBLEU computes them (see chrf.h).
 #include "eval/chrf.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "eval/ngrams.h"
 #include "text/unicode.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

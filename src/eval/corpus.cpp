@@ -1,8 +1,8 @@
 // Corpus scoring (see corpus.h).
 #include "eval/corpus.h"
 
-#include "core/error.h"
-#include "core/parallel.h"
+#include "base/error.h"
+#include "base/parallel.h"
 
 namespace dragoman::eval {
 

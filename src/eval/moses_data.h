@@ -1,6 +1,6 @@
 // The data of the Moses tokenizer (eval/moses_tokenizer.h): character classes and nonbreaking
 // prefixes, generated from the PyPI package sacremoses by scripts/gen-moses-data.py into
-// moses_data.cpp.
+// third_party/moses/moses_data.cpp (LGPL-2.1: third_party/moses/README.md says where it comes from).
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,7 @@
 
 #include "eval/moses_data.h"
 #include "text/unicode.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

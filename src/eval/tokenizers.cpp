@@ -3,9 +3,9 @@
 // match, no overlaps) are reproduced exactly by the scans in substitute_pairs().
 #include "eval/tokenizers.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "text/unicode.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

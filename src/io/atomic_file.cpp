@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 namespace {

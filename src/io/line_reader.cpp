@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 namespace {

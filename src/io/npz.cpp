@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "io/zip.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 
 namespace dragoman {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace dragoman {
 

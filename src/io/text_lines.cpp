@@ -1,9 +1,9 @@
 // Reading UTF-8 text files as lines (see text_lines.h).
 #include "io/text_lines.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman {
 namespace {

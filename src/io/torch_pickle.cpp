@@ -6,7 +6,7 @@
 #include <memory>
 #include <variant>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "io/zip.h"
 

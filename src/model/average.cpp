@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/json_diff.h"
+#include "base/error.h"
+#include "base/json_diff.h"
 #include "ops/elementwise.h"
 
 namespace dragoman {

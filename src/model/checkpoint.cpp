@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 namespace {

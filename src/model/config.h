@@ -8,13 +8,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ops/sinusoid_layout.h"
+
 namespace dragoman {
 
 enum class PositionKind { kSinusoidal, kLearned };
-// The sinusoid table's layout (docs/MODEL.md): the paper's interleaved sin/cos pairs; the sines then
-// the cosines at the same frequencies (Hugging Face's MarianMT); the sines then the cosines at
-// tensor2tensor's frequencies 10000^(-i / (D/2 - 1)) (Marian, fairseq).
-enum class SinusoidLayout { kInterleaved, kConcatenated, kTensor2Tensor };
 enum class NormPlacement { kPost, kPre };
 enum class Activation { kRelu, kSwish };  // the feed-forward layer's: max(x, 0) or x * sigmoid(x)
 

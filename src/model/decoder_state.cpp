@@ -6,12 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "kernels/cpu/gather.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/gather.h"
+#include "base/error.h"
 #include "model/decoder_rows.h"
 #include "model/transformer.h"
+#include "ops/gather.h"
 
 namespace dragoman {
 
@@ -34,17 +32,8 @@ Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t leng
     const auto element = static_cast<std::int64_t>(dtype_size(x.dtype()));
     const std::int64_t row_bytes =
         (x.rank() > 1 ? std::min(length, x.dim(1)) * x.strides()[1] : std::int64_t{1}) * element;
-    const std::vector<std::int32_t>& index = selection.index;
-    const auto count = static_cast<std::int64_t>(rows.size());
-    if (x.device().is_cpu()) {
-      cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
-                               index.data(), count, row_bytes);
-    } else {
-      const Tensor& on_device = selection.on(x.device());
-      const cuda::DeviceGuard guard(x.device().index);
-      cuda::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
-                                on_device.data<std::int32_t>(), count, row_bytes, cuda::stream_of(x.device().index));
-    }
+    ops::gather_row_prefixes(x, x.strides()[0] * element, out, out.strides()[0] * element, selection.index, row_bytes,
+                             x.device().is_cpu() ? Tensor() : selection.on(x.device()));
     return out;
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -95,8 +84,7 @@ Tensor select_own_prefixes(const Tensor& x, const std::vector<std::int64_t>& row
       throw Error("select_rows: row " + std::to_string(rows[i]) + " out of range");
     bytes[i] = std::min(positions[i], x.dim(1)) * x.strides()[1] * element;
   }
-  cpu::gather_row_prefixes(x.raw_data(), x.strides()[0] * element, out.raw_data(), out.strides()[0] * element,
-                           index.data(), count, bytes.data());
+  ops::gather_row_prefixes(x, x.strides()[0] * element, out, out.strides()[0] * element, index, bytes);
   return out;
 }
 
@@ -116,8 +104,7 @@ void copy_own_prefixes(const Tensor& from, Tensor to, const std::vector<std::int
     index[r] = static_cast<std::int32_t>(r);
     bytes[r] = std::min(used[r], from.dim(1)) * from.strides()[1] * element;
   }
-  cpu::gather_row_prefixes(from.raw_data(), from.strides()[0] * element, to.raw_data(), to.strides()[0] * element,
-                           index.data(), from.dim(0), bytes.data());
+  ops::gather_row_prefixes(from, from.strides()[0] * element, to, to.strides()[0] * element, index, bytes);
 }
 
 // Whether `tensors` (a decoder state's caches) can take a reordering into `rows` rows in place:
@@ -127,7 +114,7 @@ bool fits_in_place(const std::vector<Tensor>& tensors, std::int64_t rows) {
                      [&](const Tensor& t) { return dense_cpu_rows(t) && t.capacity(0) >= rows; });
 }
 
-// Rows `rows` of each tensor, in place (cpu::plan_row_moves: rows that stay are not copied, and
+// Rows `rows` of each tensor, in place (ops::move_rows_in_place: rows that stay are not copied, and
 // the tensors keep their memory, so the caches stay in the processor's caches step after step);
 // new row i keeps its first units[i] positions (the rest unset: never read). Every tensor ends
 // with rows.size() rows (a view of its storage's first rows).
@@ -135,15 +122,14 @@ void select_rows_in_place(const std::vector<std::vector<Tensor>*>& groups, const
                           const std::vector<std::int64_t>& units) {
   const std::vector<std::int32_t> index(rows.begin(), rows.end());
   const auto count = static_cast<std::int64_t>(rows.size());
-  const cpu::RowMoves moves = cpu::plan_row_moves(index.data(), count, units.data());
-  std::vector<cpu::RowBlock> blocks;
+  std::vector<ops::RowBlock> blocks;
   for (std::vector<Tensor>* tensors : groups) {
     for (Tensor& t : *tensors) {
       const auto element = static_cast<std::int64_t>(dtype_size(t.dtype()));
       blocks.push_back({t.raw_data(), t.strides()[0] * element, t.strides()[1] * element});
     }
   }
-  cpu::move_rows(moves, blocks);
+  ops::move_rows_in_place(index, units, blocks);
   for (std::vector<Tensor>* tensors : groups) {
     for (Tensor& t : *tensors) t = t.widen(0, count);
   }

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "core/error.h"
-#include "core/philox.h"
+#include "base/error.h"
+#include "base/philox.h"
 #include "ops/linear.h"
 
 namespace dragoman::model {

@@ -14,11 +14,11 @@
 #include <memory>
 
 #include "core/tensor.h"
-#include "kernels/cpu/packed_gemm.h"
 #include "model/config.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
+#include "ops/linear.h"
 
 namespace dragoman::model {
 
@@ -29,7 +29,7 @@ struct Linear {
   Tensor qweight, qscale;  // i8 [out, in], f32 [out]; undefined otherwise
   // CPU decoding (Transformer::pack_weights): the weights the products read (qweight when it is
   // defined, else weight) packed once (kernels/cpu/packed_gemm.h); null otherwise.
-  std::shared_ptr<const cpu::PackedWeights> packed;
+  std::shared_ptr<const ops::PackedWeights> packed;
 };
 
 // Whether `p` is set: one of the model's layers, or one pack_weights made (whose f32 weight may be
@@ -69,7 +69,7 @@ struct Dropout {
 };
 
 // Hands out dropout sites in forward order: site i of training batch s on data-parallel rank r uses
-// the dropout purpose's rng_stream (r << 48) | (s << 24) | i (core/philox.h), so a batch's masks are
+// the dropout purpose's rng_stream (r << 48) | (s << 24) | i (base/philox.h), so a batch's masks are
 // a function of (seed, batch, rank) alone, the same after a resume, and never the numbers of another
 // purpose. Batches count to 2^24 (16.7 million), sites per batch and ranks to 2^24 and 2^12.
 class DropoutSites {

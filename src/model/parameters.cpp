@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/error.h"
-#include "core/numeric.h"
-#include "core/philox.h"
+#include "base/error.h"
+#include "base/numeric.h"
+#include "base/philox.h"
 
 namespace dragoman {
 

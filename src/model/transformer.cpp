@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/numeric.h"
+#include "base/error.h"
+#include "base/numeric.h"
 #include "model/layers.h"
 #include "model/transformer_views.h"
 #include "ops/cross_entropy.h"

@@ -5,11 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/numeric.h"
-#include "kernels/cpu/gather.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/gather.h"
+#include "base/error.h"
+#include "base/numeric.h"
 #include "model/decoder_rows.h"
 #include "model/transformer.h"
 #include "model/transformer_views.h"
@@ -17,6 +14,7 @@
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/gather.h"
 #include "ops/linear.h"
 
 namespace dragoman {
@@ -173,16 +171,7 @@ void write_at_positions(Tensor& cache, const Tensor& values, const RowPositions&
         static_cast<std::int32_t>(r * per_row + at.positions[static_cast<std::size_t>(r)]);
   }
   const std::int64_t src_stride = values.strides()[0] * element, dst_stride = cache.strides()[1] * element;
-  if (cache.device().is_cpu()) {
-    cpu::scatter_row_prefixes(values.raw_data(), src_stride, cache.raw_data(), dst_stride, targets.data(), rows,
-                              width * element);
-    return;
-  }
-  const Tensor on_device = Tensor::from_vector(targets, {rows}).to(cache.device());
-  const cuda::DeviceGuard guard(cache.device().index);
-  cuda::scatter_row_prefixes(values.raw_data(), src_stride, cache.raw_data(), dst_stride,
-                             on_device.data<std::int32_t>(), rows, width * element,
-                             cuda::stream_of(cache.device().index));
+  ops::scatter_row_prefixes(values, src_stride, cache, dst_stride, targets, width * element);
 }
 
 }  // namespace

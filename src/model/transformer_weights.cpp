@@ -2,13 +2,13 @@
 // q/k/v and k/v products), and giving back the pages of f32 weights that decoding no longer reads.
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "core/allocator.h"
-#include "core/error.h"
-#include "kernels/cpu/packed_gemm.h"
-#include "kernels/cpu/quantize.h"
+#include "base/error.h"
 #include "model/transformer.h"
 #include "model/transformer_views.h"
+#include "ops/linear.h"
 
 namespace dragoman {
 
@@ -26,12 +26,10 @@ void Transformer::quantize_int8() {
   require_cpu_decoding("quantize_int8");
   if (packed_) throw Error("quantize_int8: quantize before pack_weights");
   const auto quantize = [](Linear& p) {
-    const std::int64_t out = p.weight.dim(0), in = p.weight.dim(1);
-    p.qweight = Tensor::empty({out, in}, DType::kI8);
-    p.qscale = Tensor::empty({out}, DType::kF32);
-    // 7-bit weights where oneDNN's int8 products would saturate (kernels/cpu/quantize.h).
-    cpu::quantize_weights(p.weight.contiguous().data<float>(), out, in, p.qweight.data<std::int8_t>(),
-                          p.qscale.data<float>());
+    // 7-bit weights where oneDNN's int8 products would saturate (ops::quantize_weights).
+    ops::QuantizedWeights q = ops::quantize_weights(p.weight);
+    p.qweight = std::move(q.qweight);
+    p.qscale = std::move(q.scales);
   };
   const auto attention = [&](AttentionParams& a) {
     for (Linear* p : {&a.q, &a.k, &a.v, &a.out}) quantize(*p);
@@ -99,10 +97,7 @@ std::size_t Transformer::pack_weights() {
   require_cpu_decoding("pack_weights");
   if (packed_) return packed_bytes_;
   const auto pack = [this](Linear& p) {
-    const Tensor& w = p.qweight.defined() ? p.qweight : p.weight;
-    const std::int64_t out = w.dim(0), in = w.dim(1);
-    p.packed = p.qweight.defined() ? cpu::PackedWeights::pack_s8(p.qweight.data<std::int8_t>(), out, in)
-                                   : cpu::PackedWeights::pack_f32(p.weight.contiguous().data<float>(), out, in);
+    p.packed = ops::pack_weights(p.qweight.defined() ? p.qweight : p.weight);
     if (p.packed) {
       packed_bytes_ += p.packed->bytes();
       p.qweight = Tensor();  // int8: the packed copy is what is read (with qscale)

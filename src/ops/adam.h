@@ -6,6 +6,8 @@
 
 namespace dragoman::ops {
 
+using AdamHyper = cpu::AdamHyper;  // lr, betas, eps, weight decay, step (kernels/cpu/adam.h)
+
 // param, grad, m, v: same dtype (f32 or f64), device and element count, contiguous.
 void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cpu::AdamHyper& hyper);
 

@@ -2,7 +2,7 @@
 #include "ops/cross_entropy.h"
 
 #include "kernels/cpu/cross_entropy.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "ops/dispatch.h"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <type_traits>
 
-#include "core/error.h"
-#include "core/numeric.h"
+#include "base/error.h"
+#include "base/numeric.h"
 #include "core/tensor.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 
 namespace dragoman::ops::detail {
 

@@ -6,7 +6,7 @@
 
 #include "kernels/common/clip.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
 #include "ops/dispatch.h"
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "kernels/common/clip.h"
 
 namespace dragoman::ops {
 
@@ -41,5 +42,10 @@ double sum_squares(const Tensor& x);
 // sum_squares(grads) without a copy to the host, so an update can run on without waiting for it
 // (ops::adam_step reads the factor there; the trainer reads the norm later).
 Tensor grad_norm_factor(const Tensor& grads, double clip_norm, double loss_scale);
+
+// The same on the host, from a sum of squares already read back (the trainer's CPU path): the
+// function the op and its CUDA twin call, so the three give the same bits.
+using common::NormFactor;
+using common::norm_factor;
 
 }  // namespace dragoman::ops

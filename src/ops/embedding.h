@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "model/config.h"
+#include "ops/sinusoid_layout.h"
 
 namespace dragoman::ops {
 

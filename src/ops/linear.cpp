@@ -8,12 +8,14 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
+
+void set_row_invariant_products(bool on) { cpu::set_row_invariant_products(on); }
 
 using detail::require;
 
@@ -265,6 +267,27 @@ Tensor linear_backward_relu(const Tensor& x, const Tensor& weight, const Tensor&
   Tensor dx;
   backward_products("linear_backward_relu", x, weight, dy, dweight, dbias, &dx, false, &relu_mask);
   return dx;
+}
+
+QuantizedWeights quantize_weights(const Tensor& weight) {
+  constexpr const char* kOp = "quantize_weights";
+  detail::require(weight.rank() == 2 && weight.dtype() == DType::kF32 && weight.device().is_cpu(), kOp,
+                  "expected f32 [out, in] weights on the CPU, got " + weight.describe());
+  const std::int64_t out = weight.dim(0), in = weight.dim(1);
+  QuantizedWeights q{Tensor::empty({out, in}, DType::kI8), Tensor::empty({out}, DType::kF32)};
+  cpu::quantize_weights(weight.contiguous().data<float>(), out, in, q.qweight.data<std::int8_t>(),
+                        q.scales.data<float>());
+  return q;
+}
+
+std::shared_ptr<const cpu::PackedWeights> pack_weights(const Tensor& weight) {
+  constexpr const char* kOp = "pack_weights";
+  detail::require(weight.rank() == 2 && weight.device().is_cpu() &&
+                      (weight.dtype() == DType::kF32 || weight.dtype() == DType::kI8),
+                  kOp, "expected f32 or i8 [out, in] weights on the CPU, got " + weight.describe());
+  const std::int64_t out = weight.dim(0), in = weight.dim(1);
+  if (weight.dtype() == DType::kI8) return cpu::PackedWeights::pack_s8(weight.contiguous().data<std::int8_t>(), out, in);
+  return cpu::PackedWeights::pack_f32(weight.contiguous().data<float>(), out, in);
 }
 
 }  // namespace dragoman::ops

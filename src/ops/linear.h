@@ -6,13 +6,19 @@
 // are summed in float and each stored element is rounded once (y includes the bias before rounding).
 #pragma once
 
-#include "core/tensor.h"
+#include <memory>
 
-namespace dragoman::cpu {
-class PackedWeights;
-}  // namespace dragoman::cpu
+#include "core/tensor.h"
+#include "kernels/cpu/packed_gemm.h"
 
 namespace dragoman::ops {
+
+using PackedWeights = cpu::PackedWeights;  // weights packed once for decoding (kernels/cpu/packed_gemm.h)
+
+// Row-invariant products for decoding (kernels/cpu/gemm.h): each CPU product of a row does not depend
+// on the other rows it is computed with, so a sentence translates the same in any batch.
+// Process-wide; off by default (training never sets it).
+void set_row_invariant_products(bool on);
 
 // op(a) op(b) for 2-D a and b.   a: [M, K] (or [K, M] when trans_a), b: [K, N] (or [N, K])
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
@@ -36,6 +42,18 @@ Tensor linear_relu_masked(const Tensor& x, const Tensor& weight, const Tensor& b
 // as they come, exact int32 products, scaled back to f32. CPU only; decoding only (no backward).
 //   x: f32 [..., in], qweight: i8 [out, in], scales: f32 [out], bias: f32 [out] or undefined
 Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu = false);
+
+// linear_int8's weights from f32 weights [out, in] (CPU): qweight i8 [out, in] and scales f32 [out],
+// one scale per output row, 7-bit where oneDNN's int8 products would saturate (kernels/cpu/quantize.h).
+struct QuantizedWeights {
+  Tensor qweight;
+  Tensor scales;
+};
+QuantizedWeights quantize_weights(const Tensor& weight);
+
+// Weights packed once for linear_packed (CPU): f32 [out, in], or i8 [out, in] from quantize_weights.
+// Null where packing gains nothing (kernels/cpu/packed_gemm.h says when).
+std::shared_ptr<const cpu::PackedWeights> pack_weights(const Tensor& weight);
 
 // linear (or linear_relu) with weights packed once for decoding (kernels/cpu/packed_gemm.h:
 // oneDNN's matmul on its blocked layout). f32 weights: the product of linear up to the order of the

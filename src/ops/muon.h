@@ -9,6 +9,8 @@
 
 namespace dragoman::ops {
 
+using MuonHyper = cpu::MuonHyper;  // kernels/cpu/muon.h
+
 // One matrix: param, grad, momentum 2-D [rows, cols], same dtype (f32 or f64), device and shape,
 // contiguous (views into the flat buffers of a ParameterSet are).
 struct MuonTensors {

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/top_k.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/top_k.h"
 
 namespace dragoman::ops {
@@ -85,5 +85,15 @@ HostTopK top_k_rows_to_host(const Tensor& x, std::int64_t k, std::int32_t skip_a
   std::memcpy(out.eos_values.data(), words + 2 * n, static_cast<std::size_t>(rows) * sizeof(float));
   return out;
 }
+
+template <typename T>
+void top_k_row(const T* row, std::int64_t v, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
+               std::vector<std::pair<double, std::int32_t>>& best) {
+  cpu::top_k_row(row, v, k, skip_a, skip_b, best);
+}
+template void top_k_row<float>(const float*, std::int64_t, std::int64_t, std::int32_t, std::int32_t,
+                               std::vector<std::pair<double, std::int32_t>>&);
+template void top_k_row<double>(const double*, std::int64_t, std::int64_t, std::int32_t, std::int32_t,
+                                std::vector<std::pair<double, std::int32_t>>&);
 
 }  // namespace dragoman::ops

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -26,6 +27,13 @@ struct HostTopK {
   std::vector<std::int32_t> ids;  // [rows * k]
   std::vector<float> eos_values;  // [rows]
 };
+// The CPU decoder's candidates from one host row of log-probabilities [V] (T: float or double):
+// best = the k best (value, id), best first, equal values in ascending id order, ids skip_a and
+// skip_b left out (kernels/cpu/top_k.h).
+template <typename T>
+void top_k_row(const T* row, std::int64_t v, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
+               std::vector<std::pair<double, std::int32_t>>& best);
+
 HostTopK top_k_rows_to_host(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
                             std::int32_t eos);
 

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman::serve {
 namespace {

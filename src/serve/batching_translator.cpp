@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <exception>
 
-#include "core/error.h"
-#include "core/timing.h"
+#include "base/error.h"
+#include "base/timing.h"
 
 namespace dragoman::serve {
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/error.h"
-#include "core/timing.h"
+#include "base/error.h"
+#include "base/timing.h"
 #include "serve/metrics.h"
 
 namespace dragoman::serve {

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman::unicode {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"

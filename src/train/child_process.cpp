@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman {
 namespace {

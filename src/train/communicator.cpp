@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
-#include "kernels/cuda/nccl.h"
+#include "base/error.h"
+#include "device/cuda/nccl.h"
 #include "train/mpi.h"
 
 namespace dragoman {

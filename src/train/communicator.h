@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "core/tensor.h"
 
 namespace dragoman {

@@ -11,11 +11,11 @@
 #include <map>
 #include <optional>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/threads.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "io/text_lines.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 namespace dragoman {
 namespace {

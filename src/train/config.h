@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "model/config.h"
 
 namespace dragoman {

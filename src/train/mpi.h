@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace dragoman::mpi {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "ops/adam.h"
 #include "ops/muon.h"
 
@@ -14,8 +14,8 @@ bool muon_updates(const ParameterEntry& entry) {
          entry.spec.name != "output.weight";
 }
 
-void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam,
-                    const cpu::MuonHyper* muon, const Tensor* grad_factor) {
+void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam,
+                    const ops::MuonHyper* muon, const Tensor* grad_factor) {
   Tensor* mirror = params.mirror();
   if (muon == nullptr) {
     ops::adam_step(params.values(), params.grads(), m, v, adam, mirror, grad_factor);

@@ -3,9 +3,9 @@
 // embeddings and the output projection, layer norms and biases), as Muon's authors train.
 #pragma once
 
-#include "kernels/cpu/adam.h"
-#include "kernels/cpu/muon.h"
 #include "model/parameters.h"
+#include "ops/adam.h"
+#include "ops/muon.h"
 
 namespace dragoman {
 
@@ -19,7 +19,7 @@ bool muon_updates(const ParameterEntry& entry);
 // bits as under Adam alone. The compute mirror (mixed precision) follows the master weights.
 // grad_factor (Adam alone): ops::grad_norm_factor's {norm, factor}, which Adam applies to the
 // gradients where they are (ops::adam_step) instead of the caller scaling them first.
-void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const cpu::AdamHyper& adam, const cpu::MuonHyper* muon,
+void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam, const ops::MuonHyper* muon,
                     const Tensor* grad_factor = nullptr);
 
 }  // namespace dragoman

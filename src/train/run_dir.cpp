@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/safetensors.h"
 
 namespace dragoman {

@@ -8,10 +8,9 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
-#include "core/threads.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "data/batching.h"
-#include "kernels/common/clip.h"
 #include "ops/elementwise.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -155,8 +154,8 @@ TrainResult Trainer::run() {
       // Every worker holds the same summed gradients, so every worker decides alike. Non-finite
       // logits make the gradients non-finite too: the norm alone decides, and the loss is read back
       // only to say what happened.
-      const common::NormFactor nf =
-          common::norm_factor(ops::sum_squares(model_->parameters().grads()), t.clip_norm, loss_scale);
+      const ops::NormFactor nf =
+          ops::norm_factor(ops::sum_squares(model_->parameters().grads()), t.clip_norm, loss_scale);
       grad_norm = nf.norm;
       if (!std::isfinite(grad_norm)) {
         comm_->all_reduce_sum(update_sums);
@@ -167,7 +166,7 @@ TrainResult Trainer::run() {
       }
       grad_factor = nf.factor;  // unscaling (fp16) and clipping in one pass over the gradients, then Adam
     }
-    cpu::AdamHyper hyper;
+    ops::AdamHyper hyper;
     hyper.step = state_.step + 1;
     hyper.lr = learning_rate_at(hyper.step);
     hyper.beta1 = t.adam_beta1;
@@ -175,7 +174,7 @@ TrainResult Trainer::run() {
     hyper.eps = t.adam_eps;
     hyper.weight_decay = t.weight_decay;
     const bool muon = t.optimizer == "muon";
-    cpu::MuonHyper muon_hyper;
+    ops::MuonHyper muon_hyper;
     muon_hyper.lr = hyper.lr * t.muon_lr_scale;
     muon_hyper.momentum = t.muon_momentum;
     muon_hyper.ns_steps = t.muon_ns_steps;

@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "ops/elementwise.h"
 
 namespace dragoman::trainer_detail {

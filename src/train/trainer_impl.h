@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/allocator.h"
-#include "core/error.h"
-#include "core/timing.h"
+#include "base/error.h"
+#include "base/timing.h"
 #include "data/corpus.h"
-#include "kernels/cuda/readback.h"
+#include "device/cuda/readback.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"

@@ -8,8 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
-#include "core/threads.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "data/batching.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"

@@ -9,14 +9,14 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "core/build_info.h"
-#include "core/error.h"
-#include "core/json_diff.h"
-#include "core/threads.h"
+#include "ops/build_info.h"
+#include "base/error.h"
+#include "base/json_diff.h"
+#include "device/cpu/threads.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "text/vocabulary.h"
 #include "train/child_process.h"

@@ -4,9 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
-#include "core/parallel.h"
-#include "core/threads.h"
+#include "base/error.h"
+#include "base/parallel.h"
+#include "device/cpu/threads.h"
 #include "data/batching.h"
 #include "train/update.h"
 

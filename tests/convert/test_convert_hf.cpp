@@ -11,7 +11,7 @@
 
 #include "convert/convert_testing.h"
 #include "convert/hf_marian.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/decoding_models.h"
 #include "decode/translator.h"
 #include "io/read_file.h"

@@ -17,7 +17,7 @@
 
 #include "convert/convert_testing.h"
 #include "convert/marian_npz.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/decoding_models.h"
 #include "decode/translator.h"
 #include "io/read_file.h"

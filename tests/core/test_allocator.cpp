@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/error.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/deferred_error.h"
+#include "base/error.h"
+#include "device/cuda/context.h"
+#include "device/cuda/deferred_error.h"
 
 namespace dragoman {
 namespace {

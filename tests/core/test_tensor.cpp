@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/device.h"
-#include "core/error.h"
+#include "device/device.h"
+#include "base/error.h"
 #include "core/strided_copy.h"
 #include "core/tensor.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/pinned.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/context.h"
+#include "device/cuda/pinned.h"
+#include "device/cuda/runtime_info.h"
 
 namespace dragoman {
 namespace {

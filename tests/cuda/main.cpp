@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/runtime_info.h"
 
 int main(int argc, char** argv) {
   if (dragoman::cuda::device_count() == 0) {

@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/comparisons.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
 
 namespace dragoman::test {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "kernels/cpu/random.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/random.h"
 
 namespace dragoman {

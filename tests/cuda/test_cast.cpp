@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kernels/cpu/cast.h"
-#include "kernels/cuda/cast.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/cast.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
 
 namespace dragoman {
 namespace {

@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/deferred_error.h"
-#include "kernels/cuda/memory.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
+#include "device/cuda/deferred_error.h"
+#include "device/cuda/memory.h"
+#include "device/cuda/runtime_info.h"
 
 namespace dragoman {
 

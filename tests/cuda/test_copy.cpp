@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/strided_copy.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/copy.h"
-#include "kernels/cuda/memory.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
+#include "device/cuda/copy.h"
+#include "device/cuda/memory.h"
 
 namespace dragoman {
 namespace {

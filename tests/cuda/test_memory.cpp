@@ -1,5 +1,5 @@
-// Copies and memsets on the context stream (kernels/cuda/memory.h) and pinned host buffers
-// (kernels/cuda/pinned.h): byte-exact round trips over awkward sizes, the bytes after every output
+// Copies and memsets on the context stream (device/cuda/memory.h) and pinned host buffers
+// (device/cuda/pinned.h): byte-exact round trips over awkward sizes, the bytes after every output
 // untouched, pitched copies that skip the padding between rows, peer copies with two GPUs.
 #include <catch2/catch.hpp>
 
@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/deferred_error.h"
-#include "kernels/cuda/memory.h"
-#include "kernels/cuda/pinned.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
+#include "device/cuda/deferred_error.h"
+#include "device/cuda/memory.h"
+#include "device/cuda/pinned.h"
+#include "device/cuda/runtime_info.h"
 
 namespace dragoman {
 namespace {

@@ -124,7 +124,7 @@ TEST_CASE("20 training updates on a GPU follow the CPU's (f32, Adam)", "[cuda][m
     INFO("update " << step);
     const Batch batch = make_batch(c, step);
     const ForwardOptions training{true, 9, static_cast<std::uint64_t>(step)};
-    cpu::AdamHyper hyper;
+    ops::AdamHyper hyper;
     hyper.step = step;
     hyper.lr = 1e-3;
     double losses[2];

@@ -40,7 +40,7 @@ void check_adam(std::int64_t n, double weight_decay, double factor) {
   std::uint32_t seed = 54;
   for (const std::int64_t step : {1, 2, 1000}) {
     INFO("step " << step);
-    cpu::AdamHyper hyper;
+    ops::AdamHyper hyper;
     hyper.lr = 1e-3;
     hyper.weight_decay = weight_decay;
     hyper.step = step;
@@ -88,7 +88,7 @@ TEST_CASE("ops::adam_step on GPU tensors equals the CPU op", "[cuda][adam][ops]"
   Tensor m = Tensor::zeros({n}, DType::kF32), v = Tensor::zeros({n}, DType::kF32);
   Tensor mirror = Tensor::zeros({n}, DType::kBF16);
   Tensor gparam = param.to(gpu), gm = m.to(gpu), gv = v.to(gpu), gmirror = mirror.to(gpu);
-  cpu::AdamHyper hyper;
+  ops::AdamHyper hyper;
   hyper.lr = 1e-3;
   ops::adam_step(param, grad, m, v, hyper, &mirror);
   ops::adam_step(gparam, grad.to(gpu), gm, gv, hyper, &gmirror);

@@ -22,7 +22,7 @@
 #include "core/tensor.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/gemm.h"
 #include "op_parity.h"
 #include "ops/linear.h"

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "kernels/cpu/random.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/random.h"
 
 TEST_CASE("cuda::uniform_fill equals cpu::uniform_fill", "[cuda][random]") {

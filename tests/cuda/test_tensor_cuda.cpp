@@ -9,9 +9,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/runtime_info.h"
 #include "model/batch.h"
 #include "ops/elementwise.h"
 

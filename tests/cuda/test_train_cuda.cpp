@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "kernels/cuda/runtime_info.h"
+#include "base/error.h"
+#include "device/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/train_state.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/batching.h"
 
 namespace dragoman {

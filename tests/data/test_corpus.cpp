@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/hash.h"
+#include "base/error.h"
+#include "base/hash.h"
 #include "data/corpus.h"
 #include "train/train_testing.h"
 

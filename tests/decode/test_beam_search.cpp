@@ -7,7 +7,7 @@
 #include <functional>
 #include <set>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/beam_search.h"
 #include "decode/decode_testing.h"
 #include "model/model_testing.h"

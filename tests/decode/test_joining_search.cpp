@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/beam_search.h"
 #include "decode/decode_testing.h"
 #include "kernels/cpu/gemm.h"

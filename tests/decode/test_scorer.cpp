@@ -4,7 +4,7 @@
 // bad arguments are named.
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/beam_search.h"
 #include "decode/decode_testing.h"
 #include "decode/scorer.h"

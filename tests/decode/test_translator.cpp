@@ -6,8 +6,8 @@
 
 #include <set>
 
-#include "core/error.h"
-#include "core/threads.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "decode/translator.h"
 #include "train/train_testing.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <regex>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/attention_svg.h"
 #include "decode/word_level.h"
 #include "text/vocabulary.h"

@@ -22,7 +22,7 @@
 #include <functional>
 
 #include "emulated_cuda/emulated_cuda_control.h"
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 #define __global__
 #define __device__

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/cpu/attention.h"
 #define attention_detail attention_detail_emulated
 #include "kernels/cuda/attention_flash.h"

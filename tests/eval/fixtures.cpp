@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "eval/metric.h"
 
 namespace dragoman::test {

@@ -10,7 +10,7 @@
 #include "eval/fixtures.h"
 #include "eval/moses_tokenizer.h"
 #include "eval/paper_bleu.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 using namespace dragoman;
 using namespace dragoman::eval;

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <optional>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "io/line_reader.h"
 #include "train/train_testing.h"

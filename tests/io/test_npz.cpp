@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "io/npz.h"
 #include "io/read_file.h"
 

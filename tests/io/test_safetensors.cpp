@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "eval/fixtures.h"
 #include "io/safetensors.h"
 #include "train/train_testing.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/text_lines.h"
 
 using namespace dragoman;

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "io/safetensors.h"
 #include "io/torch_pickle.h"

@@ -26,7 +26,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/comparisons.h"
 #include "kernels/cpu/attention.h"
 

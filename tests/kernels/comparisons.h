@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::test {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "emulated_cuda/emulated_cuda_control.h"
 #include "kernels/attention_cases.h"
 #include "kernels/comparisons.h"

@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
-#include "core/threads.h"
+#include "base/error.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
@@ -34,6 +35,18 @@ bool expect_packing(bool s8) {
   static_cast<void>(s8);
   return false;
 #endif
+}
+
+// The same for s8 weights of one shape; nothing where oneDNN decides. On CPUs with AMX (oneDNN
+// 2.6 runs avx512_core_amx) its matmul takes the packed int8 layout only for some shapes and
+// leaves the rest to kernels that pack_s8 declines (measured on a Sapphire Rapids Xeon: in >= 64
+// with out < 512 stay plain, and decode with the plain int8 product), so there the test checks
+// the bits of the shapes that pack, not the choice.
+std::optional<bool> expect_s8_packing() {
+#ifdef DRAGOMAN_WITH_ONEDNN
+  if (cpu::onednn_isa_name().find("amx") != std::string::npos) return std::nullopt;
+#endif
+  return expect_packing(true);
 }
 
 std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
@@ -117,6 +130,7 @@ TEST_CASE("Packed s8 weights: linear_int8 gives the same bits as the plain loop"
   struct Shape {
     std::int64_t rows, in, out;
   };
+  int packed_shapes = 0;
   for (const Shape s : {Shape{1, 7, 3}, Shape{4, 512, 512}, Shape{33, 64, 2048}, Shape{130, 128, 37}}) {
     INFO(s.rows << " x " << s.in << " -> " << s.out);
     const std::vector<float> x = uniform(static_cast<std::size_t>(s.rows * s.in), 5);
@@ -126,8 +140,9 @@ TEST_CASE("Packed s8 weights: linear_int8 gives the same bits as the plain loop"
     std::vector<float> sw(static_cast<std::size_t>(s.out));
     cpu::quantize_weights(w.data(), s.out, s.in, qw.data(), sw.data());
     const auto packed = cpu::PackedWeights::pack_s8(qw.data(), s.out, s.in);
-    REQUIRE((packed != nullptr) == expect_packing(true));
+    if (const std::optional<bool> expected = expect_s8_packing()) REQUIRE((packed != nullptr) == *expected);
     if (!packed) continue;
+    ++packed_shapes;
     CHECK(packed->is_s8());
     for (const bool relu : {false, true}) {
       std::vector<float> spec(static_cast<std::size_t>(s.rows * s.out)), fast(spec.size());
@@ -147,6 +162,9 @@ TEST_CASE("Packed s8 weights: linear_int8 gives the same bits as the plain loop"
         cpu::linear_int8(x.data(), 1, s.in + 1, qw.data(), sw.data(), s.out, nullptr, false, y.data(), packed.get()),
         Catch::Contains("not this layer's"));
   }
+  // With oneDNN some shape always packs (all of them but on AMX, where 512 x 512 and 64 x 2048 do):
+  // the bits above were compared.
+  if (expect_packing(true)) CHECK(packed_shapes >= 2);
 }
 
 TEST_CASE("Packed weights serve several threads at once", "[kernels]") {

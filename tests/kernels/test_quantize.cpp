@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
 

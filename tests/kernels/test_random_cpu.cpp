@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "kernels/cpu/random.h"
 
 TEST_CASE("cpu::uniform_fill is position-based: two halves equal one fill", "[random]") {

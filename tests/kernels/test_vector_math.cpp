@@ -17,9 +17,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/build_info.h"
+#include "ops/build_info.h"
 #include "kernels/common/adam.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "device/cpu/cpu_isa.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace dragoman {

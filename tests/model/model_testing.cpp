@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/philox.h"
+#include "base/philox.h"
 
 namespace dragoman::test {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "model/average.h"
 #include "model/model_testing.h"
 #include "train/train_testing.h"

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "model/model_testing.h"

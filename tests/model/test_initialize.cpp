@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/philox.h"
-#include "core/threads.h"
+#include "base/philox.h"
+#include "device/cpu/threads.h"
 #include "model/model_testing.h"
 #include "model/transformer.h"
 

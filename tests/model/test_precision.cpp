@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "model/checkpoint.h"
 #include "model/model_testing.h"
 #include "model/transformer.h"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/quantize.h"
 #include "model/checkpoint.h"
 #include "model/model_testing.h"
@@ -451,7 +451,7 @@ TEST_CASE("A tiny Transformer overfits one small batch", "[model]") {
     ForwardActivations saved;
     const LossResult r = model.forward_loss(batch, {true, 0, static_cast<std::uint64_t>(step)}, saved);
     model.backward(std::move(saved), 1.0 / static_cast<double>(r.tokens));
-    cpu::AdamHyper hyper;
+    ops::AdamHyper hyper;
     hyper.lr = 3e-3;
     hyper.step = step;
     ops::adam_step(params.values(), params.grads(), m, v, hyper);

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/numeric.h"
-#include "core/philox.h"
+#include "base/error.h"
+#include "base/numeric.h"
+#include "base/philox.h"
 #include "core/tensor.h"
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "model/model_testing.h"
 #include "ops/elementwise.h"
 

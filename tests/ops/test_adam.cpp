@@ -58,7 +58,7 @@ TEMPLATE_TEST_CASE("cpu::adam_step matches a hand-computed two-step update", "[k
   for (const Expected& e : cases) {
     INFO("weight decay " << e.weight_decay);
     std::vector<T> param = {T(1), T(-2)}, m = {T(0), T(0)}, v = {T(0), T(0)};
-    cpu::AdamHyper hyper;
+    ops::AdamHyper hyper;
     hyper.lr = 0.1, hyper.beta1 = 0.9, hyper.beta2 = 0.98, hyper.eps = 1e-9, hyper.weight_decay = e.weight_decay;
     const double tol = std::is_same<T, float>::value ? 1e-6 : 1e-13;
     const std::vector<T> g1 = {T(0.5), T(0)}, g2 = {T(-0.25), T(1)};
@@ -95,7 +95,7 @@ void check_mirror(int64_t n) {
   test::GuardedBuffer<float> p2(n), m2(n), v2(n);
   test::GuardedBuffer<M> mirror(n);
   std::copy(p1.begin(), p1.end(), p2.data());
-  cpu::AdamHyper hyper;
+  ops::AdamHyper hyper;
   hyper.lr = 0.01;
   hyper.weight_decay = 0.1;
   for (std::int64_t step = 1; step <= 3; ++step) {
@@ -135,7 +135,7 @@ TEST_CASE("ops::adam_step with a mirror checks its dtypes and fills it", "[ops]"
   Tensor param = test::from_doubles(test::random_doubles(n, 1), {n}, DType::kF32, Device::cpu());
   const Tensor grad = test::from_doubles(test::random_doubles(n, 2), {n}, DType::kF32, Device::cpu());
   Tensor m = Tensor::zeros({n}, DType::kF32), v = Tensor::zeros({n}, DType::kF32);
-  cpu::AdamHyper hyper;
+  ops::AdamHyper hyper;
   hyper.lr = 0.01;
   for (const DType dtype : {DType::kBF16, DType::kF16}) {
     Tensor mirror = Tensor::zeros({n}, dtype);
@@ -177,7 +177,7 @@ TEST_CASE("adam_step with a gradient factor equals scaling the gradients first a
       INFO(dtype_name(dtype) << (with_mirror ? " with a bf16 mirror" : ""));
       const Tensor param0 = test::from_doubles(test::random_doubles(n, 71), {n}, dtype, Device::cpu());
       const Tensor grad = test::from_doubles(test::random_doubles(n, 72, 3.0), {n}, dtype, Device::cpu());
-      cpu::AdamHyper hyper;
+      ops::AdamHyper hyper;
       hyper.lr = 1e-2;
       hyper.step = 3;
       const auto run = [&](const Tensor& g, const Tensor* factor, std::vector<Tensor>& state) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "core/tensor.h"
 #include "kernels/cpu/attention.h"
 #include "ops/attention.h"

@@ -12,9 +12,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "core/tensor.h"
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise.h"
 #include "ops/op_testing.h"

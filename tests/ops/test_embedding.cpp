@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "kernels/cpu/embedding.h"
 #include "ops/embedding.h"

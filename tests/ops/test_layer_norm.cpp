@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "core/threads.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/layer_norm.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"

@@ -141,7 +141,7 @@ TEMPLATE_TEST_CASE("cpu::muon_step matches the update written out", "[kernels]",
   const int64_t rows = 6, cols = 4;  // tall: the scale is 0.2 sqrt(6)
   for (const bool nesterov : {true, false}) {
     INFO("nesterov " << nesterov);
-    cpu::MuonHyper h;
+    ops::MuonHyper h;
     h.lr = 0.01, h.momentum = 0.9, h.weight_decay = 0.1, h.nesterov = nesterov, h.ns_steps = 3;
     const std::vector<double> w0 = random_values(rows * cols, 1), g1 = random_values(rows * cols, 2),
                               g2 = random_values(rows * cols, 3);
@@ -167,7 +167,7 @@ TEMPLATE_TEST_CASE("cpu::muon_step matches the update written out", "[kernels]",
 }
 
 TEST_CASE("ops::muon_step refuses what is not a matrix and mismatched state, before writing any", "[ops]") {
-  cpu::MuonHyper h;
+  ops::MuonHyper h;
   h.lr = 0.1;
   const auto matrix = [](const Shape& shape, DType dtype, double value) {
     Tensor t = Tensor::zeros(shape, dtype);
@@ -209,7 +209,7 @@ TEST_CASE("cpu::muon_steps gives each matrix muon_step's bits at 1 and 2 threads
   };
   const std::vector<Shape2> shapes = {{16, 16}, {64, 16}, {16, 64}, {8, 8}, {33, 9}};
   std::vector<std::vector<float>> expected;
-  cpu::MuonHyper h;
+  ops::MuonHyper h;
   h.lr = 0.05;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const int64_t n = shapes[k].rows * shapes[k].cols;
@@ -263,9 +263,9 @@ TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with i
     }
     Tensor m_muon = Tensor::zeros({n}, DType::kF32), v_muon = Tensor::zeros({n}, DType::kF32);
     Tensor m_adam = Tensor::zeros({n}, DType::kF32), v_adam = Tensor::zeros({n}, DType::kF32);
-    cpu::AdamHyper adam;
+    ops::AdamHyper adam;
     adam.lr = 0.01;
-    cpu::MuonHyper muon;
+    ops::MuonHyper muon;
     muon.lr = 0.02;
     const std::vector<float> before = muon_set.values().to_vector<float>();
     optimizer_step(muon_set, m_muon, v_muon, adam, &muon);

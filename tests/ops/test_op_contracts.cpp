@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "ops/adam.h"
 #include "ops/attention.h"
@@ -159,7 +159,7 @@ TEST_CASE("ops reject mismatched shapes and dtypes with an error naming the op",
 
   // Adam
   Tensor param = random64({4}, 143), m = zeros64({4}), vv = zeros64({4});
-  cpu::AdamHyper hyper;
+  ops::AdamHyper hyper;
   DRAGOMAN_CHECK_OP_ERROR(ops::adam_step(param, zeros64({3}), m, vv, hyper), "adam_step", "sizes differ");
   DRAGOMAN_CHECK_OP_ERROR(ops::adam_step(param, Tensor::zeros({4}, DType::kF32), m, vv, hyper), "adam_step", "state");
   hyper.step = 0;

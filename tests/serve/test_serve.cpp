@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "decode/decode_testing.h"
 #include "kernels/cpu/gemm.h"
 #include "model/model_testing.h"

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "text/sentencepiece_check.h"
 #include "text/vocabulary.h"

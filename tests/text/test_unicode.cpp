@@ -4,7 +4,7 @@
 
 #include "eval/fixtures.h"
 #include "text/unicode.h"
-#include "text/utf8.h"
+#include "base/utf8.h"
 
 using namespace dragoman;
 

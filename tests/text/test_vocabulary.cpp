@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/read_file.h"
 #include "text/vocabulary.h"
 #include "train/train_testing.h"

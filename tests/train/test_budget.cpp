@@ -15,7 +15,7 @@
 #include <map>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "train/budget.h"
 #include "train/run_dir.h"
 #include "train/schedule.h"

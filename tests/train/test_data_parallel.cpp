@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/batching.h"
 #include "data/corpus.h"
 #include "model/checkpoint.h"

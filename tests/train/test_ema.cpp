@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "model/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/train_state.h"

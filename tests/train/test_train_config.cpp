@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "train/config.h"
 #include "train/schedule.h"
 #include "train/train_testing.h"

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/batching.h"
 #include "decode/translator.h"
 #include "model/checkpoint.h"

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "model/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/train_state.h"

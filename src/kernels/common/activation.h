@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "core/host_device.h"
-#include "core/numeric.h"
+#include "base/host_device.h"
+#include "base/numeric.h"
 
 namespace dragoman::common {
 

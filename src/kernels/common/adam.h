@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/host_device.h"
+#include "base/host_device.h"
 
 namespace dragoman::common {
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "core/host_device.h"
+#include "base/host_device.h"
 
 namespace dragoman::common {
 

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "core/host_device.h"
-#include "core/numeric.h"
-#include "core/philox.h"
+#include "base/host_device.h"
+#include "base/numeric.h"
+#include "base/philox.h"
 
 namespace dragoman::common {
 

@@ -4,7 +4,7 @@
 // Only the row and column sums differ in order between the two (see kernels/cuda/layer_norm.h).
 #pragma once
 
-#include "core/host_device.h"
+#include "base/host_device.h"
 
 namespace dragoman::common {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/host_device.h"
+#include "base/host_device.h"
 
 namespace dragoman::top_k {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/common/adam.h"
 #include "kernels/common/clip.h"
 #include "kernels/cpu/vector_math.h"

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/half.h"
+#include "base/half.h"
 
 namespace dragoman::cpu {
 

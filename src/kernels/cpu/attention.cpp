@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/numeric.h"
-#include "core/philox.h"
+#include "base/numeric.h"
+#include "base/philox.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/vector_math.h"
 

@@ -10,7 +10,7 @@
 // The forward pass saves only lse [B, H, T] for the backward pass, which recomputes the
 // probabilities from q, k and lse, and the dropout mask from Philox (as flash attention does): no
 // [B, H, T, S] tensor is ever stored.
-// Precision (core/numeric.h): T is double, float, bf16 or f16. Scores, the softmax, its gradient
+// Precision (base/numeric.h): T is double, float, bf16 or f16. Scores, the softmax, its gradient
 // and every sum over keys or queries are computed in acc_t<T> (float for float, bf16 and f16; double
 // for double); out, dq, dk and dv are summed in acc_t<T> buffers and each element is rounded once,
 // with store<T>(), when written. lse is a statistic, stored in acc_t<T> (accumulator_dtype). (Until
@@ -26,7 +26,7 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cpu {
 

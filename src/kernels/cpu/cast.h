@@ -1,6 +1,6 @@
-// Element type casts between the float storage types (the CPU spec of kernels/cuda/cast.h):
+// Element type casts between the float storage types (the CPU spec of device/cuda/cast.h):
 // out[i] = from_float<To>(to_float(in[i])): widening is exact, narrowing rounds to nearest even
-// (core/half.h). Used to refresh a bf16/f16 copy of fp32 weights and to read results back. Also
+// (base/half.h). Used to refresh a bf16/f16 copy of fp32 weights and to read results back. Also
 // round_once(), a double rounded to any storage type in one rounding.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/half.h"
+#include "base/half.h"
 
 namespace dragoman::cpu {
 

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {

@@ -3,7 +3,7 @@
 //   q(k) = (1 - eps) [k = y] + eps / (V - 1) [k != pad];  loss = -sum_k q(k) log p(k);  nll = -log p(y)
 // Rows whose target is pad are ignored (no loss, zero gradient). Sums are accumulated in double,
 // row by row in order, so they do not depend on the thread count.
-// Precision (core/numeric.h): T is double, float, bf16 or f16. A row's maximum, log-sum-exp and each
+// Precision (base/numeric.h): T is double, float, bf16 or f16. A row's maximum, log-sum-exp and each
 // log-probability are computed in acc_t<T> (float for float, bf16, f16); each element written back
 // (log-probability or gradient) is rounded once with store<T>(); the loss sums add the acc_t<T>
 // log-probabilities (not their rounded copies) in double. (Until #12, float rows computed in double.)

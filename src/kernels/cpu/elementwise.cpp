@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/vector_math.h"

@@ -1,5 +1,5 @@
 // Element-wise CPU kernels: the spec for their CUDA twins. T is the storage type: double, float,
-// bf16 or f16 (core/numeric.h). Each kernel reads its operands with load(), computes in acc_t<T>
+// bf16 or f16 (base/numeric.h). Each kernel reads its operands with load(), computes in acc_t<T>
 // (double for double, float otherwise) and rounds each element it stores once, with store<T>();
 // for float and double that is plain arithmetic in T. Row-parallel kernels give the same bits for
 // any thread count; reductions over rows run sequentially per column, so they do too.
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cpu {
 

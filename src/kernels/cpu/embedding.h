@@ -2,7 +2,7 @@
 //   out[r] = scale * table[ids[r]] + positions[position_offset + r % length]     (positions optional)
 // for rows r of a [B, length] id matrix flattened to B * length rows. Ids must be in [0, V)
 // (the op checks). T is the storage type of table, positions, out and dout: double, float, bf16 or
-// f16 (core/numeric.h). Forward: each out element is computed in acc_t<T> (double for double, float
+// f16 (base/numeric.h). Forward: each out element is computed in acc_t<T> (double for double, float
 // otherwise) and rounded once. Backward accumulates into dtable (and dpositions), parameter
 // gradients of type acc_t<T>, with no rounding to T: for each column, rows are added in order, so
 // repeated ids give the same bits for any thread count.
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cpu {
 

@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace dragoman::cpu {
@@ -184,8 +184,6 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
                ldc);
   }
 }
-
-void set_gemm_threads(int threads) { openblas_set_num_threads(threads); }
 
 #define DRAGOMAN_INSTANTIATE_GEMM(T, C)                                                                            \
   template void gemm<T, C>(bool, bool, std::int64_t, std::int64_t, std::int64_t, acc_t<T>, const T*, std::int64_t, \

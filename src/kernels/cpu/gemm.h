@@ -12,7 +12,7 @@
 //     between k blocks; a C of T is rounded once, with store<T>(), after the last one. A float C is
 //     the tile.
 // The libraries thread internally (oneDNN on the caller's OpenMP threads; OpenBLAS by
-// set_gemm_threads); the widening loops run on OpenMP threads between their calls, never around
+// set_compute_threads in device/cpu/threads.h); the widening loops run on OpenMP threads between their calls, never around
 // them. Results may differ in the last bits between libraries and thread counts, never between runs
 // with the same ones.
 #pragma once
@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cpu {
 
@@ -47,7 +47,6 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
                           std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
                           std::int64_t batch);
 
-void set_gemm_threads(int threads);
 
 // Row-invariant products (translate --batch-invariant, docs/DECODING.md): a row of a product's
 // result then does not depend on the other rows it is computed with. oneDNN's f32 kernels choose

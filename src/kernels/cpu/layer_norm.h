@@ -1,6 +1,6 @@
 // Layer normalisation over the last dimension D, the CPU spec. T is the storage type of x, weight,
 // bias, y, dy and dx: double, float, bf16 or f16; A = acc_t<T> (double for double, float otherwise)
-// is the type of everything else (core/numeric.h):
+// is the type of everything else (base/numeric.h):
 //   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased), rstd = 1 / sqrt(var + eps)
 //   y = (x - mean) * rstd * weight + bias
 // Forward: the row sums, mean and rstd are computed in A (sums in index order; f32's in the 16 lanes
@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cpu {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/quantize.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/vector_math.h"
 

@@ -1,7 +1,7 @@
 // Random fills on the CPU (see random.h).
 #include "kernels/cpu/random.h"
 
-#include "core/philox.h"
+#include "base/philox.h"
 
 namespace dragoman::cpu {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace dragoman::cpu {
 

@@ -2,7 +2,7 @@
 // sums of exp and dot products over a row, attention's per-query loops and int8 row quantization.
 // Each is compiled three times, for AVX-512, AVX2 and the x86-64 baseline (vector_math_kernels.h,
 // written once with GCC's vector types: 16, 8 or 4 floats a register), and the level the CPU has is
-// picked when the program starts (kernels/cpu/cpu_isa.h: by the CPU's features; DRAGOMAN_CPU_ISA
+// picked when the program starts (device/cpu/cpu_isa.h: by the CPU's features; DRAGOMAN_CPU_ISA
 // forces a lower one).
 //
 // Every level gives the same bits. Sums and maxima over a row run in 16 lanes whatever the register
@@ -24,7 +24,7 @@
 #include <limits>
 
 #include "kernels/common/adam.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "device/cpu/cpu_isa.h"
 
 namespace dragoman::cpu {
 

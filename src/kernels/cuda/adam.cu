@@ -4,10 +4,10 @@
 
 #include <type_traits>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/common/adam.h"
 #include "kernels/common/clip.h"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dragoman::cuda {

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "kernels/cpu/adam.h"  // AdamHyper (a plain struct)
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

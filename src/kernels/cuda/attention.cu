@@ -8,13 +8,13 @@
 #include <string>
 #include <type_traits>
 
-#include "core/env_choice.h"
-#include "core/error.h"
+#include "base/env_choice.h"
+#include "base/error.h"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {

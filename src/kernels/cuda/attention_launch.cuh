@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/stream.h"
+#include "base/error.h"
+#include "device/cuda/check.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda::attention_detail {
 

@@ -12,7 +12,7 @@
 #include "kernels/cuda/attention_mma.cuh"
 #if !defined(DRAGOMAN_CUDA_EMULATION)  // (tests/emulated_cuda/emulated_cuda.h has the launch)
 #include "kernels/cuda/attention_launch.cuh"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #endif
 
 namespace dragoman::cuda::attention_detail {

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 // Whether this compilation has the kernels' bodies: device code for sm_80 or later (bf16 WMMA), or
 // the host emulation. (nvcc's host pass and older architectures: empty kernels, which trap.)

@@ -11,7 +11,7 @@
 
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_launch.cuh"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 
 namespace dragoman::cuda::attention_detail {
 namespace {

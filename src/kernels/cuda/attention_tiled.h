@@ -22,9 +22,9 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/cpu/attention.h"
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda::attention_detail {
 

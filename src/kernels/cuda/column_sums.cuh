@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
 

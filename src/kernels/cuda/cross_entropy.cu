@@ -5,8 +5,8 @@
 
 #include <cub/block/block_reduce.cuh>
 
-#include "core/numeric.h"
-#include "kernels/cuda/check.h"
+#include "base/numeric.h"
+#include "device/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

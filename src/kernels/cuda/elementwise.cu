@@ -7,11 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/clip.h"
 #include "kernels/common/dropout.h"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pack.cuh"

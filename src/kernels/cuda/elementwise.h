@@ -1,6 +1,6 @@
 // Element-wise CUDA kernels, the twins of kernels/cpu/elementwise.h: same names and arguments, plus
 // a stream (and a workspace where a reduction needs one). T = double, float, bf16 or f16.
-// The element-wise kernels round at the CPU spec's points with the same code (core/numeric.h,
+// The element-wise kernels round at the CPU spec's points with the same code (base/numeric.h,
 // kernels/common/dropout.h) and give its bits exactly. The reductions are deterministic (a fixed
 // order that depends only on the sizes, never on the GPU or a launch race); where their order
 // differs from the CPU's sequential one, the header says so.
@@ -11,8 +11,8 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
-#include "kernels/cuda/stream.h"
+#include "base/numeric.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

@@ -6,8 +6,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <string>
 
-#include "core/error.h"
-#include "kernels/cuda/check.h"
+#include "base/error.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dragoman::cuda {

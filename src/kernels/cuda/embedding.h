@@ -16,8 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/numeric.h"
-#include "kernels/cuda/stream.h"
+#include "base/numeric.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dragoman::cuda {

@@ -34,9 +34,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/env_choice.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/context.h"
+#include "base/env_choice.h"
+#include "device/cuda/check.h"
+#include "device/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
 
 namespace dragoman::cuda {

@@ -11,7 +11,7 @@
 // With the same algorithm, cuBLASLt is deterministic on one GPU model; an algorithm is chosen once per
 // problem (the heuristic cache in gemm.cpp), so a product repeats bit for bit within a process.
 //
-// All of it runs asynchronously on the device's context stream (kernels/cuda/context.h), with its
+// All of it runs asynchronously on the device's context stream (device/cuda/context.h), with its
 // cuBLASLt handle and workspace; the caller holds a DeviceGuard for `device`. Pointers are device
 // memory of that device. Throws dragoman::Error when cuBLASLt has no algorithm for the problem.
 // Plain C++ header (no CUDA types); the CPU-only build links stubs (no_cuda.cpp).
@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 
 namespace dragoman::cuda {
 

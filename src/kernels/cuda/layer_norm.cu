@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "core/philox.h"
+#include "base/philox.h"
 #include "kernels/common/dropout.h"
 #include "kernels/common/layer_norm.h"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/pack.cuh"
 

@@ -18,9 +18,9 @@
 
 #include <cstdint>
 
-#include "core/numeric.h"
+#include "base/numeric.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

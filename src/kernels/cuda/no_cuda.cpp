@@ -7,24 +7,24 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cuda/adam.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/cast.h"
-#include "kernels/cuda/context.h"
-#include "kernels/cuda/copy.h"
+#include "device/cuda/cast.h"
+#include "device/cuda/context.h"
+#include "device/cuda/copy.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gather.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
-#include "kernels/cuda/memory.h"
-#include "kernels/cuda/nccl.h"
-#include "kernels/cuda/pinned.h"
-#include "kernels/cuda/readback.h"
+#include "device/cuda/memory.h"
+#include "device/cuda/nccl.h"
+#include "device/cuda/pinned.h"
+#include "device/cuda/readback.h"
 #include "kernels/cuda/random.h"
-#include "kernels/cuda/runtime_info.h"
+#include "device/cuda/runtime_info.h"
 #include "kernels/cuda/top_k.h"
 
 namespace dragoman::cuda {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "core/philox.h"
-#include "kernels/cuda/check.h"
+#include "base/philox.h"
+#include "device/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {

@@ -1,12 +1,12 @@
 // Random fills on CUDA, twins of kernels/cpu/random.h: same arguments plus a stream, same bits.
 // Naming: `rng_stream` is the Philox counter stream (the CPU spec calls it `stream`), `stream` the
-// CUDA stream (kernels/cuda/stream.h).
+// CUDA stream (device/cuda/stream.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "kernels/common/top_k.h"
-#include "kernels/cuda/check.h"
+#include "device/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {

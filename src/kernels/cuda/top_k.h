@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/stream.h"
+#include "device/cuda/stream.h"
 
 namespace dragoman::cuda {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/half.h"
+#include "base/half.h"
 #include "emulated_cuda/emulated_cuda.h"
 
 namespace nvcuda::wmma {
