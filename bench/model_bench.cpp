@@ -138,7 +138,10 @@ int run(int argc, char** argv) {
       "| model | precision | parameters | threads | forward ms | backward ms | Adam ms | step ms | target tok/s | "
       "model TFLOP/s | MFU | allocator peak MiB | peak RSS MiB |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  const std::string gpu = o.device.is_cpu() ? std::string() : dragoman::cuda::device_name(o.device.index);
+  std::string gpu;
+  if constexpr (dragoman::kWithCuda) {
+    if (!o.device.is_cpu()) gpu = dragoman::cuda::device_name(o.device.index);
+  }
   for (const std::string& name : o.models) {
     for (const std::string& precision : o.precisions) {
       ModelConfig config;
@@ -160,7 +163,9 @@ int run(int argc, char** argv) {
       const Batch batch = random_batch(config, sentences, o.length).to(o.device, config);
       // A GPU phase is timed to the end of its kernels.
       const auto finish = [&] {
-        if (!o.device.is_cpu()) dragoman::cuda::synchronize(o.device.index);
+        if constexpr (dragoman::kWithCuda) {
+          if (!o.device.is_cpu()) dragoman::cuda::synchronize(o.device.index);
+        }
       };
       for (const int threads : o.threads) {
         dragoman::set_compute_threads(threads);

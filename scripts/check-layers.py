@@ -22,9 +22,9 @@ DEVICE = ["device", "device/cpu", "device/cuda"]
 KERNELS = ["kernels/common", "kernels/cpu", "kernels/cuda"]
 LAYERS = {
     "base": [],
-    "device": ["base"],
-    "device/cpu": ["base", "device"],
-    "device/cuda": ["base", "device"],
+    "device/cpu": ["base"],
+    "device/cuda": ["base"],
+    "device": ["base", "device/cpu", "device/cuda"],
     "core": ["base"] + DEVICE,
     "kernels/common": ["base"],
     "kernels/cpu": ["base", "device/cpu", "kernels/common"],

@@ -15,7 +15,6 @@
 #include "device/device.h"
 #include "base/error.h"
 #include "device/cpu/threads.h"
-#include "device/cuda/runtime_info.h"
 
 namespace dragoman::cli {
 namespace {
@@ -129,10 +128,10 @@ void check_decoding_device(const std::string& command, const std::string& device
     throw Error(command + ": --device " + device_name +
                 ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit)");
   }
-  const int visible = cuda::device_count();
+  const int visible = cuda_device_count();
   if (device.index >= visible) {
     throw Error(command + ": --device " + device_name + ": no such CUDA device (" + std::to_string(visible) +
-                " visible" + (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
+                " visible" + (visible == 0 ? ": " + cuda_absent_reason() : std::string()) + ")");
   }
 }
 

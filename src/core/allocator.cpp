@@ -27,9 +27,13 @@ SystemMemory SystemMemory::of(Device device) {
     return {[](std::size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); },
             [](void* block) { std::free(block); }};
   }
-  const int index = device.index;
-  return {[index](std::size_t bytes) { return cuda::device_malloc(index, bytes); },
-          [index](void* block) { cuda::device_free(index, block); }};
+  if constexpr (kWithCuda) {
+    const int index = device.index;
+    return {[index](std::size_t bytes) { return cuda::device_malloc(index, bytes); },
+            [index](void* block) { cuda::device_free(index, block); }};
+  } else {
+    throw_no_cuda("memory on " + device.str());
+  }
 }
 
 CachingAllocator::CachingAllocator(Device device)
@@ -158,7 +162,7 @@ CachingAllocator& allocator_for(Device device) {
   }
   auto& slot = g_cuda_allocators[static_cast<std::size_t>(device.index)];
   if (CachingAllocator* a = slot.load(std::memory_order_acquire)) return *a;
-  if (!cuda::built_with_cuda()) throw Error("cannot allocate on " + device.str() + ": this build has no CUDA");
+  if constexpr (!kWithCuda) throw Error("cannot allocate on " + device.str() + ": this build has no CUDA");
   const std::lock_guard<std::mutex> lock(g_cuda_allocators_mutex);
   if (CachingAllocator* a = slot.load(std::memory_order_acquire)) return *a;
   auto* a = new CachingAllocator(device);  // never destroyed
@@ -194,7 +198,7 @@ void release_all() {
     attempt([a] { a->check(); });
     attempt([a] { a->empty_cache(); });
   }
-  attempt([] { cuda::release_contexts(); });
+  if constexpr (kWithCuda) attempt([] { cuda::release_contexts(); });
   attempt([] { cuda::rethrow_deferred_error(); });
   if (!first_error.empty()) throw Error(first_error);
 }

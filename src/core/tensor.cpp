@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/allocator.h"
 #include "base/error.h"
+#include "core/allocator.h"
 #include "core/strided_copy.h"
 #include "device/cuda/cast.h"
 #include "device/cuda/context.h"
@@ -42,7 +42,11 @@ Shape contiguous_strides(const Shape& shape) {
 
 Storage::Storage(std::size_t bytes, Device device)
     : allocator_(&allocator_for(device)), data_(nullptr), bytes_(bytes), device_(device) {
-  data_ = allocator_->allocate(bytes, device.is_cpu() ? nullptr : cuda::stream_of(device.index));
+  cuda::Stream stream = nullptr;  // the CPU's one
+  if constexpr (kWithCuda) {
+    if (!device.is_cpu()) stream = cuda::stream_of(device.index);
+  }
+  data_ = allocator_->allocate(bytes, stream);
 }
 
 Storage::~Storage() { allocator_->deallocate(data_, bytes_); }
@@ -244,52 +248,60 @@ std::optional<Pitched> as_pitched(const CollapsedCopy& c, std::size_t elem) {
 // pitched views: one (2D) memcpy. Other views on one device: the strided kernel. Other views
 // between host and device: made dense on the side that has them, then the dense copy.
 void copy_with_gpu(Tensor& dst, const Tensor& src) {
-  const Device device = dst.device().is_cpu() ? src.device() : dst.device();
-  const std::size_t elem = dtype_size(dst.dtype());
-  const CollapsedCopy c = collapse_copy(dst.shape(), src.strides(), dst.strides());
-  const std::optional<Pitched> pitched = as_pitched(c, elem);
-  if (!pitched && src.device() != dst.device()) {
-    if (src.device().is_cpu()) {  // host view -> dense host -> dense device -> device view
-      Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), device);
-      staged.copy_from(src.contiguous());
-      dst.copy_from(staged);
-    } else {  // device view -> dense device -> dense host -> host view
-      Tensor staged = Tensor::empty(dst.shape(), dst.dtype());
-      staged.copy_from(src.contiguous());
-      dst.copy_from(staged);
+  if constexpr (kWithCuda) {
+    const Device device = dst.device().is_cpu() ? src.device() : dst.device();
+    const std::size_t elem = dtype_size(dst.dtype());
+    const CollapsedCopy c = collapse_copy(dst.shape(), src.strides(), dst.strides());
+    const std::optional<Pitched> pitched = as_pitched(c, elem);
+    if (!pitched && src.device() != dst.device()) {
+      if (src.device().is_cpu()) {  // host view -> dense host -> dense device -> device view
+        Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), device);
+        staged.copy_from(src.contiguous());
+        dst.copy_from(staged);
+      } else {  // device view -> dense device -> dense host -> host view
+        Tensor staged = Tensor::empty(dst.shape(), dst.dtype());
+        staged.copy_from(src.contiguous());
+        dst.copy_from(staged);
+      }
+      return;
     }
-    return;
-  }
-  const cuda::DeviceGuard guard(device.index);
-  const cuda::Stream stream = cuda::stream_of(device.index);
-  if (!pitched) {
-    cuda::copy_strided(src.raw_data(), c.src_strides.data(), dst.raw_data(), c.dst_strides.data(), c.shape.data(),
-                       static_cast<int>(c.shape.size()), elem, stream);
-  } else if (pitched->height == 1) {
-    cuda::copy_async(dst.raw_data(), src.raw_data(), pitched->width, stream);
+    const cuda::DeviceGuard guard(device.index);
+    const cuda::Stream stream = cuda::stream_of(device.index);
+    if (!pitched) {
+      cuda::copy_strided(src.raw_data(), c.src_strides.data(), dst.raw_data(), c.dst_strides.data(), c.shape.data(),
+                         static_cast<int>(c.shape.size()), elem, stream);
+    } else if (pitched->height == 1) {
+      cuda::copy_async(dst.raw_data(), src.raw_data(), pitched->width, stream);
+    } else {
+      cuda::copy_2d_async(dst.raw_data(), pitched->dst_pitch, src.raw_data(), pitched->src_pitch, pitched->width,
+                          pitched->height, stream);
+    }
+    // Host code reads a CPU tensor as soon as this returns. (A host source needs no wait: the driver
+    // has taken pageable memory's bytes when the call returns.)
+    if (dst.device().is_cpu()) cuda::stream_synchronize(stream);
   } else {
-    cuda::copy_2d_async(dst.raw_data(), pitched->dst_pitch, src.raw_data(), pitched->src_pitch, pitched->width,
-                        pitched->height, stream);
+    throw_no_cuda("copy to or from a GPU");
   }
-  // Host code reads a CPU tensor as soon as this returns. (A host source needs no wait: the driver
-  // has taken pageable memory's bytes when the call returns.)
-  if (dst.device().is_cpu()) cuda::stream_synchronize(stream);
 }
 
 // dst <- src on two different GPUs, through a dense copy of src. Synchronous: the dense source
 // belongs to src's stream and is freed on return, so the copy on dst's stream must be done by then.
 // (Rare: parameter broadcasts and checkpoints, not per step.)
 void copy_between_gpus(Tensor& dst, const Tensor& src) {
-  const int from = src.device().index, to = dst.device().index;
-  const Tensor dense_src = src.contiguous();
-  cuda::synchronize(from);  // the source's producers on its own stream are done
-  Tensor dense_dst = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
-  {
-    const cuda::DeviceGuard guard(to);
-    cuda::copy_peer_async(dense_dst.raw_data(), to, dense_src.raw_data(), from, dst.nbytes(), cuda::stream_of(to));
-    cuda::synchronize(to);
+  if constexpr (kWithCuda) {
+    const int from = src.device().index, to = dst.device().index;
+    const Tensor dense_src = src.contiguous();
+    cuda::synchronize(from);  // the source's producers on its own stream are done
+    Tensor dense_dst = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+    {
+      const cuda::DeviceGuard guard(to);
+      cuda::copy_peer_async(dense_dst.raw_data(), to, dense_src.raw_data(), from, dst.nbytes(), cuda::stream_of(to));
+      cuda::synchronize(to);
+    }
+    if (!dense_dst.shares_storage(dst)) dst.copy_from(dense_dst);
+  } else {
+    throw_no_cuda("copy between GPUs");
   }
-  if (!dense_dst.shares_storage(dst)) dst.copy_from(dense_dst);
 }
 
 }  // namespace
@@ -325,8 +337,12 @@ void Tensor::fill_zero() {
     std::memset(raw_data(), 0, nbytes());
     return;
   }
-  const cuda::DeviceGuard guard(device_.index);
-  cuda::memset_async(raw_data(), 0, nbytes(), cuda::stream_of(device_.index));
+  if constexpr (kWithCuda) {
+    const cuda::DeviceGuard guard(device_.index);
+    cuda::memset_async(raw_data(), 0, nbytes(), cuda::stream_of(device_.index));
+  } else {
+    throw_no_cuda("fill_zero on a GPU");
+  }
 }
 
 namespace {
@@ -370,24 +386,28 @@ void with_typed_data(TensorT& t, Fn fn) {
 
 // On a GPU: the cast kernels (f32 <-> bf16/f16), asynchronous on the device's stream.
 Tensor cast_on_gpu(const Tensor& src, DType dtype) {
-  Tensor out = Tensor::empty(src.shape(), dtype, src.device());
-  const std::size_t n = static_cast<std::size_t>(src.numel());
-  const cuda::DeviceGuard guard(src.device().index);
-  const cuda::Stream stream = cuda::stream_of(src.device().index);
-  const DType from = src.dtype();
-  if (from == DType::kF32 && dtype == DType::kBF16) {
-    cuda::cast(src.data<float>(), out.data<bf16>(), n, stream);
-  } else if (from == DType::kF32 && dtype == DType::kF16) {
-    cuda::cast(src.data<float>(), out.data<f16>(), n, stream);
-  } else if (from == DType::kBF16 && dtype == DType::kF32) {
-    cuda::cast(src.data<bf16>(), out.data<float>(), n, stream);
-  } else if (from == DType::kF16 && dtype == DType::kF32) {
-    cuda::cast(src.data<f16>(), out.data<float>(), n, stream);
+  if constexpr (kWithCuda) {
+    Tensor out = Tensor::empty(src.shape(), dtype, src.device());
+    const std::size_t n = static_cast<std::size_t>(src.numel());
+    const cuda::DeviceGuard guard(src.device().index);
+    const cuda::Stream stream = cuda::stream_of(src.device().index);
+    const DType from = src.dtype();
+    if (from == DType::kF32 && dtype == DType::kBF16) {
+      cuda::cast(src.data<float>(), out.data<bf16>(), n, stream);
+    } else if (from == DType::kF32 && dtype == DType::kF16) {
+      cuda::cast(src.data<float>(), out.data<f16>(), n, stream);
+    } else if (from == DType::kBF16 && dtype == DType::kF32) {
+      cuda::cast(src.data<bf16>(), out.data<float>(), n, stream);
+    } else if (from == DType::kF16 && dtype == DType::kF32) {
+      cuda::cast(src.data<f16>(), out.data<float>(), n, stream);
+    } else {
+      throw Error("dtype conversion of " + src.describe() + " to " + dtype_name(dtype) +
+                  ": on a GPU only f32 <-> bf16/f16 (convert on the CPU)");
+    }
+    return out;
   } else {
-    throw Error("dtype conversion of " + src.describe() + " to " + dtype_name(dtype) +
-                ": on a GPU only f32 <-> bf16/f16 (convert on the CPU)");
+    throw_no_cuda("dtype conversion on a GPU");
   }
-  return out;
 }
 
 }  // namespace

@@ -6,6 +6,26 @@
 
 namespace dragoman {
 
+// Whether this build has CUDA (-DDRAGOMAN_CUDA, defined for every target that links dragoman_core
+// or dragoman_cuda). Code for a GPU sits in `if constexpr (kWithCuda)` branches (ops::detail::
+// on_device for the ops), so a CPU-only build compiles none of it and links no stand-ins for it.
+#ifdef DRAGOMAN_WITH_CUDA
+inline constexpr bool kWithCuda = true;
+#else
+inline constexpr bool kWithCuda = false;
+#endif
+
+// Throws "WHAT: this build has no CUDA (rebuild with -DDRAGOMAN_CUDA=ON)": a GPU asked of a
+// CPU-only build.
+[[noreturn]] void throw_no_cuda(const std::string& what);
+
+// The CUDA devices this process can use: 0 without a driver or a device, and in a build without
+// CUDA (device/cuda/runtime_info.h; never throws).
+int cuda_device_count();
+// Why cuda_device_count() is 0: the CUDA runtime's words, "no CUDA device", or "a build without
+// CUDA". Empty when there is a device.
+std::string cuda_absent_reason();
+
 enum class DeviceType { kCpu, kCuda };
 
 struct Device {

@@ -29,49 +29,46 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cp
                     kOp, "the mirror " + mirror->describe() + " does not match param " + param.describe());
   }
   if (grad_factor != nullptr) {
-    detail::require(grad_factor->dtype() == DType::kF64 && grad_factor->numel() == 2 && grad_factor->is_contiguous() &&
-                        grad_factor->device() == param.device(),
-                    kOp, "grad_factor must be ops::grad_norm_factor's f64 [2] on param's device, got " +
-                             grad_factor->describe());
+    detail::require(
+        grad_factor->dtype() == DType::kF64 && grad_factor->numel() == 2 && grad_factor->is_contiguous() &&
+            grad_factor->device() == param.device(),
+        kOp, "grad_factor must be ops::grad_norm_factor's f64 [2] on param's device, got " + grad_factor->describe());
   }
-  switch (param.device().type) {
-    case DeviceType::kCpu: {
-      const double factor = grad_factor != nullptr ? grad_factor->data<double>()[1] : 1.0;
-      if (mirror == nullptr) {
-        detail::dispatch_float(kOp, param, [&](auto zero) {
-          using T = decltype(zero);
-          cpu::adam_step<T>(param.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), param.numel(), hyper, factor);
-        });
-      } else {
-        detail::dispatch_storage(kOp, *mirror, [&](auto zero) {
-          using M = decltype(zero);
-          if constexpr (std::is_same_v<M, bf16> || std::is_same_v<M, f16>) {
-            cpu::adam_step<M>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
-                              hyper, mirror->data<M>(), factor);
-          }
-        });
-      }
-      break;
-    }
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(param);
-      const double* factor = grad_factor != nullptr ? grad_factor->data<double>() + 1 : nullptr;
-      if (mirror == nullptr) {
-        detail::dispatch_float(kOp, param, [&](auto zero) {
-          using T = decltype(zero);
-          cuda::adam_step<T>(param.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), param.numel(), hyper, factor,
-                             on_device.stream);
-        });
-      } else if (mirror->dtype() == DType::kBF16) {
-        cuda::adam_step<bf16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
-                              hyper, mirror->data<bf16>(), factor, on_device.stream);
-      } else {
-        cuda::adam_step<f16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
-                             hyper, mirror->data<f16>(), factor, on_device.stream);
-      }
-      break;
-    }
-  }
+  detail::on_device(
+      kOp, param,
+      [&] {
+        const double factor = grad_factor != nullptr ? grad_factor->data<double>()[1] : 1.0;
+        if (mirror == nullptr) {
+          detail::dispatch_float(kOp, param, [&](auto zero) {
+            using T = decltype(zero);
+            cpu::adam_step<T>(param.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), param.numel(), hyper, factor);
+          });
+        } else {
+          detail::dispatch_storage(kOp, *mirror, [&](auto zero) {
+            using M = decltype(zero);
+            if constexpr (std::is_same_v<M, bf16> || std::is_same_v<M, f16>) {
+              cpu::adam_step<M>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
+                                param.numel(), hyper, mirror->data<M>(), factor);
+            }
+          });
+        }
+      },
+      [&](auto stream) {
+        const double* factor = grad_factor != nullptr ? grad_factor->data<double>() + 1 : nullptr;
+        if (mirror == nullptr) {
+          detail::dispatch_float(kOp, param, [&](auto zero) {
+            using T = decltype(zero);
+            cuda::adam_step<T>(param.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), param.numel(), hyper, factor,
+                               stream);
+          });
+        } else if (mirror->dtype() == DType::kBF16) {
+          cuda::adam_step<bf16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
+                                param.numel(), hyper, mirror->data<bf16>(), factor, stream);
+        } else {
+          cuda::adam_step<f16>(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), param.numel(),
+                               hyper, mirror->data<f16>(), factor, stream);
+        }
+      });
 }
 
 }  // namespace dragoman::ops

@@ -67,27 +67,25 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   if (saved != nullptr) {
     lse = Tensor::empty({a.batch, a.heads, a.queries}, accumulator_dtype(q.dtype()), q.device());  // [B, H, T]
   }
-  switch (q.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, q, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), key_lengths.data<std::int32_t>(), scale,
-                                  o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
-                                  out.data<T>());
+  detail::on_device(
+      kOp, q,
+      [&] {
+        detail::dispatch_storage(kOp, q, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), key_lengths.data<std::int32_t>(), scale,
+                                    o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
+                                    out.data<T>());
+        });
+      },
+      [&](auto stream) {
+        const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device (no copy when there already)
+        detail::dispatch_storage(kOp, q, [&](auto zero) {
+          using T = decltype(zero);
+          cuda::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), lengths.data<std::int32_t>(), scale,
+                                     o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
+                                     out.data<T>(), stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(q);
-      const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device (no copy when there already)
-      detail::dispatch_storage(kOp, q, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::attention_forward<T>(a, q.data<T>(), k.data<T>(), v.data<T>(), lengths.data<std::int32_t>(), scale,
-                                   o.dropout, o.seed, o.rng_stream, saved != nullptr ? lse.data<acc_t<T>>() : nullptr,
-                                   out.data<T>(), on_device.stream);
-      });
-      break;
-    }
-  }
   if (saved != nullptr) *saved = {lse};
   return out;
 }
@@ -122,32 +120,29 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.key_size));
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(kc.shape(), q.dtype(), q.device()),
                    Tensor::empty(vc.shape(), q.dtype(), q.device())};
-  switch (q.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, q, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(), scale,
-                                   o.dropout, o.seed, o.rng_stream, saved.lse.data<acc_t<T>>(), dout.data<T>(),
-                                   g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
+  detail::on_device(
+      kOp, q,
+      [&] {
+        detail::dispatch_storage(kOp, q, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), key_lengths.data<std::int32_t>(),
+                                     scale, o.dropout, o.seed, o.rng_stream, saved.lse.data<acc_t<T>>(), dout.data<T>(),
+                                     g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>());
+        });
+      },
+      [&](auto stream) {
+        const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device
+        detail::dispatch_storage(kOp, q, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          // [B, H, T]: each query's sum of p * dprob, from the dq kernel to the dk/dv kernel
+          Tensor workspace =
+              Tensor::empty({cuda::attention_backward_workspace(a)}, accumulator_dtype(q.dtype()), q.device());
+          cuda::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), lengths.data<std::int32_t>(), scale,
+                                      o.dropout, o.seed, o.rng_stream, saved.lse.data<A>(), dout.data<T>(),
+                                      g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>(), workspace.data<A>(), stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(q);
-      const Tensor lengths = key_lengths.to(q.device());  // [B] i32 on the device
-      detail::dispatch_storage(kOp, q, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        // [B, H, T]: each query's sum of p * dprob, from the dq kernel to the dk/dv kernel
-        Tensor workspace =
-            Tensor::empty({cuda::attention_backward_workspace(a)}, accumulator_dtype(q.dtype()), q.device());
-        cuda::attention_backward<T>(a, q.data<T>(), kc.data<T>(), vc.data<T>(), lengths.data<std::int32_t>(), scale,
-                                    o.dropout, o.seed, o.rng_stream, saved.lse.data<A>(), dout.data<T>(),
-                                    g.dq.data<T>(), g.dk.data<T>(), g.dv.data<T>(), workspace.data<A>(),
-                                    on_device.stream);
-      });
-      break;
-    }
-  }
   return g;
 }
 

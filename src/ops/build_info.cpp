@@ -9,27 +9,19 @@
 #include <string>
 
 #include "device/cpu/cpu_isa.h"
+#include "device/cuda/runtime_info.h"
+#include "device/device.h"
 #include "kernels/cpu/quantize.h"
 
 #ifdef DRAGOMAN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
-#ifdef DRAGOMAN_WITH_CUDA
-#include "device/cuda/runtime_info.h"
-#endif
-
 namespace dragoman {
 
 const char* version() { return DRAGOMAN_VERSION; }
 
-bool built_with_cuda() {
-#ifdef DRAGOMAN_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+bool built_with_cuda() { return kWithCuda; }
 
 namespace {
 
@@ -75,11 +67,11 @@ std::string cpu_kernels_info() {
 std::string build_info() {
   std::string text = std::string("dragoman ") + version() + " (git " + git_revision() + ")\n";
   text += cpu_kernels_info();
-#ifdef DRAGOMAN_WITH_CUDA
-  text += cuda::runtime_info();
-#else
-  text += "CUDA: no (CPU-only build)\n";
-#endif
+  if constexpr (kWithCuda) {
+    text += cuda::runtime_info();
+  } else {
+    text += "CUDA: no (CPU-only build)\n";
+  }
   return text;
 }
 

@@ -1,8 +1,8 @@
 // Cross-entropy (see cross_entropy.h).
 #include "ops/cross_entropy.h"
 
-#include "kernels/cpu/cross_entropy.h"
 #include "device/cuda/context.h"
+#include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "ops/dispatch.h"
 
@@ -35,22 +35,20 @@ void log_softmax_(Tensor& x) {
   constexpr const char* kOp = "log_softmax_";
   detail::require_like(kOp, "x", x, x);
   const std::int64_t v = x.dim(-1);
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::log_softmax<T>(x.data<T>(), x.numel() / v, v);
+  detail::on_device(
+      kOp, x,
+      [&] {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::log_softmax<T>(x.data<T>(), x.numel() / v, v);
+        });
+      },
+      [&](auto stream) {
+        detail::dispatch_cuda(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          cuda::log_softmax<T>(x.data<T>(), x.numel() / v, v, stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const cuda::DeviceGuard guard(x.device().index);
-      detail::dispatch_cuda(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::log_softmax<T>(x.data<T>(), x.numel() / v, v, cuda::stream_of(x.device().index));
-      });
-      break;
-    }
-  }
 }
 
 namespace {
@@ -64,41 +62,36 @@ void cross_entropy_into(const char* op, Tensor& logits, const Tensor& targets, s
   require(sums.dtype() == DType::kF64 && sums.device() == logits.device() && sums.shape() == Shape{2} &&
               sums.is_contiguous(),
           op, "sums must be a contiguous f64 [2] tensor on the logits' device, got " + sums.describe());
-  switch (logits.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(op, logits, [&](auto zero) {
-        using T = decltype(zero);
-        double* out = sums.data<double>();
-        if (fused) {
-          cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), pad,
-                                      smoothing, out, out + 1, scale);
-        } else {
-          cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                        pad, smoothing, out, out + 1);
-        }
+  detail::on_device(
+      op, logits,
+      [&] {
+        detail::dispatch_storage(op, logits, [&](auto zero) {
+          using T = decltype(zero);
+          double* out = sums.data<double>();
+          if (fused) {
+            cpu::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                        pad, smoothing, out, out + 1, scale);
+          } else {
+            cpu::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                          pad, smoothing, out, out + 1);
+          }
+        });
+      },
+      [&](auto stream) {
+        // Each row's {loss, nll}, added in a fixed order by the kernel (deterministic sums).
+        Tensor row_losses = Tensor::empty({logits.dim(0), 2}, DType::kF64, logits.device());  // [N, 2]
+        detail::dispatch_cuda(op, logits, [&](auto zero) {
+          using T = decltype(zero);
+          double* out = sums.data<double>();
+          if (fused) {
+            cuda::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                         pad, smoothing, out, out + 1, row_losses.data<double>(), stream, scale);
+          } else {
+            cuda::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
+                                           pad, smoothing, out, out + 1, row_losses.data<double>(), stream);
+          }
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const int device = logits.device().index;
-      const cuda::DeviceGuard guard(device);
-      // Each row's {loss, nll}, added in a fixed order by the kernel (deterministic sums).
-      Tensor row_losses = Tensor::empty({logits.dim(0), 2}, DType::kF64, logits.device());  // [N, 2]
-      detail::dispatch_cuda(op, logits, [&](auto zero) {
-        using T = decltype(zero);
-        double* out = sums.data<double>();
-        if (fused) {
-          cuda::cross_entropy_fused<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                       pad, smoothing, out, out + 1, row_losses.data<double>(), cuda::stream_of(device),
-                                       scale);
-        } else {
-          cuda::cross_entropy_forward<T>(logits.data<T>(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1),
-                                         pad, smoothing, out, out + 1, row_losses.data<double>(),
-                                         cuda::stream_of(device));
-        }
-      });
-      break;
-    }
-  }
 }
 
 CrossEntropySums read_back(const Tensor& sums) {

@@ -1,5 +1,6 @@
-// Shared checks of the ops: each op checks shapes, dtypes and devices, then switches on the device
-// by hand (one switch per op, see DESIGN.md) and, on the CPU, calls the kernel for the storage type.
+// Shared checks of the ops and their one device dispatch: each op checks shapes, dtypes and devices,
+// then calls on_device with its CPU case and its CUDA case, and each case calls the kernel for the
+// storage type. The CUDA case is compiled only in a build with CUDA (no stubs elsewhere).
 //
 // Operands come in three classes (docs/MODEL.md, "Precision"):
 //   activation      the compute dtype (f64, f32, bf16 or f16): inputs, outputs, activation gradients
@@ -14,6 +15,7 @@
 #include "base/numeric.h"
 #include "core/tensor.h"
 #include "device/cuda/context.h"
+#include "device/device.h"
 
 namespace dragoman::ops::detail {
 
@@ -61,6 +63,25 @@ struct CudaScope {
   cuda::DeviceGuard guard;
   cuda::Stream stream;
 };
+
+// The one device dispatch of every op: on_cpu() when `t` is on the CPU; on a GPU, on_cuda(stream)
+// with t's device made current (restored afterwards) and that device's context stream, where every
+// launch goes. on_cuda is a generic lambda, [&](auto stream) {...}: its body is then a template that
+// is instantiated only here, inside `if constexpr (kWithCuda)`, so a CPU-only build compiles no
+// CUDA case and names no CUDA kernel; there a GPU tensor is "OP: this build has no CUDA".
+template <typename OnCpu, typename OnCuda>
+void on_device(const char* op, const Tensor& t, OnCpu&& on_cpu, OnCuda&& on_cuda) {
+  if (t.device().is_cpu()) {
+    on_cpu();
+    return;
+  }
+  if constexpr (kWithCuda) {
+    const CudaScope scope(t);
+    on_cuda(scope.stream);
+  } else {
+    throw_no_cuda(op);
+  }
+}
 
 // A parameter gradient or a statistic of the activation `ref`: accumulator_dtype(ref's dtype), on
 // ref's device, contiguous.

@@ -46,26 +46,24 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
   if (positions.defined()) detail::require_like(kOp, "positions", positions, table);
   const std::int64_t d = table.dim(1);
   Tensor out = Tensor::empty({ids.dim(0), ids.dim(1), d}, table.dtype(), table.device());  // [B, L, D]
-  switch (table.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, table, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
-                                  positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
-                                  ids.dim(1), position_offset, d, scale);
+  detail::on_device(
+      kOp, table,
+      [&] {
+        detail::dispatch_storage(kOp, table, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
+                                    positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
+                                    ids.dim(1), position_offset, d, scale);
+        });
+      },
+      [&](auto stream) {
+        detail::dispatch_storage(kOp, table, [&](auto zero) {
+          using T = decltype(zero);
+          cuda::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
+                                     positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
+                                     ids.dim(1), position_offset, d, scale, stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(table);
-      detail::dispatch_storage(kOp, table, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::embedding_forward<T>(ids.data<std::int32_t>(), table.data<T>(),
-                                   positions.defined() ? positions.data<T>() : nullptr, out.data<T>(), ids.numel(),
-                                   ids.dim(1), position_offset, d, scale, on_device.stream);
-      });
-      break;
-    }
-  }
   return out;
 }
 
@@ -80,32 +78,30 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
   if (dpositions.defined()) detail::require_accumulator(kOp, "dpositions", dpositions, dout);
   const std::int64_t d = dtable.dim(1);
   detail::require_shape(kOp, "dout", dout, {ids.dim(0), ids.dim(1), d});
-  switch (dtable.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, dout, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        cpu::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
-                                   dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
-                                   position_offset, d, scale);
+  detail::on_device(
+      kOp, dtable,
+      [&] {
+        detail::dispatch_storage(kOp, dout, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          cpu::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
+                                     dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
+                                     position_offset, d, scale);
+        });
+      },
+      [&](auto stream) {
+        detail::dispatch_storage(kOp, dout, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          // The ids sorted with their rows, and CUB's storage (kernels/cuda/embedding.h).
+          const std::int64_t bytes =
+              static_cast<std::int64_t>(cuda::embedding_backward_workspace(ids.numel(), dtable.dim(0)));
+          Tensor workspace = Tensor::empty({bytes}, DType::kU8, dtable.device());
+          cuda::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
+                                      dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
+                                      position_offset, d, scale, dtable.dim(0), workspace.raw_data(), stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(dtable);
-      detail::dispatch_storage(kOp, dout, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        // The ids sorted with their rows, and CUB's storage (kernels/cuda/embedding.h).
-        const std::int64_t bytes =
-            static_cast<std::int64_t>(cuda::embedding_backward_workspace(ids.numel(), dtable.dim(0)));
-        Tensor workspace = Tensor::empty({bytes}, DType::kU8, dtable.device());
-        cuda::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
-                                    dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
-                                    position_offset, d, scale, dtable.dim(0), workspace.raw_data(), on_device.stream);
-      });
-      break;
-    }
-  }
 }
 
 Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype, SinusoidLayout layout) {

@@ -29,14 +29,16 @@ void gather_row_prefixes(const Tensor& src, std::int64_t src_stride, Tensor& dst
   constexpr const char* kOp = "gather_row_prefixes";
   require_same_device(kOp, src, dst);
   const auto count = static_cast<std::int64_t>(rows.size());
-  if (src.device().is_cpu()) {
-    cpu::gather_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, rows.data(), count, row_bytes);
-    return;
-  }
-  const Tensor index = rows_on_device(src, rows, device_rows);
-  const detail::CudaScope on_device(src);
-  cuda::gather_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, index.data<std::int32_t>(), count,
-                            row_bytes, on_device.stream);
+  detail::on_device(
+      kOp, src,
+      [&] {
+        cpu::gather_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, rows.data(), count, row_bytes);
+      },
+      [&](auto stream) {
+        const Tensor index = rows_on_device(src, rows, device_rows);
+        cuda::gather_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, index.data<std::int32_t>(),
+                                  count, row_bytes, stream);
+      });
 }
 
 void gather_row_prefixes(const Tensor& src, std::int64_t src_stride, Tensor& dst, std::int64_t dst_stride,
@@ -54,14 +56,17 @@ void scatter_row_prefixes(const Tensor& src, std::int64_t src_stride, Tensor& ds
   constexpr const char* kOp = "scatter_row_prefixes";
   require_same_device(kOp, src, dst);
   const auto count = static_cast<std::int64_t>(rows.size());
-  if (src.device().is_cpu()) {
-    cpu::scatter_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, rows.data(), count, row_bytes);
-    return;
-  }
-  const Tensor index = rows_on_device(src, rows, Tensor());
-  const detail::CudaScope on_device(src);
-  cuda::scatter_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, index.data<std::int32_t>(),
-                             count, row_bytes, on_device.stream);
+  detail::on_device(
+      kOp, src,
+      [&] {
+        cpu::scatter_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, rows.data(), count,
+                                  row_bytes);
+      },
+      [&](auto stream) {
+        const Tensor index = rows_on_device(src, rows, Tensor());
+        cuda::scatter_row_prefixes(src.raw_data(), src_stride, dst.raw_data(), dst_stride, index.data<std::int32_t>(),
+                                   count, row_bytes, stream);
+      });
 }
 
 void move_rows_in_place(const std::vector<std::int32_t>& rows, const std::vector<std::int64_t>& units,

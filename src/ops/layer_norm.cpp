@@ -33,26 +33,24 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const DType stats = accumulator_dtype(x.dtype());
   Tensor mean = Tensor::empty({rows}, stats, x.device());  // [rows]
   Tensor rstd = Tensor::empty({rows}, stats, x.device());  // [rows]
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        cpu::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
-                                   rstd.data<A>(), rows, d, eps);
+  detail::on_device(
+      kOp, x,
+      [&] {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          cpu::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
+                                     rstd.data<A>(), rows, d, eps);
+        });
+      },
+      [&](auto stream) {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          cuda::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
+                                      rstd.data<A>(), rows, d, eps, stream);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        cuda::layer_norm_forward<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), y.data<T>(), mean.data<A>(),
-                                    rstd.data<A>(), rows, d, eps, on_device.stream);
-      });
-      break;
-    }
-  }
   if (saved != nullptr) *saved = {mean, rstd};
   return y;
 }
@@ -97,34 +95,32 @@ Tensor backward(const char* kOp, const Tensor& dy, const Tensor& x, const Tensor
   require_acc_operand("saved rstd", saved.rstd, {rows});
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
   const bool drop = dropped != nullptr && p > 0;
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
-                                    saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d);
+  detail::on_device(
+      kOp, x,
+      [&] {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          cpu::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
+                                      saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d);
+        });
+        if (drop) *dropped = dropout(dx, p, seed, rng_stream);
+      },
+      [&](auto stream) {
+        if (drop) *dropped = Tensor::empty(x.shape(), x.dtype(), x.device());
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using A = acc_t<T>;
+          // [2, chunks, D] column-sum partials of dweight and dbias (kernels/cuda/layer_norm.h)
+          Tensor workspace =
+              Tensor::empty({cuda::layer_norm_backward_workspace(rows, d)}, accumulator_dtype(x.dtype()), x.device());
+          cuda::DxDropout<T> dx_dropout;
+          if (drop) dx_dropout = {dropped->data<T>(), p, seed, rng_stream};
+          cuda::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
+                                       saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d,
+                                       workspace.data<A>(), stream, dx_dropout);
+        });
       });
-      if (drop) *dropped = dropout(dx, p, seed, rng_stream);
-      break;
-    case DeviceType::kCuda: {
-      const detail::CudaScope on_device(x);
-      if (drop) *dropped = Tensor::empty(x.shape(), x.dtype(), x.device());
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using A = acc_t<T>;
-        // [2, chunks, D] column-sum partials of dweight and dbias (kernels/cuda/layer_norm.h)
-        Tensor workspace =
-            Tensor::empty({cuda::layer_norm_backward_workspace(rows, d)}, accumulator_dtype(x.dtype()), x.device());
-        cuda::DxDropout<T> dx_dropout;
-        if (drop) dx_dropout = {dropped->data<T>(), p, seed, rng_stream};
-        cuda::layer_norm_backward<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), saved.mean.data<A>(),
-                                     saved.rstd.data<A>(), dx.data<T>(), dweight.data<A>(), dbias.data<A>(), rows, d,
-                                     workspace.data<A>(), on_device.stream, dx_dropout);
-      });
-      break;
-    }
-  }
   if (dropped != nullptr && !drop) *dropped = dx;  // p == 0: the identity, as ops::dropout
   return dx;
 }

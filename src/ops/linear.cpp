@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <string>
 
+#include "device/cuda/context.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
-#include "device/cuda/context.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "ops/dispatch.h"
@@ -28,23 +28,21 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   const std::int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
   require(k == kb, kOp, "inner dimensions differ: " + a.describe() + " and " + b.describe());
   Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());  // [M, N]
-  switch (a.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, a, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::gemm<T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n);
+  detail::on_device(
+      kOp, a,
+      [&] {
+        detail::dispatch_storage(kOp, a, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::gemm<T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n);
+        });
+      },
+      [&](auto /*stream: cuBLASLt runs on the device context's*/) {
+        detail::dispatch_cuda(kOp, a, [&](auto zero) {
+          using T = decltype(zero);
+          cuda::gemm<T, T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(),
+                           n, a.device().index);
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      const cuda::DeviceGuard guard(a.device().index);
-      detail::dispatch_cuda(kOp, a, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::gemm<T, T>(trans_a, trans_b, m, n, k, 1, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), 0, c.data<T>(), n,
-                         a.device().index);
-      });
-      break;
-    }
-  }
   return c;
 }
 
@@ -66,35 +64,33 @@ Tensor linear_forward(const char* kOp, const Tensor& x, const Tensor& weight, co
   shape.back() = out;
   Tensor y = Tensor::empty(shape, x.dtype(), x.device());  // [..., out]
   if (mask != nullptr) *mask = Tensor();
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
-                          bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
-        if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), y.numel());
-      });
-      break;
-    case DeviceType::kCuda: {
-      const int device = x.device().index;
-      const cuda::DeviceGuard guard(device);
-      detail::dispatch_cuda(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        const T* b = bias.defined() ? bias.data<T>() : nullptr;
-        if (relu && mask != nullptr && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
-          Tensor bits = Tensor::empty({cuda::relu_mask_bytes(rows, out)}, DType::kU8, x.device());
-          if (cuda::gemm_bias_relu_mask<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b,
-                                           y.data<T>(), bits.raw_data(), device)) {
-            *mask = bits;
-            return;
+  detail::on_device(
+      kOp, x,
+      [&] {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          cpu::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in,
+                            bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+          if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), y.numel());
+        });
+      },
+      [&](auto /*stream: cuBLASLt runs on the device context's*/) {
+        const int device = x.device().index;
+        detail::dispatch_cuda(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          const T* b = bias.defined() ? bias.data<T>() : nullptr;
+          if (relu && mask != nullptr && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
+            Tensor bits = Tensor::empty({cuda::relu_mask_bytes(rows, out)}, DType::kU8, x.device());
+            if (cuda::gemm_bias_relu_mask<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b,
+                                             y.data<T>(), bits.raw_data(), device)) {
+              *mask = bits;
+              return;
+            }
           }
-        }
-        cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b, y.data<T>(), device,
-                           relu);
+          cuda::gemm_bias<T>(false, true, rows, out, in, x.data<T>(), in, weight.data<T>(), in, b, y.data<T>(), device,
+                             relu);
+        });
       });
-      break;
-    }
-  }
   return y;
 }
 
@@ -115,10 +111,11 @@ Tensor linear_relu_masked(const Tensor& x, const Tensor& weight, const Tensor& b
 Tensor linear_int8(const Tensor& x, const Tensor& qweight, const Tensor& scales, const Tensor& bias, bool relu) {
   constexpr const char* kOp = "linear_int8";
   require(x.device().is_cpu() && qweight.device().is_cpu(), kOp, "int8 decoding runs on the CPU only");
-  require(x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
-              qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
-          kOp, "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " +
-                   qweight.describe());
+  require(
+      x.dtype() == DType::kF32 && x.is_contiguous() && qweight.dtype() == DType::kI8 && qweight.rank() == 2 &&
+          qweight.is_contiguous() && x.rank() >= 1 && x.dim(-1) == qweight.dim(1),
+      kOp,
+      "expected dense f32 x [..., in] and i8 weights [out, in], got " + x.describe() + " and " + qweight.describe());
   const std::int64_t in = qweight.dim(1), out = qweight.dim(0), rows = x.numel() / std::max<std::int64_t>(in, 1);
   require(scales.dtype() == DType::kF32 && scales.numel() == out, kOp, "scales must be f32 [out]");
   require(!bias.defined() || (bias.dtype() == DType::kF32 && bias.numel() == out), kOp, "bias must be f32 [out]");
@@ -188,64 +185,61 @@ void backward_products(const char* kOp, const Tensor& x, const Tensor& weight, c
   } else if (dx != nullptr) {
     *dx = Tensor::empty(x.shape(), x.dtype(), x.device());  // [..., in]
   }
-  switch (x.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_storage(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using Acc = acc_t<T>;
-        // dW[out, in] += dy^T [out, rows] x [rows, in]   (accumulator dtype)
-        cpu::gemm<T>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(), in);
-        if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out);
-        // dx[rows, in] (+)= dy [rows, out] W [out, in]
-        if (dx != nullptr) {
-          cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, accumulate_dx ? 1 : 0,
-                       dx->data<T>(), in);
-          if (relu_mask != nullptr) cpu::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel());
-        }
+  detail::on_device(
+      kOp, x,
+      [&] {
+        detail::dispatch_storage(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using Acc = acc_t<T>;
+          // dW[out, in] += dy^T [out, rows] x [rows, in]   (accumulator dtype)
+          cpu::gemm<T>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(), in);
+          if (dbias.defined()) cpu::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out);
+          // dx[rows, in] (+)= dy [rows, out] W [out, in]
+          if (dx != nullptr) {
+            cpu::gemm<T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in, accumulate_dx ? 1 : 0,
+                         dx->data<T>(), in);
+            if (relu_mask != nullptr) cpu::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel());
+          }
+        });
+      },
+      [&](auto stream) {
+        // The CPU case's three steps, on the device's stream: dW += dy^T x with beta = 1 straight into
+        // the f32 gradient; db += the column sums of dy, from the same product where cuBLASLt's
+        // BGRADB epilogue is at hand (written into a scratch [out], then added), else by a
+        // deterministic two-pass kernel (its workspace a [chunks, out] scratch tensor); dx (+)= dy W.
+        const int device = x.device().index;
+        detail::dispatch_cuda(kOp, x, [&](auto zero) {
+          using T = decltype(zero);
+          using Acc = acc_t<T>;
+          bool bias_done = false;
+          if (dbias.defined() && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
+            Tensor db = Tensor::empty({out}, dbias.dtype(), x.device());
+            bias_done = cuda::gemm_bias_grad<T>(out, in, rows, dy.data<T>(), out, x.data<T>(), in, dweight.data<Acc>(),
+                                                in, db.data<Acc>(), device);
+            if (bias_done) cuda::accumulate<Acc>(dbias.data<Acc>(), db.data<Acc>(), out, stream);
+          }
+          if (!bias_done) {
+            cuda::gemm<T, Acc>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1,
+                               dweight.data<Acc>(), in, device);
+          }
+          if (dbias.defined() && !bias_done) {
+            Tensor workspace = Tensor::empty({cuda::column_sum_chunks(rows), out}, dbias.dtype(), x.device());
+            cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(), stream);
+          }
+          if (dx != nullptr && relu_mask != nullptr && relu_mask->defined() &&
+              cuda::grad_epilogues() == cuda::GradEpilogues::automatic &&
+              cuda::gemm_drelu<T>(false, false, rows, in, out, dy.data<T>(), out, weight.data<T>(), in, dx->data<T>(),
+                                  relu_mask->raw_data(), device)) {
+            return;  // dx with the ReLU's gradient applied in the product
+          }
+          if (dx != nullptr) {
+            cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in,
+                             accumulate_dx ? 1 : 0, dx->data<T>(), in, device);
+            if (relu_mask != nullptr)
+              cuda::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel(), stream);
+          }
+        });
       });
-      break;
-    case DeviceType::kCuda: {
-      // The CPU case's three steps, on the device's stream: dW += dy^T x with beta = 1 straight into
-      // the f32 gradient; db += the column sums of dy, from the same product where cuBLASLt's
-      // BGRADB epilogue is at hand (written into a scratch [out], then added), else by a
-      // deterministic two-pass kernel (its workspace a [chunks, out] scratch tensor); dx (+)= dy W.
-      const int device = x.device().index;
-      const cuda::DeviceGuard guard(device);
-      const cuda::Stream stream = cuda::stream_of(device);
-      detail::dispatch_cuda(kOp, x, [&](auto zero) {
-        using T = decltype(zero);
-        using Acc = acc_t<T>;
-        bool bias_done = false;
-        if (dbias.defined() && cuda::grad_epilogues() == cuda::GradEpilogues::automatic) {
-          Tensor db = Tensor::empty({out}, dbias.dtype(), x.device());
-          bias_done = cuda::gemm_bias_grad<T>(out, in, rows, dy.data<T>(), out, x.data<T>(), in, dweight.data<Acc>(),
-                                              in, db.data<Acc>(), device);
-          if (bias_done) cuda::accumulate<Acc>(dbias.data<Acc>(), db.data<Acc>(), out, stream);
-        }
-        if (!bias_done) {
-          cuda::gemm<T, Acc>(true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dweight.data<Acc>(),
-                             in, device);
-        }
-        if (dbias.defined() && !bias_done) {
-          Tensor workspace = Tensor::empty({cuda::column_sum_chunks(rows), out}, dbias.dtype(), x.device());
-          cuda::bias_backward<T>(dy.data<T>(), dbias.data<Acc>(), rows, out, workspace.data<Acc>(), stream);
-        }
-        if (dx != nullptr && relu_mask != nullptr && relu_mask->defined() &&
-            cuda::grad_epilogues() == cuda::GradEpilogues::automatic &&
-            cuda::gemm_drelu<T>(false, false, rows, in, out, dy.data<T>(), out, weight.data<T>(), in, dx->data<T>(),
-                                relu_mask->raw_data(), device)) {
-          return;  // dx with the ReLU's gradient applied in the product
-        }
-        if (dx != nullptr) {
-          cuda::gemm<T, T>(false, false, rows, in, out, 1, dy.data<T>(), out, weight.data<T>(), in,
-                           accumulate_dx ? 1 : 0, dx->data<T>(), in, device);
-          if (relu_mask != nullptr)
-            cuda::relu_backward<T>(x.data<T>(), dx->data<T>(), dx->data<T>(), x.numel(), stream);
-        }
-      });
-      break;
-    }
-  }
 }
 
 }  // namespace
@@ -282,11 +276,12 @@ QuantizedWeights quantize_weights(const Tensor& weight) {
 
 std::shared_ptr<const cpu::PackedWeights> pack_weights(const Tensor& weight) {
   constexpr const char* kOp = "pack_weights";
-  detail::require(weight.rank() == 2 && weight.device().is_cpu() &&
-                      (weight.dtype() == DType::kF32 || weight.dtype() == DType::kI8),
-                  kOp, "expected f32 or i8 [out, in] weights on the CPU, got " + weight.describe());
+  detail::require(
+      weight.rank() == 2 && weight.device().is_cpu() && (weight.dtype() == DType::kF32 || weight.dtype() == DType::kI8),
+      kOp, "expected f32 or i8 [out, in] weights on the CPU, got " + weight.describe());
   const std::int64_t out = weight.dim(0), in = weight.dim(1);
-  if (weight.dtype() == DType::kI8) return cpu::PackedWeights::pack_s8(weight.contiguous().data<std::int8_t>(), out, in);
+  if (weight.dtype() == DType::kI8)
+    return cpu::PackedWeights::pack_s8(weight.contiguous().data<std::int8_t>(), out, in);
   return cpu::PackedWeights::pack_f32(weight.contiguous().data<float>(), out, in);
 }
 

@@ -19,21 +19,22 @@ void muon_step(std::vector<MuonTensors>& matrices, const cpu::MuonHyper& hyper) 
                       "shapes differ: " + t->describe() + " vs " + x.param.describe());
     }
   }
-  switch (first.device().type) {
-    case DeviceType::kCpu:
-      detail::dispatch_float(kOp, first, [&](auto zero) {
-        using T = decltype(zero);
-        std::vector<cpu::MuonMatrix<T>> kernels;
-        for (MuonTensors& x : matrices) {
-          kernels.push_back(
-              {x.param.data<T>(), x.grad.data<T>(), x.momentum.data<T>(), x.param.dim(0), x.param.dim(1)});
-        }
-        cpu::muon_steps(kernels, hyper);
+  detail::on_device(
+      kOp, first,
+      [&] {
+        detail::dispatch_float(kOp, first, [&](auto zero) {
+          using T = decltype(zero);
+          std::vector<cpu::MuonMatrix<T>> kernels;
+          for (MuonTensors& x : matrices) {
+            kernels.push_back(
+                {x.param.data<T>(), x.grad.data<T>(), x.momentum.data<T>(), x.param.dim(0), x.param.dim(1)});
+          }
+          cpu::muon_steps(kernels, hyper);
+        });
+      },
+      [&](auto) {
+        throw Error(std::string(kOp) + ": not built for CUDA yet (train with training.optimizer adam on a GPU)");
       });
-      break;
-    case DeviceType::kCuda:
-      throw Error(std::string(kOp) + ": not built for CUDA yet (train with training.optimizer adam on a GPU)");
-  }
 }
 
 }  // namespace dragoman::ops

@@ -9,8 +9,8 @@
 
 #include "base/error.h"
 #include "kernels/cpu/top_k.h"
-#include "device/cuda/context.h"
 #include "kernels/cuda/top_k.h"
+#include "ops/dispatch.h"
 
 namespace dragoman::ops {
 
@@ -48,14 +48,16 @@ TopK top_k_rows(const Tensor& x, std::int64_t k, std::int32_t skip_a, std::int32
   const std::int64_t rows = x.dim(0), v = x.dim(1);
   TopK out{Tensor::empty({rows, k}, DType::kF32, x.device()), Tensor::empty({rows, k}, DType::kI32, x.device()),
            Tensor::empty({rows}, DType::kF32, x.device())};
-  if (x.device().is_cpu()) {
-    top_k_rows_cpu(x, k, skip_a, skip_b, eos, out.values.data<float>(), out.ids.data<std::int32_t>(),
-                   out.eos_values.data<float>());
-    return out;
-  }
-  const cuda::DeviceGuard guard(x.device().index);
-  cuda::top_k_rows(x.data<float>(), rows, v, k, skip_a, skip_b, eos, out.values.data<float>(),
-                   out.ids.data<std::int32_t>(), out.eos_values.data<float>(), cuda::stream_of(x.device().index));
+  detail::on_device(
+      "top_k_rows", x,
+      [&] {
+        top_k_rows_cpu(x, k, skip_a, skip_b, eos, out.values.data<float>(), out.ids.data<std::int32_t>(),
+                       out.eos_values.data<float>());
+      },
+      [&](auto stream) {
+        cuda::top_k_rows(x.data<float>(), rows, v, k, skip_a, skip_b, eos, out.values.data<float>(),
+                         out.ids.data<std::int32_t>(), out.eos_values.data<float>(), stream);
+      });
   return out;
 }
 
@@ -71,13 +73,13 @@ HostTopK top_k_rows_to_host(const Tensor& x, std::int64_t k, std::int32_t skip_a
   }
   // One device buffer of 4-byte words: values, ids, EOS values; one copy back, one wait.
   Tensor packed = Tensor::empty({rows * (2 * k + 1)}, DType::kI32, x.device());
-  {
-    const cuda::DeviceGuard guard(x.device().index);
-    std::int32_t* words = packed.data<std::int32_t>();
-    cuda::top_k_rows(x.data<float>(), rows, v, k, skip_a, skip_b, eos, reinterpret_cast<float*>(words),
-                     words + rows * k, reinterpret_cast<float*>(words + 2 * rows * k),
-                     cuda::stream_of(x.device().index));
-  }
+  detail::on_device(
+      "top_k_rows_to_host", x, [] {},
+      [&](auto stream) {
+        std::int32_t* words = packed.data<std::int32_t>();
+        cuda::top_k_rows(x.data<float>(), rows, v, k, skip_a, skip_b, eos, reinterpret_cast<float*>(words),
+                         words + rows * k, reinterpret_cast<float*>(words + 2 * rows * k), stream);
+      });
   const Tensor host = packed.to(Device::cpu());
   const std::int32_t* words = host.data<std::int32_t>();
   std::memcpy(out.values.data(), words, n * sizeof(float));

@@ -148,6 +148,8 @@ class SingleGpuCommunicator : public Communicator {
 };
 
 // GPU workers: NCCL between the GPUs (of all processes); MPI for the host values and the bootstrap.
+// Comms is cuda::NcclComms: a template, so that only a build with CUDA instantiates it.
+template <typename Comms>
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(const std::vector<Device>& devices, const ProcessGroup& processes)
@@ -157,7 +159,7 @@ class NcclCommunicator : public Communicator {
     if (processes.size > 1) mpi::broadcast(id.data(), id.size(), 0);
     std::vector<int> indices;
     for (const Device& d : devices) indices.push_back(d.index);
-    comms_ = std::make_unique<cuda::NcclComms>(id, world_size(), first_rank(), indices);
+    comms_ = std::make_unique<Comms>(id, world_size(), first_rank(), indices);
   }
   void all_reduce_sum(std::vector<Tensor> buffers) override {
     comms_->all_reduce_sum(pointers(buffers), static_cast<std::size_t>(buffers[0].numel()),
@@ -197,10 +199,20 @@ class NcclCommunicator : public Communicator {
     return result;
   }
 
-  std::unique_ptr<cuda::NcclComms> comms_;
+  std::unique_ptr<Comms> comms_;
   std::vector<void*> ranges_;  // begin_ranges' buffers
   bool f64_ = false;
 };
+
+// The NCCL communicator where the build has CUDA ("this build has no CUDA" elsewhere).
+template <typename Comms = cuda::NcclComms>
+std::unique_ptr<Communicator> nccl_communicator(const std::vector<Device>& devices, const ProcessGroup& processes) {
+  if constexpr (kWithCuda) {
+    return std::make_unique<NcclCommunicator<Comms>>(devices, processes);
+  } else {
+    throw_no_cuda("communicator for " + devices[0].str());
+  }
+}
 
 }  // namespace
 
@@ -232,7 +244,7 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& local
   if (!local_devices[0].is_cpu() && local_devices.size() == 1 && processes.size == 1) {
     return std::make_unique<SingleGpuCommunicator>();
   }
-  if (!local_devices[0].is_cpu()) return std::make_unique<NcclCommunicator>(local_devices, processes);
+  if (!local_devices[0].is_cpu()) return nccl_communicator(local_devices, processes);
   if (processes.size > 1) return std::make_unique<MpiCommunicator>(static_cast<int>(local_devices.size()), processes);
   return std::make_unique<LocalCommunicator>(static_cast<int>(local_devices.size()));
 }

@@ -187,7 +187,12 @@ TrainResult Trainer::run() {
         const Tensor nf = ops::grad_norm_factor(params.grads(), t.clip_norm, 1.0);
         if (w == 0) {
           pending_norm_ = nf;
-          if (!nf.device().is_cpu()) norm_readback_.start(nf.data<double>(), 2 * sizeof(double), nf.device().index);
+          if constexpr (kWithCuda) {
+            if (!nf.device().is_cpu()) {
+              if (!norm_readback_) norm_readback_ = std::make_shared<cuda::Readback>();
+              norm_readback_->start(nf.data<double>(), 2 * sizeof(double), nf.device().index);
+            }
+          }
         }
         optimizer_step(params, worker_adam_m(w), worker_adam_v(w), hyper, nullptr, &nf);
       } else {

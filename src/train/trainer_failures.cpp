@@ -44,8 +44,11 @@ double Trainer::settle_grad_norm() {
   if (pending_update_ == 0) return settled_norm_;
   const std::int64_t update = pending_update_;
   pending_update_ = 0;
-  settled_norm_ = pending_norm_.device().is_cpu() ? pending_norm_.to_vector<double>()[0]
-                                                  : static_cast<const double*>(norm_readback_.wait())[0];
+  if (pending_norm_.device().is_cpu()) {
+    settled_norm_ = pending_norm_.to_vector<double>()[0];
+  } else if constexpr (kWithCuda) {
+    settled_norm_ = static_cast<const double*>(norm_readback_->wait())[0];
+  }
   if (!std::isfinite(settled_norm_)) fail_non_finite(update, settled_norm_, std::nullopt);
   return settled_norm_;
 }

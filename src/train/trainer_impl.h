@@ -133,7 +133,7 @@ class Trainer {
   std::int64_t pending_update_ = 0;  // the update whose norm is not checked yet (0: none)
   Tensor pending_norm_;              // its {norm, factor} on worker 0's device
   double settled_norm_ = 0;          // the last norm checked
-  cuda::Readback norm_readback_;
+  std::shared_ptr<cuda::Readback> norm_readback_;  // made at the first deferred norm on a GPU
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<Vocabulary> vocab_;

@@ -11,12 +11,12 @@
 
 #include "ops/build_info.h"
 #include "base/error.h"
+#include "device/device.h"
 #include "base/json_diff.h"
 #include "device/cpu/threads.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"
-#include "device/cuda/runtime_info.h"
 #include "model/checkpoint.h"
 #include "text/vocabulary.h"
 #include "train/child_process.h"
@@ -120,7 +120,7 @@ std::vector<std::string> read_references(const DataConfig& data, const data::Enc
 // Everything that can be wrong with the command is found here, before the run directory is touched:
 // the config, the model config (with the vocabulary's size), the vocabulary file and the data files.
 void Trainer::check_inputs() {
-  const int visible = cuda::device_count();
+  const int visible = cuda_device_count();
   devices_ = parse_devices(config_.training.devices, visible);
   device_ = devices_.front();
   for (const Device& d : devices_) {
@@ -138,7 +138,7 @@ void Trainer::check_inputs() {
     }
     if (d.index >= visible) {
       throw Error("training.devices " + d.str() + ": no such CUDA device (" + std::to_string(visible) + " visible" +
-                  (visible == 0 ? ": " + cuda::no_device_reason() : std::string()) + ")");
+                  (visible == 0 ? ": " + cuda_absent_reason() : std::string()) + ")");
     }
   }
   processes_ = ProcessGroup::from_environment();
