@@ -19,7 +19,7 @@
 
 #include "device/cpu/threads.h"
 #include "decode/beam_search.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "decode/translator.h"
 #include "kernels/cpu/gemm.h"
 

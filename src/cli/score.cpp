@@ -17,7 +17,7 @@
 #include "base/error.h"
 #include "device/cpu/threads.h"
 #include "base/timing.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "decode/scorer.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"

@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "eval/paper_bleu.h"
 #include "eval/report.h"
 #include "io/text_lines.h"

@@ -114,7 +114,7 @@ int run_serve(const ServeCliOptions& o) {
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
   }
-  // The default model's recommended settings (decoding_models.h) for the options not given.
+  // The default model's recommended settings (model_files.h) for the options not given.
   const DecodingDefaults defaults = decoding_defaults(models.front().models.infos.front(), o.models.front());
   std::string normalization = o.normalization;
   apply_decoding_defaults(defaults, o.given, options.search.beam, options.search.alpha, normalization);

@@ -26,7 +26,7 @@
 #include "device/cpu/threads.h"
 #include "base/timing.h"
 #include "decode/attention_svg.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "decode/translation_output.h"
 #include "decode/translator.h"
 #include "io/atomic_file.h"

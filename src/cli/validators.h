@@ -12,7 +12,7 @@
 #include <string>
 
 #include "device/cpu/threads.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 
 namespace dragoman::cli {
 

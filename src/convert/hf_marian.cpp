@@ -271,7 +271,7 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
     }
   }
   out.metadata["converted_from"] = "huggingface-marian";
-  // generate()'s search settings as the model file's recommended ones (decode/decoding_models.h):
+  // generate()'s search settings as the model file's recommended ones (decode/model_files.h):
   // score / |Y|^length_penalty, length_penalty 1.0 unless generation_config.json says otherwise.
   // (Older models keep them in config.json.)
   const json generation =

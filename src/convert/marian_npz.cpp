@@ -240,7 +240,7 @@ ImportedModel read_marian_files(const MarianInputs& in) {
     if (vocabs.empty() && d["vocabs"]) {
       for (const auto& v : d["vocabs"]) vocabs.push_back((dir / v.as<std::string>()).string());
     }
-    // Its search settings, as the model file's recommended ones (decode/decoding_models.h).
+    // Its search settings, as the model file's recommended ones (decode/model_files.h).
     if (d["beam-size"]) metadata["decoding.beam"] = d["beam-size"].as<std::string>();
     if (d["normalize"]) {
       const double alpha = d["normalize"].as<double>();

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "serve/api.h"
 #include "serve/batching_translator.h"
 

@@ -13,7 +13,7 @@
 #include "data/batching.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "io/atomic_file.h"
 #include "model/checkpoint.h"
 #include "ops/elementwise.h"

@@ -12,7 +12,7 @@
 #include "convert/convert_testing.h"
 #include "convert/hf_marian.h"
 #include "base/error.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "decode/translator.h"
 #include "io/read_file.h"
 #include "io/safetensors.h"

@@ -18,7 +18,7 @@
 #include "convert/convert_testing.h"
 #include "convert/marian_npz.h"
 #include "base/error.h"
-#include "decode/decoding_models.h"
+#include "decode/model_files.h"
 #include "decode/translator.h"
 #include "io/read_file.h"
 #include "train/train_testing.h"

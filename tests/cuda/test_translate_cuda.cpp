@@ -20,7 +20,7 @@
 #include "decode/scorer.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "model/checkpoint.h"
 #include "text/vocabulary.h"
 #include "train/run_dir.h"

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "io/text_lines.h"
 
 namespace dragoman::test {

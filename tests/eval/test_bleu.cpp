@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "eval/bleu.h"
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "eval/fixtures.h"
 #include "eval/report.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "eval/chrf.h"
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "eval/fixtures.h"
 #include "eval/report.h"
 

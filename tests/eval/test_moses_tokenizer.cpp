@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 #include "eval/fixtures.h"
 #include "eval/moses_tokenizer.h"
 #include "eval/paper_bleu.h"

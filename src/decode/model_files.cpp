@@ -1,5 +1,5 @@
-// Loading the models of a translation (see decoding_models.h).
-#include "decode/decoding_models.h"
+// Loading the models of a translation (see model_files.h).
+#include "decode/model_files.h"
 
 #include <spdlog/spdlog.h>
 

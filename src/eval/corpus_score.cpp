@@ -1,5 +1,5 @@
 // Corpus scoring (see corpus.h).
-#include "eval/corpus.h"
+#include "eval/corpus_score.h"
 
 #include "base/error.h"
 #include "base/parallel.h"
