@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: `dragoman translate` alone and beside busy cores (issue #11). OpenMP threads that
+# Benchmark: `dragoman translate` alone and beside busy cores. OpenMP threads that
 # spin at barriers lose badly to any other process on their cores: a team of N threads on N cores
 # with one core taken waits at every barrier for the thread that is not running. This times the
 # same translation under the OpenMP wait settings that matter, with 1 and 2 threads, with no other

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's fresh-machine stage (issue #23): proves the README's two commands on a pristine Debian 12.
+# CI's fresh-machine stage: proves the README's two commands on a pristine Debian 12.
 # Makes a minimal Debian root (debootstrap --variant=minbase bookworm, from the archive the host's apt
 # uses, with bookworm-updates and bookworm-security as a fresh install has them), clones this
 # repository's committed HEAD into it (/root/dragoman: a clean git clone, nothing else copied; changes

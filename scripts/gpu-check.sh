@@ -75,7 +75,7 @@ if [[ -n ${TORCH_REFERENCE:-} ]] && python3 -c 'import torch' 2>/dev/null; then
 else
   echo "== torch reference: not run (set TORCH_REFERENCE=path/to/torch_reference.py on a machine with PyTorch)"
 fi
-# Translation speed (issue #15): base and big, fp32/bf16/fp16, beam 4 and greedy, large batches and
+# Translation speed: base and big, fp32/bf16/fp16, beam 4 and greedy, large batches and
 # one sentence at a time, beside transformers' MarianMT generate() on the same weights.
 if [[ -f .gpu/bench/vocab.model ]]; then
   step_timeout=${BENCH_TIMEOUT:-540} step translate-bench bash scripts/bench-translate-gpu.sh

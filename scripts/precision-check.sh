@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mixed precision against fp32 on the demo corpus (#12's check): trains configs/tiny.yaml for
+# Mixed precision against fp32 on the demo corpus: trains configs/tiny.yaml for
 # PRECISION_STEPS updates (default 600) in fp32, bf16 and fp16 from the same seed, prints the dev
 # loss of each at every validation and the relative difference at the last one (the criterion: within
 # 2 %), then translates the test set with the fp32 model in each --precision and prints BLEU and time.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite (ctest -L cpu) again on the older CPU paths, whatever CPU this is, so that a
 # machine with AVX-512 and VNNI also tests what an AVX2-only CPU or an AVX-512 CPU without VNNI
-# runs (issue #23):
+# runs:
 #   avx2:          ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN's AVX2 kernels: int8 without VNNI, so 7-bit
 #                  weights), DRAGOMAN_CPU_ISA=avx2 (our row kernels' AVX2 level),
 #                  OPENBLAS_CORETYPE=Haswell: an AVX2-only machine such as a Zen 3

@@ -52,7 +52,7 @@ DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t
 }
 
 // What random numbers are for: the top 4 bits of every rng_stream, so that streams of two purposes
-// never meet, whatever their other 60 bits (#12 section 5). Within a purpose:
+// never meet, whatever their other 60 bits. Within a purpose:
 //   kInit     parameter p's initial values: rng_stream p (docs/MODEL.md, "Initialisation")
 //   kDropout  dropout site k of batch b on data-parallel rank r: bits 48-59 r, 24-47 b, 0-23 k
 //   kData     the batcher's length ties and shuffles (data/batching.cpp), per epoch

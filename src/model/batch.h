@@ -34,7 +34,7 @@ struct Batch {
   std::int64_t validate(const ModelConfig& config) const;
 
   // The batch on `device`: validated on the host first, then copied, so a batch on a GPU has been
-  // checked exactly once and no kernel checks ids (#12 section 4).
+  // checked exactly once and no kernel checks ids.
   Batch to(Device device, const ModelConfig& config) const;
   // Whether the model may use it as it is: a validated batch on a GPU, or any batch on the CPU
   // (validated by the forward pass, cheap next to it).

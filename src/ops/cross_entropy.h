@@ -33,7 +33,7 @@ CrossEntropySums cross_entropy_fused_(Tensor& logits, const Tensor& targets, std
 
 // The device forms of both: the loss and nll sums are added into `sums` (f64 [2] = {loss, nll} on
 // the logits' device) and not read back, so a trainer sums a whole log window where the logits are
-// and reads it once (#12 section 4). The forms above read one call's sums back.
+// and reads it once (model/batch.h). The forms above read one call's sums back.
 void cross_entropy_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums);
 void cross_entropy_fused_(Tensor& logits, const Tensor& targets, std::int32_t pad, double smoothing, Tensor& sums,
                           double scale = 1.0);

@@ -18,8 +18,8 @@ void check_ids(const char* op, const Tensor& ids, const Tensor& table, const Ten
               ids.describe());
   require(table.rank() == 2, op, "table must be [V, D], got " + table.describe());
   const std::int64_t v = table.dim(0);
-  // Ids on a GPU are not read back: a batch there was validated on the host by Batch::to (#12
-  // section 4).
+  // Ids on a GPU are not read back: a batch there was validated on the host by Batch::to
+  // (model/batch.h).
   if (ids.device().is_cpu()) {
     const std::int32_t* p = ids.data<std::int32_t>();
     for (std::int64_t i = 0; i < ids.numel(); ++i) {

@@ -1,4 +1,4 @@
-// The whole model on a GPU against the same model on the CPU (issue #13): the loss and every
+// The whole model on a GPU against the same model on the CPU: the loss and every
 // parameter gradient of one forward/backward pass in f32 (dropout on, so the Philox masks must agree
 // too), incremental decoding's log-probabilities, and 20 training updates (Adam) from the same
 // weights and batches, for a post-norm and a pre-norm configuration. The CPU is the spec; the GPU

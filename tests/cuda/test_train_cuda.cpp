@@ -1,4 +1,4 @@
-// `dragoman train` on a GPU (issue #13), end to end through train(): the reversal task trained on
+// `dragoman train` on a GPU, end to end through train(): the reversal task trained on
 // cuda:0 follows the same run on the CPU (f32: the loss curve and the dev loss), a GPU run resumes
 // bit-identically (f32 and bf16: every kernel is deterministic), checkpoints move between CPU and GPU
 // runs, bf16 training tracks f32 with validation BLEU from the GPU decoder, every visible GPU (NCCL)

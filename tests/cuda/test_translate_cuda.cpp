@@ -1,4 +1,4 @@
-// Translating on a GPU (issue #15) against the CPU, on a model trained here (the reversal task):
+// Translating on a GPU against the CPU, on a model trained here (the reversal task):
 // greedy translations identical in f32 (but for rare near-ties), beam 4 n-best lists the same with
 // scores within 1e-4 (near-ties may swap), and
 // bf16/fp16 translations scored against the f32 ones (BLEU >= 95). An ensemble of the model with

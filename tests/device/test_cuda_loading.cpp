@@ -1,4 +1,4 @@
-// A CUDA build loads cuBLAS only when it is used (device/cuda/cublas_loader.cpp, issue #16): CPU
+// A CUDA build loads cuBLAS only when it is used (device/cuda/cublas_loader.cpp): CPU
 // work does not map libcublasLt (whose start-up makes about 200 MB resident), and the first call
 // loads it. A CPU-only build has no cuBLAS to load and says so. Each test case runs in a process
 // of its own (catch_discover_tests), so nothing earlier has loaded the library.

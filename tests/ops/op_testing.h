@@ -1,11 +1,11 @@
-// What the per-op tests share (#12 section 6): the (device, dtype) cases an op's one test body runs
+// What the per-op tests share: the (device, dtype) cases an op's one test body runs
 // for, per-dtype tolerances, the awkward sizes, sentinel-guarded output buffers, and conversions
 // between tensors of any float dtype and double vectors; then the helpers of the raw-pointer kernel
 // tests (random vectors, thread-count scopes) and of the float64 finite-difference gradient checks.
 //
 // An op test is one body taking an OpCase:
 //   for (const test::OpCase& c : test::op_cases()) { DYNAMIC_SECTION(c.name) { body(c); } }
-// CUDA cases join the list when an op's CUDA kernel exists (issue #13); today every case is a CPU one.
+// The cases are the CPU's; the CUDA kernels are compared with these by the parity tests in tests/cuda/.
 #pragma once
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dry run of scripts/gpu-first-run.sh on a machine without a GPU (issue #25): every step fails
+# The dry run of scripts/gpu-first-run.sh on a machine without a GPU: every step fails
 # fast, but the step order, the log names, the file count (at most 8 flat files come back from a
 # GPU machine), the summary and the deadline logic are exercised. Skipped (77) where a GPU is
 # present: there the script would really run for minutes.

@@ -1,4 +1,4 @@
-// Data-parallel training on CPU workers (issue #14): N workers x update_freq k compute the update of
+// Data-parallel training on CPU workers: N workers x update_freq k compute the update of
 // one worker with update_freq N*k (the gradients in float64 to 1e-12; whole runs in f32 within
 // reassociation tolerance, metrics included), a run resumes on another number of workers with the
 // same batches per update, a worker whose share of the last update is empty contributes nothing,

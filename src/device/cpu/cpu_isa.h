@@ -1,4 +1,4 @@
-// Which instruction set the CPU kernels of this process run (issue #23): the run-time dispatch of
+// Which instruction set the CPU kernels of this process run: the run-time dispatch of
 // Dragoman's own row kernels (kernels/cpu/vector_math.h), by the CPU's features, not its model.
 //
 //   avx512:   AVX-512 F, BW, DQ and VL (Skylake-X and later, Zen 4 and later): 16 floats a register

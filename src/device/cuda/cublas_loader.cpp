@@ -1,4 +1,4 @@
-// cuBLAS and cuBLASLt, loaded when first called (issue #16). Loading libcublasLt runs its
+// cuBLAS and cuBLASLt, loaded when first called. Loading libcublasLt runs its
 // initialisation, which makes about 200 MB resident and takes 0.1 s: a CUDA build's CPU work
 // (`translate --device cpu`, `--version` on a machine without a GPU) should not pay that. So
 // dragoman_cuda does not link the two libraries; it defines the functions it calls (with the

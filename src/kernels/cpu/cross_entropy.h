@@ -7,7 +7,7 @@
 // log-probability are computed in acc_t<T> (float for float, bf16, f16); each element written back
 // (log-probability or gradient) is rounded once with store<T>(); the loss sums add the acc_t<T>
 // log-probabilities (not their rounded copies) in double. (Until #12, float rows computed in double.)
-// f32 rows (issue #24, one exp a logit): e(k) = exp(x(k) - max) by vector_math.h's exp, stored with
+// f32 rows (one exp a logit): e(k) = exp(x(k) - max) by vector_math.h's exp, stored with
 // its sum Z, log_z = max + log(Z), p(k) = e(k) / Z; the loss's sum of log-probabilities is the sum
 // of the logits (16 double lanes, sum_wide_f32) less log_z for each, in double.
 #pragma once

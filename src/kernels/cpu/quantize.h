@@ -11,7 +11,7 @@
 //                  oneDNN, a plain loop otherwise; linear_int8_reference is that loop, the spec the
 //                  tests hold the fast paths to.
 //
-// The 16-bit trap (issue #23). oneDNN computes s8 x s8 as u8 x s8: it adds 128 to the activations
+// The 16-bit trap. oneDNN computes s8 x s8 as u8 x s8: it adds 128 to the activations
 // and subtracts 128 * sum(w) afterwards. With VNNI (vpdpbusd: AVX512-VNNI, and AMX) four u8 x s8
 // products go straight into an int32. Without it (AVX2, AVX-512 without VNNI, SSE4.1) the kernels
 // use vpmaddubsw, which adds two u8 x s8 products into a *saturating* int16: 255 * 127 * 2 = 64,770

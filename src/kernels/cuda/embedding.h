@@ -2,7 +2,7 @@
 // a stream (and the backward's workspace). T = double, float, bf16 or f16; dtable and dpositions
 // acc_t<T>.
 // Ids are not checked here: they must be in [0, V) (a batch on a GPU was validated on the host by
-// Batch::to, #12 section 4); an id outside it reads or writes outside the table.
+// Batch::to, model/batch.h); an id outside it reads or writes outside the table.
 // Both directions give the CPU spec's bits:
 //   forward: one thread per output element, the spec's expression and rounding.
 //   backward: every dtable element is owned by one thread, which adds the rows of its id in row
