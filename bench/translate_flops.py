@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Model FLOPs of a beam search over a file, for scripts/bench-translate-gpu.sh's TFLOP/s and MFU
-columns (issue #26). A benchmark instrument, not a runtime dependency.
+columns. A benchmark instrument, not a runtime dependency.
 
     python3 bench/translate_flops.py MODEL.safetensors LINES SOURCE_TOKENS TARGET_TOKENS BEAM SECONDS \
         PRECISION GPU_NAME
