@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/decoding_options.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "core/allocator.h"
@@ -40,15 +41,9 @@ namespace {
 
 struct TranslateCliOptions {
   std::vector<std::string> models;  // one, or an ensemble
-  GivenSearchOptions given;         // the others are the model's defaults
   std::string input = "-";
   std::string output = "-";
-  int beam = 4;
-  double alpha = 0.6;
-  std::string normalization = "gnmt";
-  double word_reward = 0;
-  double max_length_a = 1.0;
-  std::int64_t max_length_b = 50;
+  DecodingOptions decoding;  // the search, device, batches
   int nbest = 0;
   bool scores = false;
   std::string output_format = "text";
@@ -57,12 +52,7 @@ struct TranslateCliOptions {
   int attention_layer = 0;  // 1-based; 0: the last
   int attention_head = 0;   // 1-based; 0: the average of the heads
   std::string attention_dir;
-  std::int64_t batch_tokens = 0;     // 0: 2048 on the CPU, 16384 on a GPU
-  std::int64_t batch_sentences = 0;  // 0: 64 on the CPU, 1024 on a GPU
   std::int64_t chunk_lines = 10000;
-  std::string device = "cpu";
-  std::string precision = "fp32";
-  int threads = 0;
   bool replace_invalid = false;
   bool deterministic = false;
   bool progress = false;
@@ -131,14 +121,9 @@ class Progress {
   bool drawn_ = false;
 };
 
-SearchOptions search_options(const TranslateCliOptions& o) {
-  SearchOptions s;
-  s.beam = o.beam;
-  s.alpha = o.alpha;
-  s.length_penalty = length_penalty_named(o.normalization);
-  s.word_reward = o.word_reward;
-  s.max_length_a = o.max_length_a;
-  s.max_length_b = o.max_length_b;
+// `decoding`'s search, with the n-best list and the attention the output needs.
+SearchOptions search_options(const DecodingOptions& decoding, const TranslateCliOptions& o) {
+  SearchOptions s = decoding.search_options();
   s.nbest = std::max(o.nbest, 1);
   s.record_attention = !o.alignment.empty() || !o.attention_dir.empty();
   s.attention.layer = o.attention_layer - 1;
@@ -209,7 +194,7 @@ std::optional<Chunk> read_chunk(LineReader& reader, std::int64_t limit, const Tr
 // (written at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
 std::int64_t next_chunk_size(std::int64_t previous, const TranslateCliOptions& o) {
   if (o.output != "-") return o.chunk_lines;
-  const std::int64_t first = o.batch_sentences > 0 ? o.batch_sentences : 64;
+  const std::int64_t first = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : kCpuBatchSentences;
   return previous == 0 ? std::min(first, o.chunk_lines) : std::min(previous * 2, o.chunk_lines);
 }
 
@@ -345,15 +330,15 @@ void log_summary(const Totals& totals, double seconds, std::int64_t max_position
 }
 
 void check_options(const TranslateCliOptions& o) {
-  const Device device = Device::parse(o.device);
+  const Device device = Device::parse(o.decoding.device);
   if (o.deterministic && !device.is_cpu()) {
     throw CLI::ValidationError(
         "--deterministic is for the CPU (on a GPU, cuBLASLt may choose another algorithm for another batch size)");
   }
-  check_decoding_device("translate", o.device, o.precision);
-  if (o.nbest > o.beam) {
+  check_decoding_device("translate", o.decoding.device, o.decoding.precision);
+  if (o.nbest > o.decoding.beam) {
     throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " +
-                               std::to_string(o.beam));
+                               std::to_string(o.decoding.beam));
   }
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   if (o.output_format == "json" && o.scores) {
@@ -385,7 +370,7 @@ std::string attention_caption(const DecodingModels& models, const AttentionChoic
 
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
-  set_compute_threads(resolve_threads(o.threads, "translate: --threads"));
+  set_compute_threads(resolve_threads(o.decoding.threads, "translate: --threads"));
   ops::set_row_invariant_products(o.deterministic);
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
@@ -396,18 +381,15 @@ int run_translate(const TranslateCliOptions& o) {
   Output output(o.output);
   signals.remove_on_abort(output.temporary_path());
 
-  const Device device = Device::parse(o.device);
-  const DecodingModels models = load_decoding_models(o.models, o.precision, device);
+  const Device device = Device::parse(o.decoding.device);
+  const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);
   const Vocabulary& vocabulary = *models.vocabulary;
-  TranslatorOptions options = TranslatorOptions::for_device(device);
-  TranslateCliOptions effective = o;  // the first model's recommended settings for those not given
-  const DecodingDefaults defaults = decoding_defaults(models.infos.front(), o.models.front());
-  if (apply_decoding_defaults(defaults, o.given, effective.beam, effective.alpha, effective.normalization)) {
+  DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
+  if (apply_model_defaults(decoding_defaults(models.infos.front(), o.models.front()), effective)) {
     spdlog::info("translate: search settings not given on the command line are the model file's (docs/MODELS.md)");
   }
-  options.search = search_options(effective);
-  if (o.batch_tokens > 0) options.batch_tokens = o.batch_tokens;
-  if (o.batch_sentences > 0) options.batch_sentences = o.batch_sentences;
+  TranslatorOptions options = effective.translator_options(device, DecodingUse::kBatch);
+  options.search = search_options(effective, o);
   const Translator translator(models.decoding(), vocabulary, options);
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::string caption;  // what the attention pictures show
@@ -418,9 +400,10 @@ int run_translate(const TranslateCliOptions& o) {
                  o.models.size() > 1 ? fmt::format(", ensemble member {} of {}", i + 1, o.models.size()) : "");
   }
   spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {}",
-               effective.beam, effective.normalization, effective.alpha, o.max_length_a, o.max_length_b,
+               effective.beam, effective.length_normalization, effective.length_penalty, effective.max_length_a,
+               effective.max_length_b,
                device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
-                               : fmt::format("on {} in {}", device.str(), o.precision));
+                               : fmt::format("on {} in {}", device.str(), effective.precision));
 
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
@@ -471,28 +454,10 @@ Subcommand add_translate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--output,-o", o->output, "Output file, written atomically ('-': standard output)")
       ->capture_default_str();
-  sub->add_option("--beam,-b", o->beam, "Beam size (1: greedy decoding)")
-      ->check(integer_in(1, 1024))
-      ->capture_default_str();
-  sub->add_option("--length-penalty", o->alpha, "Length normalisation exponent alpha")
-      ->check(number_in(0, 10))
-      ->capture_default_str();
-  sub->add_option("--length-normalization", o->normalization,
-                  "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none")
-      ->check(CLI::IsMember({"gnmt", "power", "none"}))
-      ->capture_default_str();
-  sub->add_option("--word-reward", o->word_reward, "Added to a hypothesis's score per output token (EOS included)")
-      ->check(finite_number())
-      ->capture_default_str();
-  sub->add_option("--max-length-a", o->max_length_a, "Output at most a * source tokens + b tokens (before EOS)")
-      ->check(number_in(0, 1000))
-      ->capture_default_str();
-  sub->add_option("--max-length-b", o->max_length_b, "See --max-length-a")
-      ->check(integer_in(0, std::int64_t{1} << 20))
-      ->capture_default_str();
+  add_decoding_options(sub, o->decoding, kSearchOptions | kWordRewardOption);
   sub->add_option("--nbest,-n", o->nbest,
                   "Write the K best hypotheses of each line as 'I ||| TEXT ||| F0= LOG_PROB ||| SCORE' (K <= beam)")
-      ->check(integer_in(1, 1024));
+      ->check(integer_in(1, kMaxBeam));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
   sub->add_option("--output-format", o->output_format,
                   "text, or json: one JSON object per input line (translation, log_prob, score, and the n-best "
@@ -519,24 +484,11 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_option("--attention-dir", o->attention_dir,
                   "Write one SVG picture of each sentence's attention (source words across, target words down) "
                   "into this directory, as NNNNNN.svg for input line NNNNNN");
-  sub->add_option("--batch-tokens,--max-batch-tokens", o->batch_tokens,
-                  "Source tokens per batch, padding counted (default: 2048 on the CPU, 16384 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--batch-sentences", o->batch_sentences,
-                  "Sentences per batch, at most (default: 64 on the CPU, 1024 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
+  add_decoding_options(sub, o->decoding, kBatchOptions);
   sub->add_option("--chunk-lines", o->chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))
       ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu or cuda:N (the model is cast to --precision on it)")
-      ->check(device_name())
-      ->capture_default_str();
-  sub->add_option("--precision", o->precision,
-                  "Weights and activations in fp32, bf16 or fp16 (16-bit: half the model's memory; log-probabilities "
-                  "stay fp32), or int8 on the CPU (linear layers' weights quantized per row, activations per row)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
-      ->capture_default_str();
-  add_threads_option(sub, o->threads, "Compute threads");
+  add_decoding_options(sub, o->decoding, kDeviceOptions);
   sub->add_flag("--replace-invalid", o->replace_invalid,
                 "Replace invalid UTF-8 with U+FFFD (counted) instead of stopping with an error");
   sub->add_flag("--deterministic", o->deterministic,
@@ -545,7 +497,7 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
   return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
-            o->given = given_search_options(*sub);
+            o->decoding.given = given_search_options(*sub);
             return run_translate(*o);
           }};
 }
