@@ -12,14 +12,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cli/commands.h"
-#include "cli/validators.h"
 #include "base/error.h"
-#include "device/cpu/threads.h"
 #include "base/timing.h"
+#include "cli/commands.h"
+#include "cli/decoding_options.h"
+#include "cli/validators.h"
 #include "decode/model_files.h"
 #include "decode/scorer.h"
 #include "decode/translator.h"
+#include "device/cpu/threads.h"
 #include "io/atomic_file.h"
 #include "io/text_lines.h"
 #include "ops/linear.h"
@@ -52,13 +53,11 @@ struct ScoreOptions {
   std::vector<std::string> models;
   std::string source, target, output = "-";
   bool normalize = false, token_scores = false, deterministic = false, pieces = false;
-  std::int64_t batch_tokens = 0, batch_sentences = 0;
-  std::string device = "cpu", precision = "fp32";
-  int threads = 0;
+  DecodingOptions decoding;  // device and batches (score has no search)
 };
 
 int run_score(const ScoreOptions& o) {
-  set_compute_threads(resolve_threads(o.threads, "score: --threads"));
+  set_compute_threads(resolve_threads(o.decoding.threads, "score: --threads"));
   ops::set_row_invariant_products(o.deterministic);
   const TextLines sources = read_text_lines(o.source), targets = read_text_lines(o.target);
   if (sources.lines.size() != targets.lines.size()) {
@@ -67,8 +66,8 @@ int run_score(const ScoreOptions& o) {
   }
   std::optional<AtomicFileWriter> file;
   if (o.output != "-") file.emplace(o.output);
-  const Device device = Device::parse(o.device);
-  const DecodingModels models = load_decoding_models(o.models, o.precision, device);
+  const Device device = Device::parse(o.decoding.device);
+  const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);
   const Vocabulary& vocabulary = *models.vocabulary;
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::unordered_map<std::string, std::int32_t> ids;  // piece -> id, for --pieces
@@ -96,9 +95,7 @@ int run_score(const ScoreOptions& o) {
                   " pieces and EOS, more than the model's " + std::to_string(max_positions) + " positions");
     }
   }
-  TranslatorOptions limits = TranslatorOptions::for_device(device);
-  if (o.batch_tokens > 0) limits.batch_tokens = o.batch_tokens;
-  if (o.batch_sentences > 0) limits.batch_sentences = o.batch_sentences;
+  const TranslatorOptions limits = o.decoding.translator_options(device, DecodingUse::kBatch);
   const Clock::time_point start = Clock::now();
   const std::vector<ForcedScore> scores =
       force_decode(models.decoding(), source_ids, target_ids, limits.batch_tokens, limits.batch_sentences);
@@ -150,17 +147,8 @@ Subcommand add_score(CLI::App& app) {
                 "</s>), scored as they are instead of encoding the text");
   sub->add_flag("--token-scores", o->token_scores,
                 "After the score and a tab, each target piece's log-probability and then EOS's");
-  sub->add_option("--batch-tokens", o->batch_tokens,
-                  "Source tokens per batch, padding counted (default: 2048 on the CPU, 16384 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--batch-sentences", o->batch_sentences,
-                  "Sentences per batch, at most (default: 64 on the CPU, 1024 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--device", o->device, "cpu or cuda:N")->check(device_name())->capture_default_str();
-  sub->add_option("--precision", o->precision, "fp32, bf16, fp16 or int8 (CPU), as translate")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
-      ->capture_default_str();
-  add_threads_option(sub, o->threads, "Compute threads");
+  add_decoding_options(sub, o->decoding, kBatchOptions);
+  add_decoding_options(sub, o->decoding, kDeviceOptions);
   sub->add_flag("--deterministic", o->deterministic,
                 "Batch-invariant scores (as translate --deterministic): with it, the scores of translate "
                 "--deterministic's own outputs are translate's log-probabilities, bit for bit");

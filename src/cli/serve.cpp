@@ -6,36 +6,24 @@
 #include <memory>
 #include <regex>
 
+#include "base/error.h"
 #include "cli/commands.h"
+#include "cli/decoding_options.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "device/device.h"
-#include "base/error.h"
 #include "device/cpu/threads.h"
-#include "serve/server.h"
+#include "device/device.h"
 #include "ops/linear.h"
+#include "serve/server.h"
 
 namespace dragoman::cli {
 namespace {
 
-// serve's sentences a search on the CPU (translate's: 64; see run_serve).
-constexpr std::int64_t kCpuBatchSentences = 32;
-
 struct ServeCliOptions {
   std::vector<std::string> models;  // PATH or NAME=PATH
-  GivenSearchOptions given;         // the others are the model's defaults
   std::string host = "127.0.0.1";
   int port = 8080;
-  int beam = 4;
-  double alpha = 0.6;
-  std::string normalization = "gnmt";
-  double max_length_a = 1.0;
-  std::int64_t max_length_b = 50;
-  std::string device = "cpu";
-  std::string precision = "fp32";
-  int threads = 0;
-  std::int64_t batch_tokens = 0;
-  std::int64_t batch_sentences = 0;
+  DecodingOptions decoding;  // the search (a request's defaults), device, batches
   double max_wait_ms = 5;
   std::int64_t join_sentences = 1;
   double join_wait_ms = 60;
@@ -57,9 +45,9 @@ std::pair<std::string, std::string> name_and_path(const std::string& spec) {
 }
 
 int run_serve(const ServeCliOptions& o) {
-  check_decoding_device("serve", o.device, o.precision);
-  const Device device = Device::parse(o.device);
-  const int threads = resolve_threads(o.threads, "serve: --threads");
+  check_decoding_device("serve", o.decoding.device, o.decoding.precision);
+  const Device device = Device::parse(o.decoding.device);
+  const int threads = resolve_threads(o.decoding.threads, "serve: --threads");
   set_compute_threads(threads);
   // Batch-invariant answers (a sentence's translation does not depend on who shared its batch),
   // unless --nondeterministic; a GPU has no such mode.
@@ -69,24 +57,13 @@ int run_serve(const ServeCliOptions& o) {
   serve::ServerOptions options;
   options.host = o.host;
   options.port = o.port;
-  options.search.beam = o.beam;
-  options.search.alpha = o.alpha;
-  options.search.max_length_a = o.max_length_a;
-  options.search.max_length_b = o.max_length_b;
   options.limits.max_sentences = o.max_request_sentences;
   options.max_request_bytes = static_cast<std::size_t>(o.max_request_bytes);
   options.request_timeout_seconds = o.request_timeout;
   options.http_threads = o.http_threads;
 
-  TranslatorOptions base = TranslatorOptions::for_device(device);
-  // On the CPU a search of half translate's sentences: continuous batching keeps the search full,
-  // where translate's sorted batches shrink as their sentences end, and a decoding step's cost per
-  // sentence grows with the rows it holds (their caches leave the processor's). Measured at 64
-  // clients (docs/PERFORMANCE.md, serve): 88-93 % of translate's sentences/s with 32, 83-86 %
-  // with 64 on the demo model; 94 % against 91 % on base.
-  if (device.is_cpu()) base.batch_sentences = kCpuBatchSentences;
-  if (o.batch_tokens > 0) base.batch_tokens = o.batch_tokens;
-  if (o.batch_sentences > 0) base.batch_sentences = o.batch_sentences;
+  // On the CPU a search of half translate's sentences (kServeCpuBatchSentences says why).
+  const TranslatorOptions base = o.decoding.translator_options(device, DecodingUse::kServer);
   serve::BatchingOptions batching;
   batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
   batching.max_queue_sentences = o.max_queue;
@@ -109,21 +86,20 @@ int run_serve(const ServeCliOptions& o) {
       m.source_language = match[1];
       m.target_language = match[2];
     }
-    m.models = load_decoding_models({path}, o.precision, device);
+    m.models = load_decoding_models({path}, o.decoding.precision, device);
     spdlog::info("serve: model {} = {} (step {}){}", name, path, m.models.infos.front().step,
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
   }
   // The default model's recommended settings (model_files.h) for the options not given.
-  const DecodingDefaults defaults = decoding_defaults(models.front().models.infos.front(), o.models.front());
-  std::string normalization = o.normalization;
-  apply_decoding_defaults(defaults, o.given, options.search.beam, options.search.alpha, normalization);
-  options.search.length_penalty = length_penalty_named(normalization);
+  DecodingOptions effective = o.decoding;
+  apply_model_defaults(decoding_defaults(models.front().models.infos.front(), o.models.front()), effective);
+  options.search = effective.search_options();
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
       "tokens, an idle server waiting up to {} ms for company",
-      options.search.beam, normalization, options.search.alpha, threads, base.batch_sentences, base.batch_tokens,
-      o.max_wait_ms);
+      options.search.beam, effective.length_normalization, options.search.alpha, threads, base.batch_sentences,
+      base.batch_tokens, o.max_wait_ms);
   serve::run_server(models, options, signals.flag());
   return 0;
 }
@@ -144,33 +120,7 @@ Subcommand add_serve(CLI::App& app) {
   sub->add_option("--port", o->port, "Port to listen on (0: any free port, logged)")
       ->check(integer_in(0, 65535))
       ->capture_default_str();
-  sub->add_option("--beam,-b", o->beam, "Default beam size (a request may choose another)")
-      ->check(integer_in(1, 64))
-      ->capture_default_str();
-  sub->add_option("--length-penalty", o->alpha, "Default length normalisation exponent alpha")
-      ->check(number_in(0, 10))
-      ->capture_default_str();
-  sub->add_option("--length-normalization", o->normalization, "gnmt, power or none (as translate)")
-      ->check(CLI::IsMember({"gnmt", "power", "none"}))
-      ->capture_default_str();
-  sub->add_option("--max-length-a", o->max_length_a, "Output at most a * source tokens + b tokens")
-      ->check(number_in(0, 1000))
-      ->capture_default_str();
-  sub->add_option("--max-length-b", o->max_length_b, "See --max-length-a")
-      ->check(integer_in(0, std::int64_t{1} << 20))
-      ->capture_default_str();
-  sub->add_option("--device", o->device, "cpu or cuda:N")->check(device_name())->capture_default_str();
-  sub->add_option("--precision", o->precision, "fp32, bf16, fp16 or int8 (CPU), as translate")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
-      ->capture_default_str();
-  add_threads_option(sub, o->threads, "Compute threads");
-  sub->add_option(
-         "--batch-tokens", o->batch_tokens,
-         "Source tokens of the sentences searched together, at most (default: 2048 on the CPU, 16384 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
-  sub->add_option("--batch-sentences", o->batch_sentences,
-                  "Sentences searched together, at most (default: 32 on the CPU, 1024 on a GPU)")
-      ->check(integer_in(1, std::int64_t{1} << 30));
+  add_decoding_options(sub, o->decoding, kSearchOptions | kDeviceOptions | kBatchOptions, DecodingUse::kServer);
   sub->add_option("--max-wait-ms", o->max_wait_ms,
                   "How long a request to an idle server waits for others to start a search with")
       ->check(number_in(0, 10000))
@@ -201,7 +151,7 @@ Subcommand add_serve(CLI::App& app) {
                 "Allow a sentence's scores to change in the last bits with the requests it is batched with "
                 "(faster on AVX2 CPUs in fp32; see translate --deterministic)");
   return {sub, [o, sub] {
-            o->given = given_search_options(*sub);
+            o->decoding.given = given_search_options(*sub);
             return run_serve(*o);
           }};
 }

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ops/build_info.h"
-#include "device/device.h"
 #include "base/error.h"
 #include "device/cpu/threads.h"
+#include "device/device.h"
+#include "ops/build_info.h"
 
 namespace dragoman::cli {
 namespace {
@@ -133,10 +133,6 @@ void check_decoding_device(const std::string& command, const std::string& device
     throw Error(command + ": --device " + device_name + ": no such CUDA device (" + std::to_string(visible) +
                 " visible" + (visible == 0 ? ": " + cuda_absent_reason() : std::string()) + ")");
   }
-}
-
-GivenSearchOptions given_search_options(const CLI::App& sub) {
-  return {sub.count("--beam") > 0, sub.count("--length-penalty") > 0, sub.count("--length-normalization") > 0};
 }
 
 }  // namespace dragoman::cli

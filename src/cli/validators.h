@@ -12,7 +12,6 @@
 #include <string>
 
 #include "device/cpu/threads.h"
-#include "decode/model_files.h"
 
 namespace dragoman::cli {
 
@@ -24,8 +23,6 @@ CLI::Validator integer_at_least(std::int64_t min, std::int64_t max = std::numeri
 CLI::Validator number_in(double min, double max);
 // Any finite number (no nan, no inf).
 CLI::Validator finite_number();
-// Which of --beam, --length-penalty and --length-normalization a decoding command's line gave.
-GivenSearchOptions given_search_options(const CLI::App& sub);
 
 // A device name Device::parse accepts (cpu, cuda, cuda:N): anything else is a usage error.
 CLI::Validator device_name();

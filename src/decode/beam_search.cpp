@@ -89,13 +89,6 @@ std::vector<float> attention_row(const DecodingState& state, std::int64_t row, s
 
 }  // namespace
 
-LengthPenalty length_penalty_named(const std::string& name) {
-  if (name == "gnmt") return LengthPenalty::kGnmt;
-  if (name == "power") return LengthPenalty::kPower;
-  if (name == "none") return LengthPenalty::kNone;
-  throw Error("length normalisation: '" + name + "' is not one of gnmt, power, none");
-}
-
 double length_normaliser(const SearchOptions& options, std::int64_t length) {
   const double n = static_cast<double>(length);
   switch (options.length_penalty) {

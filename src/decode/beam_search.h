@@ -19,19 +19,19 @@
 #include <vector>
 
 #include "decode/decoding_model.h"
+#include "decode/decoding_options.h"
 #include "model/transformer.h"
 
 namespace dragoman {
 
-enum class LengthPenalty { kGnmt, kPower, kNone };
-
+// The defaults are decoding_options.h's (the paper's search), where they are said why.
 struct SearchOptions {
-  int beam = 4;
-  LengthPenalty length_penalty = LengthPenalty::kGnmt;
-  double alpha = 0.6;
-  double word_reward = 0.0;
-  double max_length_a = 1.0;  // at most floor(a * source_length + b) tokens before EOS
-  std::int64_t max_length_b = 50;
+  int beam = kDefaultBeam;
+  LengthPenalty length_penalty = kDefaultLengthNormalization;
+  double alpha = kDefaultLengthPenalty;
+  double word_reward = kDefaultWordReward;
+  double max_length_a = kDefaultMaxLengthA;  // at most floor(a * source_length + b) tokens before EOS
+  std::int64_t max_length_b = kDefaultMaxLengthB;
   int nbest = 1;  // hypotheses returned per sentence (<= beam)
   // Record each output token's cross-attention over the source (Hypothesis::attention): of this
   // layer and head (decoding_model.h), for alignments and attention pictures.
@@ -50,10 +50,6 @@ struct Hypothesis {
   // value per source token, summing to 1), as token_log_probs.
   std::vector<std::vector<float>> attention;
 };
-
-// The normalisation a command line names: "gnmt", "power" or "none" (translate's and serve's
-// --length-normalization).
-LengthPenalty length_penalty_named(const std::string& name);
 
 // The length normaliser lp(length) of a hypothesis of `length` tokens (EOS included).
 double length_normaliser(const SearchOptions& options, std::int64_t length);

@@ -31,13 +31,15 @@ DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string&
     const auto it = info.metadata.find(key);
     return it == info.metadata.end() ? nullptr : &it->second;
   };
-  const auto bad = [&](const char* key, const std::string& v, const char* expected) {
+  const auto bad = [&](const char* key, const std::string& v, const std::string& expected) {
     return Error(file + ": metadata " + key + " is '" + v + "', expected " + expected);
   };
   if (const std::string* v = value("decoding.beam")) {
     char* end = nullptr;
     const long beam = std::strtol(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || beam < 1 || beam > 1024) throw bad("decoding.beam", *v, "1..1024");
+    if (v->empty() || *end != '\0' || beam < 1 || beam > kMaxBeam) {
+      throw bad("decoding.beam", *v, "1.." + std::to_string(kMaxBeam));
+    }
     d.beam = static_cast<int>(beam);
   }
   if (const std::string* v = value("decoding.length_normalization")) {
@@ -49,24 +51,12 @@ DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string&
   if (const std::string* v = value("decoding.length_penalty")) {
     char* end = nullptr;
     const double alpha = std::strtod(v->c_str(), &end);
-    if (v->empty() || *end != '\0' || !(alpha >= 0 && alpha <= 10)) throw bad("decoding.length_penalty", *v, "0..10");
+    if (v->empty() || *end != '\0' || !(alpha >= 0 && alpha <= kMaxLengthPenalty)) {
+      throw bad("decoding.length_penalty", *v, "0.." + std::to_string(kMaxLengthPenalty));
+    }
     d.alpha = alpha;
   }
   return d;
-}
-
-bool apply_decoding_defaults(const DecodingDefaults& d, const GivenSearchOptions& given, int& beam, double& alpha,
-                             std::string& normalization) {
-  bool applied = false;
-  const auto take = [&applied](bool was_given, const auto& recommended, auto& value) {
-    if (was_given || !recommended) return;
-    value = *recommended;
-    applied = true;
-  };
-  take(given.beam, d.beam, beam);
-  take(given.alpha, d.alpha, alpha);
-  take(given.normalization, d.normalization, normalization);
-  return applied;
 }
 
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,

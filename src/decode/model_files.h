@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
 #include "decode/decoding_model.h"
+#include "decode/decoding_options.h"
+#include "device/device.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"
@@ -29,26 +30,11 @@ struct DecodingModels {
 // The vocabulary a model file holds: its SentencePiece model, or an imported model's two sides.
 Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
 
-// The decoding settings a model file recommends (metadata decoding.beam, decoding.length_normalization,
-// decoding.length_penalty: written by convert from the source toolkit's own settings, so that an
-// imported model translates as it did there). translate and serve use them for the options not
-// given on the command line. A malformed value is an error naming the file and the key.
-struct DecodingDefaults {
-  std::optional<int> beam;
-  std::optional<std::string> normalization;  // gnmt, power or none
-  std::optional<double> alpha;
-};
+// The decoding settings a model file recommends (DecodingDefaults, decoding_options.h: metadata
+// decoding.beam, decoding.length_normalization, decoding.length_penalty). translate and serve use
+// them for the options not given on the command line (apply_model_defaults). A malformed value is
+// an error naming the file and the key.
 DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file);
-
-// Which of those the command line gave (CLI11's count of --beam, --length-penalty,
-// --length-normalization): the others take the model's defaults.
-struct GivenSearchOptions {
-  bool beam = false, alpha = false, normalization = false;
-};
-// Sets beam, alpha and normalization from `d` where `given` says the command line left them;
-// returns whether any was set (translate and serve log it).
-bool apply_decoding_defaults(const DecodingDefaults& d, const GivenSearchOptions& given, int& beam, double& alpha,
-                             std::string& normalization);
 
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.

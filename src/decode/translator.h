@@ -14,28 +14,30 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
 #include "decode/beam_search.h"
+#include "decode/decoding_options.h"
+#include "device/device.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"
 
 namespace dragoman {
 
+// The batch sizes' defaults are decoding_options.h's, where they are said why.
 struct TranslatorOptions {
   SearchOptions search;
-  std::int64_t batch_tokens = 2048;  // source tokens per batch, padding counted (at least one sentence)
+  // Source tokens per batch, padding counted (at least one sentence).
+  std::int64_t batch_tokens = kCpuBatchTokens;
   // Sentences per batch: the decoder's log-probabilities are [sentences x beam, V] floats, which
   // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB), and
   // so would the self-attention caches (rows x length x d_model x 2 x layers).
-  std::int64_t batch_sentences = 64;
+  std::int64_t batch_sentences = kCpuBatchSentences;
 
-  // The defaults for a device: these on the CPU (its caches, and the first lines soon); on a GPU,
-  // which wants large batches to be busy, 16,384 tokens and 1,024 sentences.
+  // The defaults for a device: these on the CPU, kGpuBatchTokens and kGpuBatchSentences on a GPU.
   static TranslatorOptions for_device(const Device& device) {
     TranslatorOptions o;
     if (!device.is_cpu()) {
-      o.batch_tokens = 16384;
-      o.batch_sentences = 1024;
+      o.batch_tokens = kGpuBatchTokens;
+      o.batch_sentences = kGpuBatchSentences;
     }
     return o;
   }

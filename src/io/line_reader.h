@@ -16,30 +16,45 @@
 
 namespace dragoman {
 
-class LineReader {
+// Where lines come from, one at a time: a LineReader, or a test's stand-in (decode/input_chunks.h
+// reads its chunks from one).
+class LineSource {
+ public:
+  virtual ~LineSource() = default;
+  // The next line, without its end; false at the end of the input (or when a wait was stopped).
+  virtual bool next(std::string& line) = 0;
+  // Whether next() returns without waiting.
+  virtual bool ready() = 0;
+  // Adds a flag that, once non-zero, stops a wait for input (nullptr: none).
+  virtual void stop_waiting_when(const std::atomic<int>* flag) = 0;
+  virtual std::int64_t line_number() const = 0;  // of the last line returned, 1-based
+  virtual const std::string& name() const = 0;   // for messages: "FILE:LINE: ..."
+};
+
+class LineReader final : public LineSource {
  public:
   explicit LineReader(const std::string& path);  // "-": standard input; a directory is an error
-  ~LineReader();
+  ~LineReader() override;
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
   // The next line, without its end. false at the end of the input, or when the stop flag (below)
   // became non-zero while waiting for input (stopped() then says so). Throws dragoman::Error
   // naming the file if reading fails.
-  bool next(std::string& line);
+  bool next(std::string& line) override;
   // Whether next() returns without waiting: a whole line is buffered, the input has ended, or the
   // input has bytes ready to read. Always true for a regular file.
-  bool ready();
+  bool ready() override;
   // While waiting for input, next() checks the flags a few times a second and gives up when one
   // is non-zero (without flags it waits until input comes). Each call adds a flag (nullptr: none):
   // a signal's, and a reader thread's owner that stops waiting for it.
-  void stop_waiting_when(const std::atomic<int>* flag) {
+  void stop_waiting_when(const std::atomic<int>* flag) override {
     if (flag != nullptr) stop_flags_.push_back(flag);
   }
   bool stopped() const { return stopped_; }
 
-  std::int64_t line_number() const { return line_number_; }  // of the last line returned, 1-based
-  const std::string& name() const { return name_; }          // the path, or "<stdin>"
+  std::int64_t line_number() const override { return line_number_; }  // of the last line returned, 1-based
+  const std::string& name() const override { return name_; }          // the path, or "<stdin>"
 
  private:
   bool fill();  // reads more bytes; false at the end of the input or when stopped

@@ -95,7 +95,9 @@ TranslateRequest parse_translate_request(const std::string& body, const SearchOp
     } else if (key == "length_penalty") {
       if (!value.is_number()) bad("length_penalty: expected a number, got " + std::string(value.type_name()));
       const double alpha = value.get<double>();
-      if (!(alpha >= 0 && alpha <= 10)) bad("length_penalty: expected a number in [0, 10]");
+      if (!(alpha >= 0 && alpha <= kMaxLengthPenalty)) {
+        bad("length_penalty: expected a number in [0, " + std::to_string(kMaxLengthPenalty) + "]");
+      }
       r.search.alpha = alpha;
     } else if (key == "word_scores") {
       r.output.word_scores = boolean(value, "word_scores");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decode/beam_search.h"
+#include "decode/decoding_options.h"
 #include "decode/translation_output.h"
 
 namespace dragoman::serve {
@@ -24,7 +25,7 @@ struct ApiError {
 
 struct RequestLimits {
   std::int64_t max_sentences = 1000;  // per request (413 beyond)
-  int max_beam = 64;
+  int max_beam = kMaxServeBeam;       // decode/decoding_options.h says why a server's is lower than translate's
 };
 
 struct TranslateRequest {

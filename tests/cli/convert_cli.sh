@@ -47,6 +47,12 @@ expect convert-marian 0 "convert: wrote" -- \
   "$dragoman" convert --from marian "$fixtures/marian-tiny/decoder.yml" -o "$tmp/marian.safetensors"
 expect translate-marian 0 "beam 4, power length normalisation alpha 0.6" -- \
   "$dragoman" translate -m "$tmp/marian.safetensors" -i "$fixtures/input.en" -o "$tmp/marian.txt"
+# An option given on the command line wins over the model file's; the others stay the file's.
+expect translate-marian-given 0 "beam 4, gnmt length normalisation alpha 1.5," -- \
+  "$dragoman" translate -m "$tmp/marian.safetensors" -i "$fixtures/input.en" -o "$tmp/marian-given.txt" \
+  --length-penalty 1.5 --length-normalization gnmt
+expect translate-hf-given-beam 0 "beam 3, power length normalisation alpha 1, " -- \
+  "$dragoman" translate -m "$tmp/hf.safetensors" -i "$fixtures/input.en" -o "$tmp/hf-given.txt" --beam 3
 check translate-marian-lines test "$(wc -l <"$tmp/marian.txt")" -eq "$(wc -l <"$fixtures/input.en")"
 expect marian-npz-with-vocab 0 "convert: wrote" -- \
   "$dragoman" convert --from marian "$fixtures/marian-tiny/model.npz" --vocab "$fixtures/marian-tiny/vocab.yml" \
