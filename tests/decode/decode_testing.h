@@ -1,8 +1,12 @@
-// What the decoding tests share: a randomly initialised f64 model, and the log-probabilities of a
-// given output fed to a model token by token (the plain spec the searches are checked against).
+// What the decoding tests share: a randomly initialised f64 model (and one over the letters
+// vocabulary of test::write_letters_vocabulary), the log-probabilities of a given output fed to a
+// model token by token (the plain spec the searches are checked against), and the text a temporary
+// output file holds.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "model/transformer.h"
@@ -41,6 +45,30 @@ inline double sequence_log_prob(const Transformer& model, const std::vector<std:
   double total = 0;
   for (const double lp : token_log_probs(model, source, tokens)) total += lp;
   return total;
+}
+
+// A random model over the letters vocabulary (25 pieces): one layer each side, d_model 16, in
+// float64 so that results compare exactly across batchings.
+inline Transformer letters_model(std::int64_t max_positions) {
+  ModelConfig c;
+  c.encoder_layers = c.decoder_layers = 1;
+  c.d_model = 16;
+  c.d_ff = 32;
+  c.heads = 2;
+  c.dropout = 0;
+  c.label_smoothing = 0;
+  c.max_positions = max_positions;
+  c.src_vocab_size = c.tgt_vocab_size = 25;
+  return random_model(c, 5);
+}
+
+// What `file` holds from its start.
+inline std::string contents(std::FILE* file) {
+  std::string text;
+  std::rewind(file);
+  char buffer[256];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
+  return text;
 }
 
 }  // namespace dragoman::test

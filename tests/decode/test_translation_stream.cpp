@@ -8,26 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "decode/decode_testing.h"
 #include "decode/translation_stream.h"
 #include "train/train_testing.h"
 
 namespace dragoman {
 namespace {
-
-Transformer letters_model() {
-  ModelConfig c;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 2;
-  c.dropout = 0;
-  c.label_smoothing = 0;
-  c.max_positions = 16;
-  c.src_vocab_size = c.tgt_vocab_size = 25;
-  Transformer model(c, DType::kF64);
-  model.initialize(5);
-  return model;
-}
 
 const std::vector<std::string> kLines = {"a b c", "", "j i h g f", "d", "e f g h", "a a", "b", "c d e f g h i j"};
 
@@ -55,18 +41,10 @@ class LinesThenStop : public LineSource {
   const std::string name_ = "lines";
 };
 
-std::string contents(std::FILE* file) {
-  std::string text;
-  std::rewind(file);
-  char buffer[256];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
-  return text;
-}
-
 }  // namespace
 
 TEST_CASE("translate's stream writes every line once, in input order, whatever the chunks", "[decode]") {
-  const Transformer model = letters_model();
+  const Transformer model = test::letters_model(16);
   const Vocabulary vocabulary =
       Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream")));
   TranslatorOptions options;
@@ -88,14 +66,14 @@ TEST_CASE("translate's stream writes every line once, in input order, whatever t
     TranslationWriter writer(sink, OutputOptions{}, vocabulary, input.name(), 16);
     Progress progress(false, -1);
     CHECK(translate_stream(translator, input, chunks, false, writer, progress, nullptr) == StreamEnd::kDone);
-    CHECK(contents(out) == expected);
+    CHECK(test::contents(out) == expected);
     CHECK(writer.totals().lines == static_cast<std::int64_t>(kLines.size()));
     std::fclose(out);
   }
 }
 
 TEST_CASE("translate's stream stops at a stop flag, the lines written complete", "[decode]") {
-  const Transformer model = letters_model();
+  const Transformer model = test::letters_model(16);
   const Vocabulary vocabulary =
       Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream-stop")));
   TranslatorOptions options;
@@ -109,7 +87,7 @@ TEST_CASE("translate's stream stops at a stop flag, the lines written complete",
   TranslationWriter writer(sink, OutputOptions{}, vocabulary, input.name(), 16);
   Progress progress(false, -1);
   CHECK(translate_stream(translator, input, ChunkOptions{}, false, writer, progress, &stop) == StreamEnd::kStopped);
-  CHECK(contents(out).empty());
+  CHECK(test::contents(out).empty());
   CHECK(writer.totals().lines == 0);
   std::fclose(out);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/decode_testing.h"
 #include "decode/translation_writer.h"
 #include "train/train_testing.h"
 
@@ -32,15 +33,6 @@ Translation translated_line(const Vocabulary& vocabulary, const std::string& tex
   return t;
 }
 
-// What `file` holds from its start.
-std::string contents(std::FILE* file) {
-  std::string text;
-  std::rewind(file);
-  char buffer[256];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
-  return text;
-}
-
 }  // namespace
 
 TEST_CASE("translate's writer writes a chunk's lines in input order as they are translated", "[decode]") {
@@ -56,17 +48,17 @@ TEST_CASE("translate's writer writes a chunk's lines in input order as they are 
   writer.start_chunk(nullptr);
   results[2] = translated_line(vocabulary, "c c", 2);
   writer.write_ready(results);
-  CHECK(contents(standard_output).empty());  // line 0 is not translated yet
+  CHECK(test::contents(standard_output).empty());  // line 0 is not translated yet
   results[0] = translated_line(vocabulary, "a", 1);
   writer.write_ready(results);
-  CHECK(contents(standard_output) == "a\n");  // not line 2: line 1 comes first
+  CHECK(test::contents(standard_output) == "a\n");  // not line 2: line 1 comes first
   results[1] = translated_line(vocabulary, "b b b", 3);
   writer.write_ready(results);
-  CHECK(contents(standard_output) == "a\nb b b\nc c\n");
+  CHECK(test::contents(standard_output) == "a\nb b b\nc c\n");
   results[3] = translated_line(vocabulary, "d", 1);
   writer.write_ready(results);
   writer.write_ready(results);  // nothing new: nothing written twice
-  CHECK(contents(standard_output) == "a\nb b b\nc c\nd\n");
+  CHECK(test::contents(standard_output) == "a\nb b b\nc c\nd\n");
   CHECK(writer.totals().lines == 4);
   CHECK(writer.totals().source_tokens == 7);
   CHECK(writer.totals().target_tokens == 7);
@@ -81,7 +73,7 @@ TEST_CASE("translate's writer writes a chunk's lines in input order as they are 
   numbered.write_ready({translated_line(vocabulary, "a", 1), translated_line(vocabulary, "b", 1)});
   numbered.start_chunk(nullptr);
   numbered.write_ready({translated_line(vocabulary, "c", 1)});
-  CHECK(contents(nbest_output) ==
+  CHECK(test::contents(nbest_output) ==
         "0 ||| a ||| F0= -3.000000 ||| -1.500000\n"
         "1 ||| b ||| F0= -3.000000 ||| -1.500000\n"
         "2 ||| c ||| F0= -3.000000 ||| -1.500000\n");

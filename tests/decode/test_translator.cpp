@@ -7,29 +7,13 @@
 #include <set>
 
 #include "base/error.h"
-#include "device/cpu/threads.h"
+#include "decode/decode_testing.h"
 #include "decode/translator.h"
+#include "device/cpu/threads.h"
 #include "train/train_testing.h"
 
 namespace dragoman {
 namespace {
-
-// A random model over the letters vocabulary (25 pieces), in float64 so that results can be
-// compared exactly across batchings.
-Transformer letters_model(std::int64_t max_positions) {
-  ModelConfig c;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 2;
-  c.dropout = 0;
-  c.label_smoothing = 0;
-  c.max_positions = max_positions;
-  c.src_vocab_size = c.tgt_vocab_size = 25;
-  Transformer model(c, DType::kF64);
-  model.initialize(5);
-  return model;
-}
 
 const std::vector<std::string> kLines = {
     "a b c",
@@ -108,7 +92,7 @@ TEST_CASE("length_sorted_batches: longest first, within the token budget, every 
 TEST_CASE("translator: lines come back in input order, each as beam search translates it alone", "[decode]") {
   const std::string dir = test::scratch_dir("translator-order");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = letters_model(12);
+  const Transformer model = test::letters_model(12);
   const TranslatorOptions o = options(3, 2, 1 << 20);
   const std::vector<Translation> all = Translator(model, vocab, o).translate(kLines);
   REQUIRE(all.size() == kLines.size());
@@ -146,7 +130,7 @@ TEST_CASE("translator: lines come back in input order, each as beam search trans
 TEST_CASE("translator: batch size and thread count do not change the output", "[decode]") {
   const std::string dir = test::scratch_dir("translator-invariance");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = letters_model(12);
+  const Transformer model = test::letters_model(12);
   std::vector<std::string> lines;
   for (int repeat = 0; repeat < 4; ++repeat) lines.insert(lines.end(), kLines.begin(), kLines.end());
   const std::vector<Translation> reference = Translator(model, vocab, options(4, 1, 1 << 20)).translate(lines);
@@ -167,7 +151,7 @@ TEST_CASE("translator: batch size and thread count do not change the output", "[
 TEST_CASE("translator: progress is reported per batch and can stop the translation", "[decode]") {
   const std::string dir = test::scratch_dir("translator-progress");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = letters_model(12);
+  const Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 1, 1));
   std::vector<std::int64_t> reports;
   translator.translate(kLines, [&](std::int64_t done) { reports.push_back(done); });
@@ -182,7 +166,7 @@ TEST_CASE("translator: progress is reported per batch and can stop the translati
 TEST_CASE("translator: each batch hands over the results so far, the untranslated lines empty", "[decode]") {
   const std::string dir = test::scratch_dir("translator-batches");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = letters_model(12);
+  const Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 2, 1));  // one sentence a batch
   const std::vector<Translation> reference = translator.translate(kLines);
   std::vector<std::size_t> finished;
@@ -207,7 +191,7 @@ TEST_CASE("translator: each batch hands over the results so far, the untranslate
 TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
   const std::string dir = test::scratch_dir("translator-checks");
   const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = letters_model(12);
+  const Transformer model = test::letters_model(12);
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 3, 100)), Catch::Matchers::Contains("n-best 3"));
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 1, 0)), Catch::Matchers::Contains("batch size"));
   ModelConfig other = model.config();
