@@ -6,9 +6,10 @@
 
 namespace dragoman {
 
-// Whether this build has CUDA (-DDRAGOMAN_CUDA, defined for every target that links dragoman_core
-// or dragoman_cuda). Code for a GPU sits in `if constexpr (kWithCuda)` branches (ops::detail::
-// on_device for the ops), so a CPU-only build compiles none of it and links no stand-ins for it.
+// Whether this build has CUDA (-DDRAGOMAN_CUDA: DRAGOMAN_WITH_CUDA is defined for dragoman_core
+// and every target that links it; no source of dragoman_cuda includes this header). Code for a GPU
+// sits in `if constexpr (kWithCuda)` branches (ops::detail::on_device for the ops), so a CPU-only
+// build compiles none of it and links no stand-ins for it.
 #ifdef DRAGOMAN_WITH_CUDA
 inline constexpr bool kWithCuda = true;
 #else
