@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "best_rate.h"
-#include "ops/build_info.h"
 #include "device/cpu/threads.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/gemm.h"
+#include "ops/build_info.h"
 
 namespace {
 

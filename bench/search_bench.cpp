@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "device/cpu/threads.h"
 #include "decode/beam_search.h"
 #include "decode/model_files.h"
 #include "decode/translator.h"
-#include "kernels/cpu/gemm.h"
+#include "device/cpu/threads.h"
+#include "kernels/gemm.h"
 
 namespace {
 

@@ -19,7 +19,7 @@ import tempfile
 # includer). Only ops/ calls kernels; the device runtimes sit below the tensor; kernels never see a
 # Tensor (no core/).
 DEVICE = ["device", "device/cpu", "device/cuda"]
-KERNELS = ["kernels/common", "kernels/cpu", "kernels/cuda"]
+KERNELS = ["kernels", "kernels/common", "kernels/cpu", "kernels/cuda"]
 LAYERS = {
     "base": [],
     "device/cpu": ["base"],
@@ -27,8 +27,11 @@ LAYERS = {
     "device": ["base", "device/cpu", "device/cuda"],
     "core": ["base"] + DEVICE,
     "kernels/common": ["base"],
-    "kernels/cpu": ["base", "device/cpu", "kernels/common"],
-    "kernels/cuda": ["base", "device/cuda", "kernels/common", "kernels/cpu"],
+    # kernels/<op>.h: the declarations of an op's CPU kernels and of their CUDA twins (which take a
+    # cuda::Stream, a CUDA-free handle).
+    "kernels": ["base", "device/cuda", "kernels/common"],
+    "kernels/cpu": ["base", "device/cpu", "kernels", "kernels/common"],
+    "kernels/cuda": ["base", "device/cuda", "kernels", "kernels/common", "kernels/cpu"],
     "ops": ["base", "core"] + DEVICE + KERNELS,
     "io": ["base"],
     "text": ["base", "io"],

@@ -149,8 +149,8 @@ translate_bench() {
 # The training step with the default kernels (the tensor-core attention for these shapes, the
 # backward's cuBLASLt epilogues: the bias gradients in the weight gradients' products, the ReLU's
 # gradient in fc2's), then without the epilogues (DRAGOMAN_CUDA_GRAD_EPILOGUES=off: the column-sum
-# and ReLU kernels, kernels/cuda/gemm.h), then with the tiled and the flash attention kernels
-# (DRAGOMAN_CUDA_ATTENTION=tiled or flash, kernels/cuda/attention.h), for comparison; then sentences
+# and ReLU kernels, kernels/gemm.h), then with the tiled and the flash attention kernels
+# (DRAGOMAN_CUDA_ATTENTION=tiled or flash, kernels/attention.h), for comparison; then sentences
 # of 100 tokens (past the one-block tensor-core kernels' 64), default (tiled attention) and flash.
 model_bench_both() {
   local variant length
@@ -166,7 +166,7 @@ model_bench_both() {
 }
 
 # The training and translation tests, then the bf16 training test again with the flash attention
-# (kernels/cuda/attention.h: not the automatic choice until it has run on a GPU).
+# (kernels/attention.h: not the automatic choice until it has run on a GPU).
 train_tests() {
   "$bundle"/dragoman_cuda_tests '[train],[translate]' --durations yes || return
   echo "## DRAGOMAN_CUDA_ATTENTION=flash"

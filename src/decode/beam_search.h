@@ -58,7 +58,7 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
 
 // A beam search that sentences can join between its steps, and leave (serve's continuous
 // batching): each sentence is searched as beam_search searches it, whatever else is searched
-// beside it (bit for bit with row-invariant products: kernels/cpu/gemm.h). Sentences that join
+// beside it (bit for bit with row-invariant products: kernels/gemm.h). Sentences that join
 // are encoded together and appended to the decoder state (DecodingModel::append), each at its
 // own position; finished ones are dropped from it at once.
 class BeamSearch {

@@ -3,7 +3,7 @@
 // and then EOS's, computed as beam search computes them: the decoder fed the target token by token
 // (decode_step), each step's log-probability of the next given token read from the same f32 (or
 // f64) log-probabilities, added in order from 0 in double. With row-invariant products
-// (kernels/cpu/gemm.h) the scores of translate's own outputs are translate's, bit for bit.
+// (kernels/gemm.h) the scores of translate's own outputs are translate's, bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/adam.h"
+#include "kernels/adam.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,12 +1,12 @@
-// Adam on whole buffers (kernels/cpu/adam.h): one call updates every parameter.
+// Adam on whole buffers (kernels/adam.h): one call updates every parameter.
 #pragma once
 
 #include "core/tensor.h"
-#include "kernels/cpu/adam.h"
+#include "kernels/adam.h"
 
 namespace dragoman::ops {
 
-using AdamHyper = cpu::AdamHyper;  // lr, betas, eps, weight decay, step (kernels/cpu/adam.h)
+using AdamHyper = cpu::AdamHyper;  // lr, betas, eps, weight decay, step (kernels/adam.h)
 
 // param, grad, m, v: same dtype (f32 or f64), device and element count, contiguous.
 void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const cpu::AdamHyper& hyper);

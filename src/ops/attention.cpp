@@ -3,8 +3,7 @@
 
 #include <cmath>
 
-#include "kernels/cpu/attention.h"
-#include "kernels/cuda/attention.h"
+#include "kernels/attention.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,4 +1,4 @@
-// Multi-head scaled dot-product attention on tensors (kernels/cpu/attention.h).
+// Multi-head scaled dot-product attention on tensors (kernels/attention.h).
 // q: [B, T, H*K]; k: [B, S, H*K]; v: [B, S, H*Kv]. k and v may be strided views whose rows are
 // contiguous (a key/value cache narrowed to its first S rows). key_lengths: i32 [B] on q's device or
 // the CPU.
@@ -21,7 +21,7 @@ struct AttentionOptions {
 };
 
 // What the backward pass needs besides the operands: the log-sum-exp of each query's scores. The
-// probabilities and the dropout mask are recomputed from it (kernels/cpu/attention.h), so no
+// probabilities and the dropout mask are recomputed from it (kernels/attention.h), so no
 // [B, H, T, S] tensor outlives the forward pass.
 struct AttentionSaved {
   Tensor lse;  // [B, H, T], accumulator_dtype(q.dtype())

@@ -2,8 +2,7 @@
 #include "ops/cross_entropy.h"
 
 #include "device/cuda/context.h"
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,5 +1,5 @@
-// log-softmax and the label-smoothed cross-entropy on tensors (kernels/cpu/cross_entropy.h; on CUDA
-// kernels/cuda/cross_entropy.h, whose sums are deterministic but whose per-row reductions add in
+// log-softmax and the label-smoothed cross-entropy on tensors (kernels/cross_entropy.h; on CUDA
+// kernels/cross_entropy.h, whose sums are deterministic but whose per-row reductions add in
 // another order than the CPU's).
 // Logits, log-probabilities and dlogits are activations (f64, f32, bf16 or f16), rewritten in place;
 // the sums are double.

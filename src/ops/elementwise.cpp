@@ -6,8 +6,7 @@
 
 #include "device/cuda/context.h"
 #include "kernels/common/clip.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,7 +1,7 @@
 // Element-wise ops on tensors: residual add, accumulation, scaling, ReLU, dropout, norms.
 // Operands are activations of one dtype (f64, f32, bf16 or f16), on one device, with the same
 // element count, contiguous. Each result element is computed in the accumulator type and rounded
-// once to the dtype (kernels/cpu/elementwise.h).
+// once to the dtype (kernels/elementwise.h).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ Tensor swish(const Tensor& x);
 // dx = dy * swish'(x) from the forward's input x.
 Tensor swish_backward(const Tensor& x, const Tensor& dy);
 
-// Inverted dropout with counter-based randomness (kernels/cpu/elementwise.h). p == 0 returns x
+// Inverted dropout with counter-based randomness (kernels/elementwise.h). p == 0 returns x
 // itself. The backward pass is the same call on the gradient with the same seed and rng_stream.
 Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t rng_stream);
 // x + dropout(y) in one pass (a residual connection's sum): ops::add(x, ops::dropout(y, ...)) bit

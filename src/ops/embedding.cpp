@@ -1,8 +1,7 @@
 // Token embeddings (see embedding.h).
 #include "ops/embedding.h"
 
-#include "kernels/cpu/embedding.h"
-#include "kernels/cuda/embedding.h"
+#include "kernels/embedding.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {
@@ -93,7 +92,7 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
         detail::dispatch_storage(kOp, dout, [&](auto zero) {
           using T = decltype(zero);
           using A = acc_t<T>;
-          // The ids sorted with their rows, and CUB's storage (kernels/cuda/embedding.h).
+          // The ids sorted with their rows, and CUB's storage (kernels/embedding.h).
           const std::int64_t bytes =
               static_cast<std::int64_t>(cuda::embedding_backward_workspace(ids.numel(), dtable.dim(0)));
           Tensor workspace = Tensor::empty({bytes}, DType::kU8, dtable.device());

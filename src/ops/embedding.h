@@ -1,4 +1,4 @@
-// Token embeddings with positions (kernels/cpu/embedding.h). table, positions, the output and dout
+// Token embeddings with positions (kernels/embedding.h). table, positions, the output and dout
 // are of one dtype (f64, f32, bf16 or f16); dtable and dpositions, parameter gradients, are of its
 // accumulator dtype (f64 for f64, f32 otherwise).
 #pragma once
@@ -21,7 +21,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
                         std::int64_t position_offset, double scale);
 
-// The sinusoidal position table in `layout` (kernels/cpu/embedding.h; the paper's by default),
+// The sinusoidal position table in `layout` (kernels/embedding.h; the paper's by default),
 // computed in double and rounded once to `dtype` (any float dtype).   -> [P, D] (D even)
 Tensor sinusoidal_positions(std::int64_t positions, std::int64_t d, DType dtype,
                             SinusoidLayout layout = SinusoidLayout::kInterleaved);

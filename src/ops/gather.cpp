@@ -4,7 +4,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "kernels/cuda/gather.h"
+#include "kernels/gather.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,4 +1,4 @@
-// Row copies of a decoder's state (kernels/cpu/gather.h is the spec, kernels/cuda/gather.h its twin):
+// Row copies of a decoder's state (kernels/gather.h: the CPU spec and its CUDA twin):
 // beam search's reorderings of the caches, keys and values written at each row's own position, and
 // single elements picked from a GPU's log-probabilities. The tensors are addressed in bytes: row r of
 // `src` starts r * src_stride bytes after src.raw_data(), row r of `dst` r * dst_stride bytes after
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/gather.h"
+#include "kernels/gather.h"
 
 namespace dragoman::ops {
 

@@ -4,8 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/cpu/layer_norm.h"
-#include "kernels/cuda/layer_norm.h"
+#include "kernels/layer_norm.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 
@@ -57,10 +56,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias, double eps) {
   constexpr const char* kOp = "add_layer_norm";
-  if (!x.device().is_cpu()) return layer_norm(add(x, residual), weight, bias, eps, nullptr);
   const std::int64_t d = check_forward_operands(kOp, x, weight, bias), rows = x.numel() / d;
   detail::require_like(kOp, "residual", residual, x);
   detail::require_shape(kOp, "residual", residual, x.shape());
+  // On a GPU: the sum, then the layer norm (two launches; the CPU fuses them into one row pass).
+  if (!x.device().is_cpu()) return layer_norm(add(x, residual), weight, bias, eps, nullptr);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   detail::dispatch_storage(kOp, x, [&](auto zero) {
     using T = decltype(zero);
@@ -111,7 +111,7 @@ Tensor backward(const char* kOp, const Tensor& dy, const Tensor& x, const Tensor
         detail::dispatch_storage(kOp, x, [&](auto zero) {
           using T = decltype(zero);
           using A = acc_t<T>;
-          // [2, chunks, D] column-sum partials of dweight and dbias (kernels/cuda/layer_norm.h)
+          // [2, chunks, D] column-sum partials of dweight and dbias (kernels/layer_norm.h)
           Tensor workspace =
               Tensor::empty({cuda::layer_norm_backward_workspace(rows, d)}, accumulator_dtype(x.dtype()), x.device());
           cuda::DxDropout<T> dx_dropout;

@@ -1,4 +1,4 @@
-// Layer normalisation over the last dimension (kernels/cpu/layer_norm.h). x, weight, bias, y, dy
+// Layer normalisation over the last dimension (kernels/layer_norm.h). x, weight, bias, y, dy
 // and dx are activations of one dtype (f64, f32, bf16 or f16); the saved statistics and the
 // parameter gradients are of its accumulator dtype (f64 for f64, f32 otherwise).
 #pragma once
@@ -30,7 +30,7 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
 // layer_norm_backward's dx and dropped = ops::dropout(dx, p, seed, rng_stream), bit for bit: a
 // post-norm residual block's backward, where dx is the residual's gradient and dropped the
 // sublayer output's. p == 0: dropped is dx itself (as ops::dropout returns it). On a GPU the dx
-// kernel writes both where the rows take its register path (kernels/cuda/layer_norm.h DxDropout),
+// kernel writes both where the rows take its register path (kernels/layer_norm.h DxDropout),
 // so dx is not read again; the CPU runs the two ops.
 struct LayerNormDropoutGrads {
   Tensor dx, dropped;

@@ -1,16 +1,14 @@
-// Linear layers (see linear.h): oneDNN or OpenBLAS on the CPU, cuBLASLt on CUDA (kernels/cuda/gemm.h).
+// Linear layers (see linear.h): oneDNN or OpenBLAS on the CPU, cuBLASLt on CUDA (kernels/gemm.h).
 #include "ops/linear.h"
 
 #include <algorithm>
 #include <string>
 
 #include "device/cuda/context.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

@@ -1,5 +1,5 @@
-// Linear layers and matrix products on tensors (CPU: kernels/cpu/gemm.h, oneDNN or OpenBLAS; CUDA:
-// kernels/cuda/gemm.h, cuBLASLt, f32/bf16/f16 only).
+// Linear layers and matrix products on tensors (CPU: kernels/gemm.h, oneDNN or OpenBLAS; CUDA:
+// kernels/gemm.h, cuBLASLt, f32/bf16/f16 only).
 // Operand classes (ops/dispatch.h): x, weight, bias, y, dy and dx are activations of one dtype (f64,
 // f32, bf16 or f16: the weights the forward reads are in the compute dtype); dweight and dbias are
 // parameter gradients of accumulator_dtype (f32 for bf16/f16), accumulated (+=). bf16/f16 products
@@ -15,7 +15,7 @@ namespace dragoman::ops {
 
 using PackedWeights = cpu::PackedWeights;  // weights packed once for decoding (kernels/cpu/packed_gemm.h)
 
-// Row-invariant products for decoding (kernels/cpu/gemm.h): each CPU product of a row does not depend
+// Row-invariant products for decoding (kernels/gemm.h): each CPU product of a row does not depend
 // on the other rows it is computed with, so a sentence translates the same in any batch.
 // Process-wide; off by default (training never sets it).
 void set_row_invariant_products(bool on);
@@ -33,7 +33,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // linear_relu for training's feed-forward layer: the same output, and on a GPU the ReLU mask that
-// cuBLASLt's epilogue writes beside it (u8 [cuda::relu_mask_bytes(rows, out)], kernels/cuda/gemm.h)
+// cuBLASLt's epilogue writes beside it (u8 [cuda::relu_mask_bytes(rows, out)], kernels/gemm.h)
 // in `mask` for linear_backward_relu; `mask` is undefined where none was written (the CPU, no
 // algorithm, cuda::grad_epilogues() off).
 Tensor linear_relu_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& mask);

@@ -8,8 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cpu/top_k.h"
-#include "kernels/cuda/top_k.h"
+#include "kernels/top_k.h"
 #include "ops/dispatch.h"
 
 namespace dragoman::ops {

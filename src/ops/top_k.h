@@ -1,5 +1,5 @@
 // The beam search's candidates as an op: the k best entries of each row of f32 log-probabilities
-// (kernels/cpu/top_k.h is the spec; kernels/cuda/top_k.h its twin), so that a GPU decoder sends
+// (kernels/top_k.h is the spec; kernels/top_k.h its twin), so that a GPU decoder sends
 // only k candidates per row to the host instead of the whole vocabulary.
 #pragma once
 
@@ -29,7 +29,7 @@ struct HostTopK {
 };
 // The CPU decoder's candidates from one host row of log-probabilities [V] (T: float or double):
 // best = the k best (value, id), best first, equal values in ascending id order, ids skip_a and
-// skip_b left out (kernels/cpu/top_k.h).
+// skip_b left out (kernels/top_k.h).
 template <typename T>
 void top_k_row(const T* row, std::int64_t v, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
                std::vector<std::pair<double, std::int32_t>>& best);

@@ -8,7 +8,7 @@
 // sentences and `batch_tokens` source tokens (translate's batch limits). An idle server waits at
 // most `max_wait` for company before it starts a search (or until `batch_tokens` are queued).
 // A request's sentences join longest first; its answer goes back when all of them are finished,
-// in its order. With row-invariant products (translate --deterministic, kernels/cpu/gemm.h) a
+// in its order. With row-invariant products (translate --deterministic, kernels/gemm.h) a
 // sentence's translation does not depend on what it was searched with: it is translate's.
 //
 // Requests share a search only with requests of the same model and search options; others wait

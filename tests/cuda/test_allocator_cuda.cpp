@@ -8,12 +8,11 @@
 #include <random>
 #include <vector>
 
-#include "core/allocator.h"
 #include "base/error.h"
+#include "core/allocator.h"
 #include "core/tensor.h"
-#include "kernels/cpu/random.h"
 #include "device/cuda/context.h"
-#include "kernels/cuda/random.h"
+#include "kernels/random.h"
 
 namespace dragoman {
 namespace {

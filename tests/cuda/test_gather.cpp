@@ -9,8 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/gather.h"
-#include "kernels/cuda/gather.h"
+#include "kernels/gather.h"
 #include "parity_testing.h"
 
 namespace dragoman {

@@ -1,4 +1,4 @@
-// cuda::adam_step (kernels/cuda/adam.h) against the CPU spec bit for bit: f32 and f64 masters, and
+// cuda::adam_step (kernels/adam.h) against the CPU spec bit for bit: f32 and f64 masters, and
 // f32 masters with a bf16 or f16 mirror written in the same pass, over awkward sizes, three steps
 // (1, 2, 1000) with and without weight decay, gradient factors of 1 (none), 0.37 (read from device
 // memory) and NaN (nothing changes), with sentinels after every buffer. Then ops::adam_step on GPU
@@ -13,8 +13,7 @@
 #include "ops/elementwise.h"
 
 #include "core/tensor.h"
-#include "kernels/cpu/adam.h"
-#include "kernels/cuda/adam.h"
+#include "kernels/adam.h"
 #include "ops/adam.h"
 #include "parity_testing.h"
 

@@ -1,4 +1,4 @@
-// cuda::attention_forward/backward (kernels/cuda/attention.h) against the CPU spec for f64, f32,
+// cuda::attention_forward/backward (kernels/attention.h) against the CPU spec for f64, f32,
 // bf16 and f16 on the cases of tests/kernels/attention_cases.h (which also states the tolerances):
 // sentinels after every output; the gaps of the strided gradients unchanged; a second run gives the
 // same bits.
@@ -19,9 +19,8 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/attention.h"
 #include "kernels/attention_cases.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"

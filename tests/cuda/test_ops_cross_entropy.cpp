@@ -1,4 +1,4 @@
-// log_softmax_, cross_entropy_ and cross_entropy_fused_ on a GPU (kernels/cuda/cross_entropy.h)
+// log_softmax_, cross_entropy_ and cross_entropy_fused_ on a GPU (kernels/cross_entropy.h)
 // against the CPU ops of the same dtype: f32, bf16, f16; V = 1, 7, 31, 32, 33, 255, 513, 1025 and a
 // 32000-wide vocabulary; pad rows and label smoothing; the gradient scaled in the kernel; device
 // targets; the device sums tensor.

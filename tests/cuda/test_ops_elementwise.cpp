@@ -1,4 +1,4 @@
-// The element-wise CUDA kernels (kernels/cuda/elementwise.h) against their CPU specs for f64, f32,
+// The element-wise CUDA kernels (kernels/elementwise.h) against their CPU specs for f64, f32,
 // bf16 and f16 at awkward sizes (and one element past 16-byte alignment), with sentinels after every
 // output: add, accumulate, scale, ReLU, bias_add, dropout and dropout_add bit for bit (the packed and the element
 // paths); Swish within a few ulps (each device's exp);
@@ -12,8 +12,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 #include "ops/elementwise.h"
 #include "parity_testing.h"
 

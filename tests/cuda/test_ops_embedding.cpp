@@ -1,4 +1,4 @@
-// cuda::embedding_forward/backward (kernels/cuda/embedding.h) against the CPU spec, bit for bit,
+// cuda::embedding_forward/backward (kernels/embedding.h) against the CPU spec, bit for bit,
 // for f64, f32, bf16 and f16: with and without positions, a position offset, widths 1 ... 1025,
 // a 32000-row vocabulary, and ids that repeat heavily (a vocabulary of 3) or hardly at all; the
 // gradients accumulate into non-zero tables (the rows of an id in row order, as the CPU adds them);
@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cuda/embedding.h"
+#include "kernels/embedding.h"
 #include "ops/embedding.h"
 #include "parity_testing.h"
 

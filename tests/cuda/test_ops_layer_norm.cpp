@@ -1,4 +1,4 @@
-// cuda::layer_norm_forward/backward (kernels/cuda/layer_norm.h) against the CPU spec for f64, f32,
+// cuda::layer_norm_forward/backward (kernels/layer_norm.h) against the CPU spec for f64, f32,
 // bf16 and f16 over awkward row lengths (1 ... 1025 and a 32000-element row; 8 ... 1,024, whole
 // 16-byte packs, for the kernels that hold a row in registers), with sentinels after
 // every output. Their row sums run in another order than the CPU's (a warp per row), so:
@@ -21,9 +21,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/layer_norm.h"
-#include "kernels/cuda/layer_norm.h"
+#include "kernels/elementwise.h"
+#include "kernels/layer_norm.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "parity_testing.h"

@@ -1,4 +1,4 @@
-// cuBLASLt GEMMs (kernels/cuda/gemm.h) and the linear ops on a GPU against their CPU specs, for f32,
+// cuBLASLt GEMMs (kernels/gemm.h) and the linear ops on a GPU against their CPU specs, for f32,
 // bf16 and f16, awkward sizes (1, 7, 31, 32, 33, 255, 513, 1025 for M, N and K), all four transposes,
 // C of T and C of f32 (beta = 1, the weight gradient), strided batches, k = 0, and a misaligned bias
 // (the epilogue's fallback); linear_backward_into's dx, added to by the GEMM (beta = 1); the weight
@@ -20,10 +20,9 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/gemm.h"
 #include "device/cuda/context.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 #include "op_parity.h"
 #include "ops/linear.h"
 #include "parity_testing.h"

@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "kernels/cpu/random.h"
 #include "device/cuda/check.h"
 #include "device/cuda/context.h"
-#include "kernels/cuda/random.h"
+#include "kernels/random.h"
 
 TEST_CASE("cuda::uniform_fill equals cpu::uniform_fill", "[cuda][random]") {
   const std::size_t sizes[] = {1, 7, 31, 32, 33, 255, 513, 1025, 37000, 65535 * 256 + 3};

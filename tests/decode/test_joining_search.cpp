@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "decode/beam_search.h"
 #include "decode/decode_testing.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model_testing.h"
 
 namespace dragoman {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/numeric.h"
-#include "kernels/cpu/attention.h"
+#include "kernels/attention.h"
 #define attention_detail attention_detail_emulated
 #include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "base/numeric.h"
+#include "kernels/attention.h"
 #include "kernels/comparisons.h"
-#include "kernels/cpu/attention.h"
 
 namespace dragoman::test {
 

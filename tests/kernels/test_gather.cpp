@@ -1,4 +1,4 @@
-// The CPU row moves of the decoder's caches (kernels/cpu/gather.h): plan_row_moves and move_rows
+// The CPU row moves of the decoder's caches (kernels/gather.h): plan_row_moves and move_rows
 // reorder rows in place exactly as gather_row_prefixes does into a new buffer, whatever the
 // mapping (chains, cycles, repeated and dropped rows), copying only the rows that change and
 // saving one row per cycle.
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/gather.h"
+#include "kernels/gather.h"
 
 namespace dragoman {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "base/error.h"
 #include "device/cpu/threads.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/gemm.h"
 
 namespace dragoman {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/philox.h"
-#include "kernels/cpu/random.h"
+#include "kernels/random.h"
 
 TEST_CASE("cpu::uniform_fill is position-based: two halves equal one fill", "[random]") {
   const std::size_t n = 1001;

@@ -5,7 +5,12 @@
 //
 // An op test is one body taking an OpCase:
 //   for (const test::OpCase& c : test::op_cases()) { DYNAMIC_SECTION(c.name) { body(c); } }
-// The cases are the CPU's; the CUDA kernels are compared with these by the parity tests in tests/cuda/.
+// The files of such bodies are compiled into both test binaries: into dragoman_tests, where
+// op_cases() are the CPU's (f64, f32, bf16, f16), and, in a CUDA build, into dragoman_cuda_tests
+// with DRAGOMAN_OP_TESTS_ON_CUDA defined, where op_cases() are the GPU's (f32, bf16, f16 on
+// cuda:0; CUDA has no f64 kernels). A test of the CPU alone in such a file (a raw-pointer kernel,
+// a float64 finite-difference check) is a DRAGOMAN_CPU_TEST_CASE: registered in the CPU binary
+// only.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -33,6 +38,20 @@
     CHECK_THROWS_WITH(expr, Catch::StartsWith(std::string(op) + ": ") && Catch::Contains(fragment)); \
   } while (false)
 
+// A test of the CPU alone inside a file of op bodies: a TEST_CASE (TEMPLATE_TEST_CASE) in the CPU test
+// binary; in the CUDA one its body is compiled (it stays well-formed) but not registered, so the GPU
+// machine does not run the CPU's tests a second time.
+#ifdef DRAGOMAN_OP_TESTS_ON_CUDA
+#define DRAGOMAN_CPU_TEST_CASE(...) \
+  [[maybe_unused]] static void INTERNAL_CATCH_UNIQUE_NAME(dragoman_cpu_test_case_)()
+#define DRAGOMAN_CPU_TEMPLATE_TEST_CASE(...) \
+  template <typename TestType>              \
+  [[maybe_unused]] void INTERNAL_CATCH_UNIQUE_NAME(dragoman_cpu_test_case_)()
+#else
+#define DRAGOMAN_CPU_TEST_CASE(...) TEST_CASE(__VA_ARGS__)
+#define DRAGOMAN_CPU_TEMPLATE_TEST_CASE(...) TEMPLATE_TEST_CASE(__VA_ARGS__)
+#endif
+
 namespace dragoman::test {
 
 struct OpCase {
@@ -41,12 +60,19 @@ struct OpCase {
   DType dtype;
 };
 
-// cpu f64, f32, bf16, f16.
+// The cases of this test binary: cpu f64, f32, bf16, f16; or, compiled into the CUDA test binary,
+// cuda f32, bf16, f16 (that binary runs only where a GPU is: tests/cuda/main.cpp).
 inline std::vector<OpCase> op_cases() {
+#ifdef DRAGOMAN_OP_TESTS_ON_CUDA
+  return {{"cuda f32", Device::cuda(0), DType::kF32},
+          {"cuda bf16", Device::cuda(0), DType::kBF16},
+          {"cuda f16", Device::cuda(0), DType::kF16}};
+#else
   return {{"cpu f64", Device::cpu(), DType::kF64},
           {"cpu f32", Device::cpu(), DType::kF32},
           {"cpu bf16", Device::cpu(), DType::kBF16},
           {"cpu f16", Device::cpu(), DType::kF16}};
+#endif
 }
 
 // Sizes that catch off-by-one blocking and vector tails in kernels.

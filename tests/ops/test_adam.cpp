@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/adam.h"
+#include "kernels/adam.h"
 #include "ops/adam.h"
 #include "ops/elementwise.h"
 #include "ops/op_testing.h"

@@ -15,7 +15,7 @@
 
 #include "base/philox.h"
 #include "core/tensor.h"
-#include "kernels/cpu/attention.h"
+#include "kernels/attention.h"
 #include "ops/attention.h"
 #include "ops/op_testing.h"
 
@@ -346,7 +346,7 @@ TEST_CASE("ops::attention reads k and v through strided cache views", "[ops]") {
 namespace {
 
 // The gradients of out with respect to q, k and v in double, from the formula of
-// kernels/cpu/attention.h and the reference's probabilities.
+// kernels/attention.h and the reference's probabilities.
 struct NaiveGrads {
   std::vector<double> dq, dk, dv;
 };

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
 #include "ops/cross_entropy.h"
 #include "ops/op_testing.h"
 

@@ -1,6 +1,7 @@
 // The element-wise ops: the one-line kernels, dropout's statistics and determinism, bias_backward's
 // and sum_squares' thread-count independence, and the relu and dropout backward passes against
-// float64 central finite differences.
+// float64 central finite differences (the CPU's tests); the ops against their formulas for every
+// op case (tests/ops/op_testing.h: each device and dtype of the test binary).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include "base/philox.h"
 #include "core/tensor.h"
 #include "device/cpu/threads.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 #include "ops/elementwise.h"
 #include "ops/op_testing.h"
 
@@ -26,7 +27,7 @@ using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- small element-wise kernels and sum_squares --------------------------------------------------
 
-TEST_CASE("cpu element-wise kernels compute their one-line formulas", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu element-wise kernels compute their one-line formulas", "[kernels]") {
   const std::vector<double> a = {1, -2, 3, -4, 0, 6}, b = {0.5, 0.5, -1, 2, 3, -6};
   std::vector<double> y(6);
   cpu::add<double>(a.data(), b.data(), y.data(), 6);
@@ -48,7 +49,7 @@ TEST_CASE("cpu element-wise kernels compute their one-line formulas", "[kernels]
 
 // ---- dropout ------------------------------------------------------------------------------------
 
-TEMPLATE_TEST_CASE("cpu::dropout is deterministic, keeps about 1 - p and scales by 1 / (1 - p)", "[kernels]", float,
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::dropout is deterministic, keeps about 1 - p and scales by 1 / (1 - p)", "[kernels]", float,
                    double) {
   using T = TestType;
   const int64_t n = 100003;  // not a multiple of 4: the kernel takes Philox blocks of 4
@@ -93,7 +94,7 @@ TEMPLATE_TEST_CASE("cpu::dropout is deterministic, keeps about 1 - p and scales 
   CHECK(in_place == y1);
 }
 
-TEST_CASE("cpu::bias_backward gives the same bits with 1 and 2 threads", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::bias_backward gives the same bits with 1 and 2 threads", "[kernels]") {
   // Sizes with several column blocks, so that two threads really split the work.
   const int64_t rows = 257, cols = 200;
   const std::vector<float> dy = random_values<float>(rows * cols, 90);
@@ -119,7 +120,7 @@ TEST_CASE("cpu::bias_backward gives the same bits with 1 and 2 threads", "[kerne
         resolve_threads(0, ""));  // ScopedThreads restored the default (OMP_NUM_THREADS or all cores)
 }
 
-TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the thread count", "[kernels]", float,
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the thread count", "[kernels]", float,
                    double) {
   using T = TestType;
   const std::vector<T> small = {T(1), T(-2), T(3)};
@@ -142,7 +143,7 @@ TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the 
   CHECK(one == Approx(expected).epsilon(1e-12));
 }
 
-TEST_CASE("ops::relu gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::relu gradients match finite differences", "[ops]") {
   Tensor x = random64({3, 7}, 10);  // perturbed by check_gradient
   const Tensor r = random64({3, 7}, 11);
   const auto loss = [&] { return dot(ops::relu(x), r); };
@@ -150,7 +151,7 @@ TEST_CASE("ops::relu gradients match finite differences", "[ops]") {
   check_gradient("x", loss, x, dx);
 }
 
-TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
   Tensor x = random64({3, 7}, 14);  // perturbed by check_gradient
   const Tensor r = random64({3, 7}, 15);
   const auto loss = [&] { return dot(ops::swish(x), r); };
@@ -163,7 +164,7 @@ TEST_CASE("ops::swish gradients match finite differences", "[ops]") {
   CHECK(y.to_vector<double>()[2] == Approx(-50.0 / (1.0 + std::exp(50.0))).epsilon(1e-14));
 }
 
-TEST_CASE("ops::dropout_add is ops::add after ops::dropout and its gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::dropout_add is ops::add after ops::dropout and its gradients match finite differences", "[ops]") {
   Tensor x = random64({4, 6}, 14), y = random64({4, 6}, 15);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 16);
   const double p = 0.3;
@@ -177,7 +178,7 @@ TEST_CASE("ops::dropout_add is ops::add after ops::dropout and its gradients mat
   CHECK_THROWS_WITH(ops::dropout_add(x, y, 1.0, 21, 22), Catch::Contains("probability"));
 }
 
-TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::dropout gradients match finite differences", "[ops]") {
   Tensor x = random64({4, 6}, 12);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 13);
   const double p = 0.3;
@@ -302,7 +303,7 @@ void check_elementwise_kernels(int64_t n) {
 
 }  // namespace
 
-TEST_CASE("cpu element-wise kernels round each result once, in every storage type", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu element-wise kernels round each result once, in every storage type", "[kernels]") {
   std::vector<int64_t> sizes = test::awkward_sizes();
   sizes.push_back(32000);  // a vocabulary-sized row (the output projection's bias)
   for (const test::OpCase& c : test::op_cases()) {

@@ -1,6 +1,7 @@
 // Embeddings and positions: cpu::embedding_forward and sinusoidal_positions against their formulas,
 // embedding_backward's thread-count independence, ops::embedding's backward pass against float64
-// central finite differences, and its rejection of out-of-range ids and positions.
+// central finite differences, and its rejection of out-of-range ids and positions (the CPU's
+// tests); the parameter gradients' dtype and sums for every op case (each device and dtype).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,7 +14,7 @@
 
 #include "base/error.h"
 #include "core/tensor.h"
-#include "kernels/cpu/embedding.h"
+#include "kernels/embedding.h"
 #include "ops/embedding.h"
 #include "ops/op_testing.h"
 
@@ -24,7 +25,7 @@ using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- embeddings and positions -------------------------------------------------------------------
 
-TEST_CASE("cpu::embedding_forward scales the table rows and adds positions", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::embedding_forward scales the table rows and adds positions", "[kernels]") {
   const int64_t batch = 2, length = 3, d = 4, vocab = 5, positions = 8, offset = 2;
   const std::vector<std::int32_t> ids = {4, 0, 4, 1, 3, 1};
   const std::vector<double> table = random_values<double>(vocab * d, 70),
@@ -43,7 +44,7 @@ TEST_CASE("cpu::embedding_forward scales the table rows and adds positions", "[k
   }
 }
 
-TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids", "[kernels]", float, double) {
   using T = TestType;
   const int64_t positions = 6, d = 8;
   std::vector<T> out(at(positions * d));
@@ -64,7 +65,7 @@ TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinuso
   CHECK(out[at(5 * d + 3)] == Approx(0.8775825618903728).margin(1e-7));
 }
 
-TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts", "[kernels]") {
   const int64_t positions = 6, d = 8, half = d / 2;
   std::vector<double> concatenated(at(positions * d)), t2t(at(positions * d));
   cpu::sinusoidal_positions<double>(concatenated.data(), positions, d, 1);
@@ -90,7 +91,7 @@ TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tenso
   CHECK(t2t[at(5 * d + 3)] == Approx(std::sin(5e-4)).margin(1e-15));
 }
 
-TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[kernels]") {
   // Sizes with several column blocks, so that two threads really split the work.
   const int64_t rows = 257, cols = 200;
   const std::vector<float> dy = random_values<float>(rows * cols, 90);
@@ -129,7 +130,7 @@ TEST_CASE("cpu::embedding_backward gives the same bits with 1 and 2 threads", "[
   CHECK(std::equal(dpos0.begin(), dpos0.begin() + offset * d, dpos1.begin()));
 }
 
-TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
   const int64_t V = 6, D = 5, P = 9, offset = 2;
   const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});        // repeated ids; 2 and 4 unused
   Tensor table = random64({V, D}, 50), positions = random64({P, D}, 51);  // perturbed by check_gradient
@@ -158,7 +159,7 @@ TEST_CASE("ops::embedding gradients match finite differences", "[ops]") {
   }
 }
 
-TEST_CASE("ops::embedding rejects out-of-range ids and positions", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::embedding rejects out-of-range ids and positions", "[ops]") {
   const Tensor table = random64({6, 3}, 150), positions = random64({4, 3}, 151);
   DRAGOMAN_CHECK_OP_ERROR(ops::embedding(ids_tensor({1, 6}, {1, 2}), table, Tensor(), 0, 1.0), "embedding",
                           "token id 6 is outside the vocabulary [0, 6)");
@@ -255,7 +256,7 @@ bool is_nearest(T v, double exact) {
 
 }  // namespace
 
-TEST_CASE("cpu::embedding_forward and embedding_backward round once, in every storage type", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::embedding_forward and embedding_backward round once, in every storage type", "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {
@@ -271,7 +272,7 @@ TEST_CASE("cpu::embedding_forward and embedding_backward round once, in every st
   }
 }
 
-TEST_CASE("cpu::sinusoidal_positions are the nearest elements to the double sinusoids, in every storage type",
+DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions are the nearest elements to the double sinusoids, in every storage type",
           "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
@@ -304,7 +305,7 @@ TEST_CASE("ops::embedding_backward accumulates into gradients of the accumulator
     DYNAMIC_SECTION(c.name) {
       const int64_t V = 6, D = 5, P = 9;
       const DType acc = accumulator_dtype(c.dtype);
-      const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4});
+      const Tensor ids = ids_tensor({3, 1, 3, 0, 5, 3, 1, 1}, {2, 4}).to(c.device);
       const Tensor table = test::from_doubles(test::random_doubles(V * D, 250), {V, D}, c.dtype, c.device);
       const Tensor positions = test::from_doubles(test::random_doubles(P * D, 251), {P, D}, c.dtype, c.device);
       const Tensor out = ops::embedding(ids, table, positions, 1, 2.0);

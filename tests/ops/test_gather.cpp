@@ -1,5 +1,5 @@
 // ops::gather_row_prefixes, scatter_row_prefixes and move_rows_in_place (the decoder state's row
-// copies; kernels/cpu/gather.h is the spec, kernels/cuda/gather.h its twin): one body per op case
+// copies; kernels/gather.h: the CPU spec and its CUDA twin): one body per op case
 // (device and dtype), against plain loops over the rows' bytes, with rows that repeat, drop and
 // trade places, prefixes shorter than a row, and sentinels in the bytes nobody may write.
 #include <catch2/catch.hpp>
@@ -85,9 +85,9 @@ TEST_CASE("ops::gather_row_prefixes and scatter_row_prefixes copy row prefixes o
   }
 }
 
-TEST_CASE("ops::move_rows_in_place reorders every block like a gather into new tensors", "[ops]") {
+// In place on CPU memory only (the CPU decoder's caches).
+DRAGOMAN_CPU_TEST_CASE("ops::move_rows_in_place reorders every block like a gather into new tensors", "[ops]") {
   for (const test::OpCase& c : test::op_cases()) {
-    if (!c.device.is_cpu()) continue;  // in place on CPU memory only (the CPU decoder's caches)
     DYNAMIC_SECTION(c.name) {
       const std::int64_t rows = 6, width = 5;
       const auto element = static_cast<std::int64_t>(dtype_size(c.dtype));

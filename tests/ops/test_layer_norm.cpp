@@ -1,5 +1,6 @@
 // Layer norm: cpu::layer_norm_forward against the formula, layer_norm_backward's thread-count
-// independence, and ops::layer_norm's backward pass against float64 central finite differences.
+// independence, and ops::layer_norm's backward pass against float64 central finite differences
+// (the CPU's tests); the fused ops against their parts for every op case (each device and dtype).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 #include "core/tensor.h"
 #include "device/cpu/threads.h"
-#include "kernels/cpu/layer_norm.h"
+#include "kernels/layer_norm.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/op_testing.h"
@@ -24,7 +25,7 @@ using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- layer norm ---------------------------------------------------------------------------------
 
-TEMPLATE_TEST_CASE("cpu::layer_norm_forward matches the formula", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::layer_norm_forward matches the formula", "[kernels]", float, double) {
   using T = TestType;
   const int64_t rows = 3, d = 7;
   const double eps = 1e-5;
@@ -47,7 +48,7 @@ TEMPLATE_TEST_CASE("cpu::layer_norm_forward matches the formula", "[kernels]", f
   }
 }
 
-TEST_CASE("cpu::layer_norm_backward gives the same bits with 1 and 2 threads", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::layer_norm_backward gives the same bits with 1 and 2 threads", "[kernels]") {
   // Sizes with several column blocks, so that two threads really split the work.
   const int64_t rows = 257, cols = 200;
   const std::vector<float> dy = random_values<float>(rows * cols, 90);
@@ -75,7 +76,7 @@ TEST_CASE("cpu::layer_norm_backward gives the same bits with 1 and 2 threads", "
   CHECK(dbias1 == dbias2);
 }
 
-TEST_CASE("ops::layer_norm gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::layer_norm gradients match finite differences", "[ops]") {
   // x, w, b are perturbed by check_gradient.
   Tensor x = random64({2, 3, 6}, 14, 1.0, 0.5);
   Tensor w = random64({6}, 15, 0.5, 1.0), b = random64({6}, 16, 0.5);
@@ -175,7 +176,7 @@ void check_layer_norm_kernels(int64_t d) {
 
 }  // namespace
 
-TEST_CASE("cpu::layer_norm_forward and layer_norm_backward round each result once, in every storage type",
+DRAGOMAN_CPU_TEST_CASE("cpu::layer_norm_forward and layer_norm_backward round each result once, in every storage type",
           "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {

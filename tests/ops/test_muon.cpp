@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/adam.h"
+#include "kernels/adam.h"
 #include "kernels/cpu/muon.h"
 #include "model/parameters.h"
 #include "ops/adam.h"

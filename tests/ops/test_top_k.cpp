@@ -1,4 +1,4 @@
-// ops::top_k_rows, the beam search's candidates (kernels/cpu/top_k.h is the spec): against a full
+// ops::top_k_rows, the beam search's candidates (kernels/top_k.h is the spec): against a full
 // sort of each row, with ties, -inf entries, the left-out ids and rows with fewer than k candidates.
 #include <catch2/catch.hpp>
 

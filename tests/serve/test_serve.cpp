@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "decode/decode_testing.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model_testing.h"
 #include "serve/api.h"
 #include "serve/batching_translator.h"

@@ -1,7 +1,7 @@
 // The per-element formulas of layer normalisation, shared by the CPU spec (kernels/cpu/layer_norm.cpp)
 // and its CUDA twin (kernels/cuda/layer_norm.cu), so both evaluate the same operations in the same
 // order (A = acc_t<T>; the CUDA files are compiled without FMA contraction, see src/CMakeLists.txt).
-// Only the row and column sums differ in order between the two (see kernels/cuda/layer_norm.h).
+// Only the row and column sums differ in order between the two (see kernels/layer_norm.h).
 #pragma once
 
 #include "base/host_device.h"

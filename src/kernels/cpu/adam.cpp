@@ -1,5 +1,5 @@
 // Adam (see adam.h).
-#include "kernels/cpu/adam.h"
+#include "kernels/adam.h"
 
 #include <algorithm>
 #include <type_traits>

@@ -1,5 +1,5 @@
 // Scaled dot-product attention (see attention.h).
-#include "kernels/cpu/attention.h"
+#include "kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // log-softmax and label-smoothed cross-entropy (see cross_entropy.h).
-#include "kernels/cpu/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>

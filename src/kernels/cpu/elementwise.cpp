@@ -1,5 +1,5 @@
 // Element-wise CPU kernels (see elementwise.h for the rounding points).
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <algorithm>
 #include <type_traits>

@@ -1,5 +1,5 @@
 // Token embeddings and positions (see embedding.h for the rounding points).
-#include "kernels/cpu/embedding.h"
+#include "kernels/embedding.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Row gathers (see gather.h).
-#include "kernels/cpu/gather.h"
+#include "kernels/gather.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // GEMM through oneDNN (f32, when the build has it) or OpenBLAS, with the widening of bf16/f16
 // operands (see gemm.h).
-#include "kernels/cpu/gemm.h"
+#include "kernels/gemm.h"
 
 #include <cblas.h>
 #ifdef DRAGOMAN_WITH_ONEDNN
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace dragoman::cpu {
 namespace {

@@ -1,5 +1,5 @@
 // Layer normalisation (see layer_norm.h for the formulas and the rounding points).
-#include "kernels/cpu/layer_norm.h"
+#include "kernels/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/gemm.h"
+#include "kernels/gemm.h"
 
 namespace dragoman::cpu {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/gemm.h"
 
 namespace dragoman::cpu {
 

@@ -1,5 +1,5 @@
 // Random fills on the CPU (see random.h).
-#include "kernels/cpu/random.h"
+#include "kernels/random.h"
 
 #include "base/philox.h"
 

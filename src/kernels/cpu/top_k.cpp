@@ -1,5 +1,5 @@
 // The k best entries of a row (see top_k.h).
-#include "kernels/cpu/top_k.h"
+#include "kernels/top_k.h"
 
 #include <algorithm>
 #include <iterator>

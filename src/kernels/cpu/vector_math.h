@@ -1,4 +1,4 @@
-// f32 row kernels for the hot loops of decoding and training on the CPU (issues #16, #23): exp, max,
+// f32 row kernels for the hot loops of decoding and training on the CPU: exp, max,
 // sums of exp and dot products over a row, attention's per-query loops and int8 row quantization.
 // Each is compiled three times, for AVX-512, AVX2 and the x86-64 baseline (vector_math_kernels.h,
 // written once with GCC's vector types: 16, 8 or 4 floats a register), and the level the CPU has is

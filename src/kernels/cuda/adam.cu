@@ -1,13 +1,13 @@
 // Adam on CUDA (see adam.h): one thread per element, grid-stride loop. Compiled without FMA
 // contraction (src/CMakeLists.txt), so every operation of kernels/common/adam.h rounds as on the CPU.
-#include "kernels/cuda/adam.h"
+#include "kernels/adam.h"
 
 #include <type_traits>
 
 #include "base/numeric.h"
+#include "device/cuda/check.h"
 #include "kernels/common/adam.h"
 #include "kernels/common/clip.h"
-#include "device/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dragoman::cuda {

@@ -1,7 +1,7 @@
 // Scaled dot-product attention on CUDA (see attention.h): one block per query for the forward pass
 // and dq, one block per key for dk and dv; probabilities in shared memory, sums in fixed orders.
 // Compiled without FMA contraction (src/CMakeLists.txt), so each dot product rounds as on the CPU.
-#include "kernels/cuda/attention.h"
+#include "kernels/attention.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -10,11 +10,11 @@
 
 #include "base/env_choice.h"
 #include "base/error.h"
+#include "device/cuda/check.h"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_flash.h"
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_tiled.h"
-#include "device/cuda/check.h"
 
 namespace dragoman::cuda {
 namespace {
@@ -233,7 +233,7 @@ std::size_t shared_bytes_for(const char* kernel, std::int64_t elements) {
   if (bytes > kMaxSharedBytes) {
     throw Error(std::string("cuda::") + kernel + ": " + std::to_string(bytes) +
                 " bytes of shared memory for one row (the keys or queries are too many for this simple kernel, "
-                "kernels/cuda/attention.h)");
+                "kernels/attention.h)");
   }
   return bytes;
 }

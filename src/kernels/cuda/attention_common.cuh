@@ -9,8 +9,8 @@
 
 #include "base/numeric.h"
 #include "base/philox.h"
+#include "kernels/attention.h"
 #include "kernels/common/dropout.h"
-#include "kernels/cpu/attention.h"
 
 namespace dragoman::cuda::attention_detail {
 

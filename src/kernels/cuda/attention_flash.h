@@ -28,8 +28,8 @@
 #include <cstdint>
 
 #include "base/numeric.h"
-#include "kernels/cpu/attention.h"
 #include "device/cuda/stream.h"
+#include "kernels/attention.h"
 
 namespace dragoman::cuda::attention_detail {
 

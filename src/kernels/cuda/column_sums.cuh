@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "device/cuda/check.h"
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/elementwise.h"
 
 namespace dragoman::cuda {
 namespace {

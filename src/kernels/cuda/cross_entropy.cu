@@ -1,7 +1,7 @@
 // log-softmax and label-smoothed cross-entropy on CUDA (see cross_entropy.h): one block per row,
 // three passes over the row (maximum, sum of exponentials, write), block reductions with
 // cub::BlockReduce (a fixed tree for a fixed block size), then one block adding the row losses.
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 
 #include <cub/block/block_reduce.cuh>
 

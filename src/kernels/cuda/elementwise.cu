@@ -2,16 +2,16 @@
 // where the pointers allow (one element at a time otherwise, and for the remainder); the
 // column sums of bias_backward in two passes with a fixed order; the sum of squares per 2^16-element
 // block. Compiled without FMA contraction (src/CMakeLists.txt), so a * b + c rounds twice as on the CPU.
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <cstddef>
 #include <cstdint>
 
 #include "base/philox.h"
+#include "device/cuda/check.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/clip.h"
 #include "kernels/common/dropout.h"
-#include "device/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pack.cuh"

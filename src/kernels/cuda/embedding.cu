@@ -1,6 +1,6 @@
 // Token embeddings on CUDA (see embedding.h). Compiled without FMA contraction (src/CMakeLists.txt),
 // so scale * e + p and dtable += scale * g round as on the CPU.
-#include "kernels/cuda/embedding.h"
+#include "kernels/embedding.h"
 
 #include <cstdint>
 #include <cub/device/device_radix_sort.cuh>

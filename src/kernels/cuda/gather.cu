@@ -1,5 +1,5 @@
 // Row gathers on CUDA (see gather.h).
-#include "kernels/cuda/gather.h"
+#include "kernels/gather.h"
 
 #include <cstdint>
 

@@ -18,7 +18,7 @@
 // descriptors are its own, because the bias pointer is set on the matmul descriptor per call. Both
 // grow with the distinct problems a process meets (as the algorithm map always did): a few hundred
 // bytes each.
-#include "kernels/cuda/gemm.h"
+#include "kernels/gemm.h"
 
 #include <algorithm>
 #include <array>
@@ -37,7 +37,7 @@
 #include "base/env_choice.h"
 #include "device/cuda/check.h"
 #include "device/cuda/context.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace dragoman::cuda {
 namespace {

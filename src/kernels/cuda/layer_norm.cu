@@ -1,15 +1,15 @@
 // Layer normalisation on CUDA (see layer_norm.h): rows one warp each, parameter gradients in two
 // passes of column sums. Compiled without FMA contraction (src/CMakeLists.txt), so each formula of
 // kernels/common/layer_norm.h rounds as on the CPU.
-#include "kernels/cuda/layer_norm.h"
+#include "kernels/layer_norm.h"
 
 #include <cstdint>
 #include <initializer_list>
 
 #include "base/philox.h"
+#include "device/cuda/check.h"
 #include "kernels/common/dropout.h"
 #include "kernels/common/layer_norm.h"
-#include "device/cuda/check.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/pack.cuh"
 

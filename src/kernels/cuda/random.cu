@@ -1,6 +1,6 @@
 // Random fills on CUDA (see random.h): one thread per element, grid-stride loop, the same
 // philox::uniform as the CPU spec.
-#include "kernels/cuda/random.h"
+#include "kernels/random.h"
 
 #include <algorithm>
 

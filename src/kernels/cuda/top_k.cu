@@ -1,11 +1,11 @@
 // The k best entries of each row on CUDA (see top_k.h).
-#include "kernels/cuda/top_k.h"
+#include "kernels/top_k.h"
 
 #include <cmath>
 #include <limits>
 
-#include "kernels/common/top_k.h"
 #include "device/cuda/check.h"
+#include "kernels/common/top_k.h"
 
 namespace dragoman::cuda {
 namespace {

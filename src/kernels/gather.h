@@ -1,4 +1,4 @@
-// Row copies of the decoder state, the specs of kernels/cuda/gather.h. Rows are `src_stride` /
+// Row copies of the decoder state, the specs of the CUDA twins below. Rows are `src_stride` /
 // `dst_stride` bytes apart; a row's first row_bytes are contiguous.
 //   gather_row_prefixes: beam search's reordering (Transformer::select_rows): row i of the output
 //     is the first `row_bytes` bytes of row rows[i] of the input.
@@ -7,10 +7,18 @@
 //     rows[i] of the output gets the first `row_bytes` bytes of row i of the input (rows distinct).
 //   plan_row_moves / move_rows: the same reordering in place (the caches keep their memory, and
 //     rows that stay where they are cost nothing).
+//
+// CUDA (namespace cuda):
+// The twins of the CPU spec above on CUDA: every row in one launch (a beam search step
+// reorders the keys and values of every layer with one kernel each, not one copy per row). rows
+// is device memory; the bytes are copied in 4-byte words where every size and stride allows, else
+// in 2-byte ones, else bytes. Asynchronous on `stream`.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "device/cuda/stream.h"
 
 namespace dragoman::cpu {
 
@@ -51,3 +59,12 @@ void scatter_row_prefixes(const void* src, std::int64_t src_stride, void* dst, s
                           const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes);
 
 }  // namespace dragoman::cpu
+
+namespace dragoman::cuda {
+
+void gather_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                         const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes, Stream stream);
+void scatter_row_prefixes(const void* src, std::int64_t src_stride, void* dst, std::int64_t dst_stride,
+                          const std::int32_t* rows, std::int64_t count, std::int64_t row_bytes, Stream stream);
+
+}  // namespace dragoman::cuda
