@@ -5,8 +5,8 @@
 // core/allocator.h). A DeviceGuard makes a device current for a scope and restores the previous
 // one, so code that touches device 1 does not silently move the caller's later launches there.
 //
-// Plain C++ header (no CUDA types): ops call it without #ifdef. The CPU-only build links stubs
-// (no_cuda.cpp) that throw "this build has no CUDA".
+// Plain C++ header (no CUDA types): ops include it in every build and call it only inside
+// `if constexpr (kWithCuda)` (device/device.h), so the CPU-only build needs no definition.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +61,8 @@ void synchronize(int device);
 // afterwards; a later context() call creates a new one.
 void release_contexts();
 
-// True in a build with CUDA (dragoman_cuda), false in the CPU-only build's stubs.
+// True: defined only in a build with CUDA (dragoman_cuda); the build's answer for every caller is
+// ops/build_info.h's built_with_cuda().
 bool built_with_cuda();
 
 }  // namespace dragoman::cuda

@@ -1,6 +1,6 @@
 // Device and pinned host memory, copies and memsets: the CUDA runtime calls under the caching
 // allocator (core/allocator.h) and Tensor's copies (core/tensor.cpp). Plain C++ interface (no CUDA
-// headers), so core/ calls it without #ifdef; the CPU-only build links stubs that throw.
+// headers), so core/ includes it in every build and calls it only inside `if constexpr (kWithCuda)`.
 //
 // Asynchronous means: issued to `stream` and ordered with the other work on it; the host must
 // synchronize the stream (synchronize() in context.h, or stream_synchronize) before it reads what a

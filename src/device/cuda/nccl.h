@@ -1,8 +1,8 @@
 // NCCL for the data-parallel communicator (train/communicator.h), behind a CUDA-free header: one
 // NCCL communicator per local GPU, created in one group over a world of `world` ranks, and the
 // sum all-reduce of one buffer per GPU, each on its device's context stream (so it runs after the
-// backward pass that wrote the gradients, and Adam after it, without a host wait). The CPU-only
-// build links stubs that throw "this build has no CUDA" (no_cuda.cpp).
+// backward pass that wrote the gradients, and Adam after it, without a host wait). Called only
+// inside `if constexpr (kWithCuda)` (train/communicator.cpp): the CPU-only build compiles no call.
 #pragma once
 
 #include <array>

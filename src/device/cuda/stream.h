@@ -1,6 +1,6 @@
 // The CUDA stream as kernel headers and ops see it: an opaque handle, so that headers declaring
-// CUDA kernels need no CUDA header and compile in the CPU-only build (where the kernels are stubs
-// that throw "this build has no CUDA", kernels/cuda/no_cuda.cpp). The handle is the runtime's own
+// CUDA kernels (src/kernels/<name>.h) need no CUDA header and compile in the CPU-only build (where
+// no op instantiates a call to them: ops/dispatch.h's on_device). The handle is the runtime's own
 // type (cudaStream_t is `CUstream_st*`), so a cudaStream_t passes as a Stream without a cast.
 //
 // Naming: in Dragoman "stream" means a CUDA stream. The Philox counter stream of the random
