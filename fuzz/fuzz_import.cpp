@@ -35,8 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (data[0] % 5) {
       case 0: check_tensors(decode_npz("fuzz.npz", input)); break;
       case 1: check_tensors(decode_torch_state_dict("fuzz.bin", input)); break;
-      case 2: (void)marian_model_config(std::string(input), "fuzz.yml", SinusoidLayout::kTensor2Tensor); break;
-      case 3: (void)hf_marian_config(std::string(input), "config.json"); break;
+      case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", SinusoidLayout::kTensor2Tensor); break;
+      case 3: (void)convert::hf_marian_config(std::string(input), "config.json"); break;
       default: {
         const PieceTable t = PieceTable::from_json(std::string(input), "fuzz.pieces");
         if (PieceTable::from_json(t.to_json(), "again").to_json() != t.to_json()) {

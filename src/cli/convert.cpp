@@ -53,18 +53,18 @@ Subcommand add_convert(CLI::App& app) {
   sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();
   return {sub, [o] {
             check_writable(o->output);
-            ImportedModel model;
+            convert::ImportedModel model;
             if (o->from == "hf") {
               if (!o->vocabs.empty() || !o->spms.empty()) {
                 throw CLI::ValidationError("--vocab and --spm are for --from marian (a MarianMT directory holds them)");
               }
-              model = read_hf_marian(o->input);
+              model = convert::read_hf_marian(o->input);
             } else {
-              model = read_marian(
+              model = convert::read_marian(
                   {o->input, o->vocabs, o->spms,
                    o->sinusoids == "tensor2tensor" ? SinusoidLayout::kTensor2Tensor : SinusoidLayout::kConcatenated});
             }
-            write_imported_model(model, o->output, o->input);
+            convert::write_imported_model(model, o->output, o->input);
             const ModelConfig& c = model.config;
             spdlog::info("convert: wrote {}: {} + {} layers, d_model {}, {} heads, d_ff {}, {}, vocabularies {} / {}",
                          o->output, c.encoder_layers, c.decoder_layers, c.d_model, c.heads, c.d_ff,

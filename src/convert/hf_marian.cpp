@@ -14,7 +14,7 @@
 #include "io/torch_pickle.h"
 #include "ops/embedding.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 namespace {
 
 namespace fs = std::filesystem;
@@ -287,4 +287,4 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   return out;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

@@ -8,7 +8,7 @@
 
 #include "convert/imported_model.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 
 // config.json's text as a ModelConfig, or an Error naming the key Dragoman cannot represent.
 ModelConfig hf_marian_config(const std::string& config_json, const std::string& file);
@@ -17,4 +17,4 @@ ModelConfig hf_marian_config(const std::string& config_json, const std::string& 
 // represent.
 ImportedModel read_hf_marian(const std::string& dir);
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

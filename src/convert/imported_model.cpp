@@ -12,7 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 
 SafeTensor renamed_tensor(const SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
                           bool transpose) {
@@ -88,4 +88,4 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   write_safetensors(output, file);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

@@ -12,7 +12,7 @@
 #include "model/config.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 
 struct ImportedSide {
   std::string sentencepiece;  // the SentencePiece model's bytes
@@ -36,4 +36,4 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
 SafeTensor renamed_tensor(const SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
                           bool transpose = false);
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

@@ -13,7 +13,7 @@
 #include "io/npz.h"
 #include "io/read_file.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 namespace {
 
 namespace fs = std::filesystem;
@@ -384,4 +384,4 @@ ImportedModel read_marian_files(const MarianInputs& in) {
 
 }  // namespace
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

@@ -9,7 +9,7 @@
 
 #include "convert/imported_model.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 
 struct MarianInputs {
   std::string model;                // model.npz, or a decoder.yml naming one
@@ -28,4 +28,4 @@ ModelConfig marian_model_config(const std::string& model_yml, const std::string&
 // The model, or an Error naming the file and the setting or tensor Dragoman cannot represent.
 ImportedModel read_marian(const MarianInputs& inputs);
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

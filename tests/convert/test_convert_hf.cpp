@@ -18,7 +18,7 @@
 #include "io/safetensors.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 namespace {
 
 namespace fs = std::filesystem;
@@ -135,4 +135,4 @@ TEST_CASE("convert hf: what Dragoman cannot represent is refused by name", "[con
   CHECK_FALSE(fs::exists(dir + "/out.safetensors"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::convert

@@ -23,7 +23,7 @@
 #include "io/read_file.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::convert {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +174,4 @@ TEST_CASE("convert marian: bad vocabularies and inputs are refused by name", "[c
   CHECK_THROWS_WITH(read_marian({dir + "/decoder.yml", {}, {}}), Catch::Contains("'models' must name one model"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::convert
