@@ -17,12 +17,12 @@ using namespace dragoman;
 
 namespace {
 
-const Vocabulary& vocabulary() {
-  static const Vocabulary v = Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
+const text::Vocabulary& vocabulary() {
+  static const text::Vocabulary v = text::Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
   return v;
 }
 
-void check_encoded(const data::EncodedCorpus& c, const Vocabulary& vocab) {
+void check_encoded(const data::EncodedCorpus& c, const text::Vocabulary& vocab) {
   const data::FilterCounts& k = c.counts;
   if (k.total != k.empty + k.too_long + k.bad_ratio + k.kept || k.kept != c.size()) fuzz::fail("filter counts");
   if (c.src_offsets.size() != static_cast<std::size_t>(c.size()) + 1 ||
@@ -53,7 +53,7 @@ void check_utf8(std::string_view bytes) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::quiet();
-  const Vocabulary& vocab = vocabulary();
+  const text::Vocabulary& vocab = vocabulary();
   const std::string_view bytes = fuzz::as_text(data, size);
   check_utf8(bytes);
   try {

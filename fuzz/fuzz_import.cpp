@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", SinusoidLayout::kTensor2Tensor); break;
       case 3: (void)convert::hf_marian_config(std::string(input), "config.json"); break;
       default: {
-        const PieceTable t = PieceTable::from_json(std::string(input), "fuzz.pieces");
-        if (PieceTable::from_json(t.to_json(), "again").to_json() != t.to_json()) {
+        const text::PieceTable t = text::PieceTable::from_json(std::string(input), "fuzz.pieces");
+        if (text::PieceTable::from_json(t.to_json(), "again").to_json() != t.to_json()) {
           fuzz::fail("a piece table that does not write itself back the same");
         }
       }

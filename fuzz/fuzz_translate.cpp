@@ -15,7 +15,7 @@ using namespace dragoman;
 namespace {
 
 struct Setup {
-  Vocabulary vocab = Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
+  text::Vocabulary vocab = text::Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
   Transformer model = make_model(vocab.size());
   TranslatorOptions options = make_options();
 

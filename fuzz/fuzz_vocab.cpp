@@ -12,7 +12,7 @@ using namespace dragoman;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::quiet();
   try {
-    const Vocabulary vocab = Vocabulary::from_bytes(std::string(fuzz::as_text(data, size)), "fuzz.model");
+    const text::Vocabulary vocab = text::Vocabulary::from_bytes(std::string(fuzz::as_text(data, size)), "fuzz.model");
     const auto n = static_cast<std::int32_t>(vocab.size());
     for (std::int32_t id = 0; id < n && id < 4096; ++id) {
       (void)vocab.piece(id);
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (id < 0 || id >= n) fuzz::fail("an encoded id outside the vocabulary");
       }
       (void)vocab.decode(ids);
-      const Vocabulary::Spans spans = vocab.encode_with_spans(text);
+      const text::Vocabulary::Spans spans = vocab.encode_with_spans(text);
       for (const auto& [begin, end] : spans.spans) {
         if (begin > end || end > text.size()) fuzz::fail("a span outside the text");
       }

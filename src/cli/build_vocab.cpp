@@ -12,7 +12,7 @@
 namespace dragoman::cli {
 
 Subcommand add_build_vocab(CLI::App& app) {
-  auto o = std::make_shared<VocabularyOptions>();
+  auto o = std::make_shared<text::VocabularyOptions>();
   auto output = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
       "build-vocab",
@@ -54,7 +54,7 @@ Subcommand add_build_vocab(CLI::App& app) {
             o->verbose = spdlog::get_level() <= spdlog::level::debug;
             spdlog::info("build-vocab: training a {} vocabulary of {} pieces on {} file(s)", o->model_type,
                          o->vocab_size, o->inputs.size());
-            const Vocabulary vocab = Vocabulary::train(*o);
+            const text::Vocabulary vocab = text::Vocabulary::train(*o);
             vocab.save(*output);
             spdlog::info("build-vocab: wrote {}.model and {}.vocab ({} pieces)", *output, *output, vocab.size());
             return 0;

@@ -68,7 +68,7 @@ int run_score(const ScoreOptions& o) {
   if (o.output != "-") file.emplace(o.output);
   const Device device = Device::parse(o.decoding.device);
   const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);
-  const Vocabulary& vocabulary = *models.vocabulary;
+  const text::Vocabulary& vocabulary = *models.vocabulary;
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::unordered_map<std::string, std::int32_t> ids;  // piece -> id, for --pieces
   if (o.pieces) {

@@ -110,7 +110,7 @@ ModelConfig model_config(const json& j, const std::string& file) {
 }
 
 // vocab.json: piece -> id, every id of [0, n) once.
-PieceTable piece_table(const fs::path& path, const json& tokenizer, bool source) {
+text::PieceTable piece_table(const fs::path& path, const json& tokenizer, bool source) {
   const json vocab = read_json(path);
   const std::string file = path.string();
   std::vector<std::string> pieces(vocab.size());
@@ -132,7 +132,7 @@ PieceTable piece_table(const fs::path& path, const json& tokenizer, bool source)
     if (found == vocab.end()) throw Error(file + ": the " + std::string(key) + " '" + piece + "' is not in it");
     return found->get<std::int32_t>();
   };
-  PieceTable t;
+  text::PieceTable t;
   t.pieces = std::move(pieces);
   t.unk_id = special("unk_token", "<unk>");
   t.eos_id = special("eos_token", "</s>");

@@ -54,7 +54,7 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
                   " pieces, the model's embeddings " + std::to_string(size) + " rows");
     }
     // Loads the SentencePiece model and checks the table as translate will.
-    (void)Vocabulary::with_table(s.sentencepiece, s.table, what + " (" + side + " vocabulary)");
+    (void)text::Vocabulary::with_table(s.sentencepiece, s.table, what + " (" + side + " vocabulary)");
   };
   check_side("source", model.source, c.src_vocab_size);
   check_side("target", model.target, c.tgt_vocab_size);

@@ -16,7 +16,7 @@ namespace dragoman::convert {
 
 struct ImportedSide {
   std::string sentencepiece;  // the SentencePiece model's bytes
-  PieceTable table;
+  text::PieceTable table;
 };
 
 struct ImportedModel {

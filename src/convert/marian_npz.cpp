@@ -110,8 +110,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& where) {
 }
 
 // A vocabulary side: vocab.yml (piece: id) or a .spm (its pieces, by its ids).
-PieceTable marian_table(const std::string& path, bool source) {
-  PieceTable t;
+text::PieceTable marian_table(const std::string& path, bool source) {
+  text::PieceTable t;
   std::map<std::string, std::int32_t> ids;
   if (is_yaml(path)) {
     YAML::Node y;
@@ -135,7 +135,7 @@ PieceTable marian_table(const std::string& path, bool source) {
       ids[piece] = static_cast<std::int32_t>(id);
     }
   } else {  // Marian's SentencePiece vocabulary: the model's own pieces and ids
-    t.pieces = sentencepiece_pieces(read_text(path), path);
+    t.pieces = text::sentencepiece_pieces(read_text(path), path);
     for (std::size_t id = 0; id < t.pieces.size(); ++id) ids[t.pieces[id]] = static_cast<std::int32_t>(id);
   }
   const auto special = [&](const char* piece) {

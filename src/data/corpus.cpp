@@ -71,7 +71,7 @@ std::uint64_t content_hash(const RawCorpus& raw) {
   return h.value();
 }
 
-std::uint64_t cache_key(std::uint64_t inputs_hash, const CorpusOptions& o, const Vocabulary& vocab) {
+std::uint64_t cache_key(std::uint64_t inputs_hash, const CorpusOptions& o, const text::Vocabulary& vocab) {
   ContentHash h;
   h.add_word(kCacheVersion).add(o.tsv.empty() ? "pair" : "tsv");
   h.add_word(inputs_hash);
@@ -197,7 +197,7 @@ Verdict judge(std::size_t ls, std::size_t lt, const CorpusOptions& o) {
   return Verdict::kKept;
 }
 
-EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const Vocabulary& vocab, int threads,
+EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const text::Vocabulary& vocab, int threads,
                      const std::atomic<int>* stop) {
   EncodedCorpus c;
   const std::size_t n = raw.src.size();
@@ -255,7 +255,7 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
 
 std::uint64_t check_parallel_corpus(const CorpusOptions& options) { return content_hash(read_raw(options)); }
 
-EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab, const std::string& cache_path,
+EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab, const std::string& cache_path,
                                    int threads, const std::atomic<int>* stop,
                                    std::optional<std::uint64_t> checked_hash) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");

@@ -56,7 +56,7 @@ struct EncodedCorpus {
 // each sentence is encoded: when it is set, dragoman::Interrupted is thrown within a sentence's time.
 // checked_hash: what check_parallel_corpus returned for these inputs in this process; with it, a
 // valid cache is used without reading the inputs again.
-EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const Vocabulary& vocab,
+EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab,
                                    const std::string& cache_path, int threads,
                                    const std::atomic<int>* stop = nullptr,
                                    std::optional<std::uint64_t> checked_hash = std::nullopt);

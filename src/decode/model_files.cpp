@@ -9,8 +9,8 @@
 
 namespace dragoman {
 
-Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) {
-  if (info.imported.empty()) return Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
+text::Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) {
+  if (info.imported.empty()) return text::Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
   const auto part = [&](const std::string& name) -> const std::string& {
     const auto it = info.imported.find(name);
     if (it == info.imported.end()) throw Error(file + ": the model file has no tensor " + name);
@@ -18,11 +18,11 @@ Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) 
   };
   const auto side = [&](const std::string& which) {
     const std::string prefix = "vocabulary." + which;
-    return Vocabulary::with_table(part(prefix + ".sentencepiece"),
-                                  PieceTable::from_json(part(prefix + ".pieces"), file + " (" + prefix + ".pieces)"),
+    return text::Vocabulary::with_table(part(prefix + ".sentencepiece"),
+                                  text::PieceTable::from_json(part(prefix + ".pieces"), file + " (" + prefix + ".pieces)"),
                                   file + " (" + prefix + ")");
   };
-  return Vocabulary::pair(side("source"), side("target"));
+  return text::Vocabulary::pair(side("source"), side("target"));
 }
 
 DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file) {
@@ -91,7 +91,7 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
     out.models.push_back(std::move(model));
     out.infos.push_back(std::move(info));
   }
-  out.vocabulary = std::make_unique<Vocabulary>(model_vocabulary(out.infos.front(), files.front()));
+  out.vocabulary = std::make_unique<text::Vocabulary>(model_vocabulary(out.infos.front(), files.front()));
   if (out.models.size() == 1) {
     out.decoder = std::make_unique<TransformerDecoding>(*out.models.front());
   } else {

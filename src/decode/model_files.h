@@ -21,14 +21,14 @@ struct DecodingModels {
   std::vector<std::string> files;
   std::vector<std::unique_ptr<Transformer>> models;
   std::vector<ModelFileInfo> infos;
-  std::unique_ptr<Vocabulary> vocabulary;
+  std::unique_ptr<text::Vocabulary> vocabulary;
   std::unique_ptr<DecodingModel> decoder;  // TransformerDecoding for one model, else EnsembleDecoding
 
   const DecodingModel& decoding() const { return *decoder; }
 };
 
 // The vocabulary a model file holds: its SentencePiece model, or an imported model's two sides.
-Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
+text::Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
 
 // The decoding settings a model file recommends (DecodingDefaults, decoding_options.h: metadata
 // decoding.beam, decoding.length_normalization, decoding.length_penalty). translate and serve use

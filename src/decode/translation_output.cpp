@@ -26,7 +26,7 @@ std::string soft_text(const std::vector<std::vector<float>>& matrix) {
 }
 
 // " ||| ALIGNMENT ||| WordScores= ..." as asked.
-std::string text_extras(const TranslatedHypothesis& h, const OutputOptions& o, const Vocabulary& vocabulary,
+std::string text_extras(const TranslatedHypothesis& h, const OutputOptions& o, const text::Vocabulary& vocabulary,
                         const SourceWords* source) {
   if (o.alignment == AlignmentKind::kNone && !o.word_scores) return {};
   const WordLevel w = word_level(h, vocabulary, source);
@@ -41,7 +41,7 @@ std::string text_extras(const TranslatedHypothesis& h, const OutputOptions& o, c
 }
 
 nlohmann::ordered_json hypothesis_json(const TranslatedHypothesis& h, const OutputOptions& o,
-                                       const Vocabulary& vocabulary, const SourceWords* source) {
+                                       const text::Vocabulary& vocabulary, const SourceWords* source) {
   nlohmann::ordered_json j = {{"translation", h.text}, {"log_prob", h.log_prob}, {"score", h.score}};
   if (o.alignment == AlignmentKind::kNone && !o.word_scores) return j;
   const WordLevel w = word_level(h, vocabulary, source);
@@ -70,8 +70,8 @@ std::string format_score(double score) {
   return text;
 }
 
-SourceWords source_words(const std::string& line, const Vocabulary& vocabulary) {
-  const Vocabulary::Spans pieces = vocabulary.encode_with_spans(line);
+SourceWords source_words(const std::string& line, const text::Vocabulary& vocabulary) {
+  const text::Vocabulary::Spans pieces = vocabulary.encode_with_spans(line);
   SourceWords out;
   out.words = split_words(line);
   out.piece_words = piece_words(line, pieces.spans);
@@ -83,7 +83,7 @@ SourceWords source_words(const std::string& line, const Vocabulary& vocabulary) 
   return out;
 }
 
-WordLevel word_level(const TranslatedHypothesis& h, const Vocabulary& vocabulary, const SourceWords* source) {
+WordLevel word_level(const TranslatedHypothesis& h, const text::Vocabulary& vocabulary, const SourceWords* source) {
   WordLevel w;
   for (const std::int32_t id : h.tokens) w.pieces.push_back(vocabulary.piece(id));
   std::vector<std::pair<std::size_t, std::size_t>> spans;
@@ -112,7 +112,7 @@ WordLevel word_level(const TranslatedHypothesis& h, const Vocabulary& vocabulary
   return w;
 }
 
-std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const Vocabulary& vocabulary,
+std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const text::Vocabulary& vocabulary,
                         const SourceWords* source) {
   std::string out;
   if (o.nbest > 0) {
@@ -127,7 +127,7 @@ std::string format_text(const Translation& t, std::int64_t index, const OutputOp
   return out + best.text + text_extras(best, o, vocabulary, source) + "\n";
 }
 
-nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const Vocabulary& vocabulary,
+nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const text::Vocabulary& vocabulary,
                                         const SourceWords* source) {
   nlohmann::ordered_json j = hypothesis_json(t.nbest.front(), o, vocabulary, source);
   if (o.alignment != AlignmentKind::kNone && source != nullptr) j["source_words"] = source->words;

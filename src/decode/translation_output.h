@@ -39,7 +39,7 @@ struct SourceWords {
   std::vector<std::string> words;
   std::vector<std::int64_t> piece_words;  // one per source piece (before any truncation)
 };
-SourceWords source_words(const std::string& line, const Vocabulary& vocabulary);
+SourceWords source_words(const std::string& line, const text::Vocabulary& vocabulary);
 
 // The piece that stands for EOS in the word-level lists.
 inline constexpr const char* kEosPiece = "</s>";
@@ -54,13 +54,13 @@ struct WordLevel {
   std::vector<std::vector<float>> attention;  // [target words][source words], when attention was recorded
 };
 // `source` is needed (and used) only when the hypothesis recorded attention.
-WordLevel word_level(const TranslatedHypothesis& h, const Vocabulary& vocabulary, const SourceWords* source);
+WordLevel word_level(const TranslatedHypothesis& h, const text::Vocabulary& vocabulary, const SourceWords* source);
 
 // The output lines (each ending in '\n') of the translation of input line `index` (0-based);
 // `source` as word_level.
-std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const Vocabulary& vocabulary,
+std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const text::Vocabulary& vocabulary,
                         const SourceWords* source);
-nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const Vocabulary& vocabulary,
+nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const text::Vocabulary& vocabulary,
                                         const SourceWords* source);
 
 // A score as translate writes it in text: 6 decimals.

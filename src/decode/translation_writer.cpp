@@ -30,7 +30,7 @@ void TranslationSink::commit() {
 
 std::string TranslationSink::temporary_path() const { return file_ ? file_->temporary_path() : std::string(); }
 
-TranslationWriter::TranslationWriter(TranslationSink& sink, OutputOptions format, const Vocabulary& vocabulary,
+TranslationWriter::TranslationWriter(TranslationSink& sink, OutputOptions format, const text::Vocabulary& vocabulary,
                                      std::string input_name, std::int64_t max_positions, std::string attention_dir,
                                      std::string picture_caption)
     : sink_(sink),

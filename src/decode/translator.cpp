@@ -40,7 +40,7 @@ Translation prepare_source(std::vector<std::int32_t>& source, std::int64_t max_p
   return t;
 }
 
-std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found) {
+std::vector<TranslatedHypothesis> translated(const text::Vocabulary& vocabulary, const std::vector<Hypothesis>& found) {
   std::vector<TranslatedHypothesis> nbest;
   for (const Hypothesis& h : found) {
     nbest.push_back({vocabulary.decode(h.tokens), h.tokens, h.log_prob, h.score, h.token_log_probs, h.attention});
@@ -48,7 +48,7 @@ std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const
   return nbest;
 }
 
-Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options)
+Translator::Translator(const Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options)
     : one_model_(std::make_unique<TransformerDecoding>(model)),
       model_(*one_model_),
       vocabulary_(vocabulary),
@@ -56,7 +56,7 @@ Translator::Translator(const Transformer& model, const Vocabulary& vocabulary, T
   check();
 }
 
-Translator::Translator(const DecodingModel& model, const Vocabulary& vocabulary, TranslatorOptions options)
+Translator::Translator(const DecodingModel& model, const text::Vocabulary& vocabulary, TranslatorOptions options)
     : model_(model), vocabulary_(vocabulary), options_(std::move(options)) {
   check();
 }
@@ -79,7 +79,7 @@ void Translator::check() const {
 
 namespace {
 
-std::vector<std::vector<std::int32_t>> encode_lines(const Vocabulary& vocabulary,
+std::vector<std::vector<std::int32_t>> encode_lines(const text::Vocabulary& vocabulary,
                                                     const std::vector<std::string>& lines) {
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(lines.size());

@@ -61,8 +61,8 @@ struct Translation {
 class Translator {
  public:
   // The model (one, or an ensemble) and the vocabulary must outlive the translator.
-  Translator(const DecodingModel& model, const Vocabulary& vocabulary, TranslatorOptions options);
-  Translator(const Transformer& model, const Vocabulary& vocabulary, TranslatorOptions options);
+  Translator(const DecodingModel& model, const text::Vocabulary& vocabulary, TranslatorOptions options);
+  Translator(const Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options);
 
   // Translates `lines` (valid UTF-8, without line ends), results in input order. `progress`, if
   // given, is called after each batch with the number of lines finished so far (empty lines count
@@ -89,12 +89,12 @@ class Translator {
   std::vector<std::vector<std::int32_t>> encode(const std::vector<std::string>& lines) const;
 
   const TranslatorOptions& options() const { return options_; }
-  const Vocabulary& vocabulary() const { return vocabulary_; }
+  const text::Vocabulary& vocabulary() const { return vocabulary_; }
 
  private:
   std::unique_ptr<TransformerDecoding> one_model_;  // when constructed with one Transformer
   const DecodingModel& model_;
-  const Vocabulary& vocabulary_;
+  const text::Vocabulary& vocabulary_;
   TranslatorOptions options_;
 
   std::vector<Translation> search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done) const;
@@ -107,7 +107,7 @@ class Translator {
 Translation prepare_source(std::vector<std::int32_t>& source, std::int64_t max_positions);
 
 // The n-best list of a Translation: each hypothesis with its text (decoded by `vocabulary`).
-std::vector<TranslatedHypothesis> translated(const Vocabulary& vocabulary, const std::vector<Hypothesis>& found);
+std::vector<TranslatedHypothesis> translated(const text::Vocabulary& vocabulary, const std::vector<Hypothesis>& found);
 
 // The batches of sentences of these lengths (indices into `lengths`, zero lengths left out): sorted
 // longest first (ties by index), each at most `batch_tokens` = count x longest and at most

@@ -112,11 +112,11 @@ Bleu::Bleu(BleuOptions options) : options_(options) {
 
 std::u32string Bleu::preprocess(std::string_view line) const {
   const std::u32string text = utf8::decode(line);
-  std::u32string_view view = unicode::rstrip(text);  // the command line's rstrip
+  std::u32string_view view = text::unicode::rstrip(text);  // the command line's rstrip
   std::u32string lowered;
   if (options_.lowercase) {
-    lowered = unicode::to_lower(view);
-    view = unicode::rstrip(lowered);  // _preprocess_segment: tokenizer(sent.rstrip())
+    lowered = text::unicode::to_lower(view);
+    view = text::unicode::rstrip(lowered);  // _preprocess_segment: tokenizer(sent.rstrip())
   }
   return tokenize(options_.tokenizer, view);
 }
@@ -130,7 +130,7 @@ void Bleu::segment_stats(std::string_view hyp, const std::vector<std::string_vie
   for (std::string_view ref : refs) text.push_back(preprocess(ref));
   std::vector<std::vector<std::u32string_view>> tokens(text.size());
   for (std::size_t s = 0; s < text.size(); ++s) {
-    unicode::split(text[s], [&](std::u32string_view token) { tokens[s].push_back(token); });
+    text::unicode::split(text[s], [&](std::u32string_view token) { tokens[s].push_back(token); });
   }
   const std::vector<std::u32string> ids = intern_tokens(tokens);
 

@@ -18,7 +18,7 @@ bool is_ascii_punctuation(char32_t c) {
 // character off the end of a word, or else off its start ("(hi)" -> "(hi", ")").
 std::vector<std::u32string_view> words_without_edge_punctuation(std::u32string_view text) {
   std::vector<std::u32string_view> words;
-  unicode::split(text, [&](std::u32string_view w) {
+  text::unicode::split(text, [&](std::u32string_view w) {
     if (w.size() == 1) {
       words.push_back(w);
     } else if (is_ascii_punctuation(w.back())) {
@@ -37,14 +37,14 @@ std::vector<std::u32string_view> words_without_edge_punctuation(std::u32string_v
 // The preprocessed line: the command line's rstrip, then optional lowercasing.
 std::u32string preprocess(std::string_view line, bool lowercase) {
   const std::u32string text = utf8::decode(line);
-  const std::u32string_view view = unicode::rstrip(text);
-  return lowercase ? unicode::to_lower(view) : std::u32string(view);
+  const std::u32string_view view = text::unicode::rstrip(text);
+  return lowercase ? text::unicode::to_lower(view) : std::u32string(view);
 }
 
 std::u32string remove_whitespace(std::u32string_view text) {
   std::u32string out;
   out.reserve(text.size());
-  unicode::split(text, [&](std::u32string_view piece) { out.append(piece); });
+  text::unicode::split(text, [&](std::u32string_view piece) { out.append(piece); });
   return out;
 }
 

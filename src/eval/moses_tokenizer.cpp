@@ -32,7 +32,7 @@ std::u32string collapse_spaces(std::u32string_view s) {
   out.reserve(s.size());
   bool in_run = false;
   for (const char32_t c : s) {
-    if (unicode::is_space(c)) {
+    if (text::unicode::is_space(c)) {
       if (!in_run) out += U' ';
       in_run = true;
     } else {
@@ -160,7 +160,7 @@ std::u32string escape_xml(std::u32string_view s) {
 std::u32string join_tokens(std::u32string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  unicode::split(s, [&](std::u32string_view token) {
+  text::unicode::split(s, [&](std::u32string_view token) {
     if (!out.empty()) out += U' ';
     out.append(token);
   });
@@ -198,7 +198,7 @@ MosesTokenizer::MosesTokenizer(std::string lang) : lang_(std::move(lang)) {
     prefixes_.insert(word);
     // has_numeric_only: whitespace then "#NUMERIC_ONLY#"; the prefix is what precedes the last space.
     const std::size_t mark = word.find(U"#NUMERIC_ONLY#");
-    if (mark != std::u32string::npos && mark > 0 && unicode::is_space(word[mark - 1])) {
+    if (mark != std::u32string::npos && mark > 0 && text::unicode::is_space(word[mark - 1])) {
       const std::size_t space = word.rfind(U' ');
       numeric_only_.insert(space == std::u32string::npos ? std::u32string() : word.substr(0, space));
     }
@@ -207,7 +207,7 @@ MosesTokenizer::MosesTokenizer(std::string lang) : lang_(std::move(lang)) {
 
 std::u32string MosesTokenizer::nonbreaking_prefixes(std::u32string_view text) const {
   std::vector<std::u32string> tokens;
-  unicode::split(text, [&](std::u32string_view token) { tokens.emplace_back(token); });
+  text::unicode::split(text, [&](std::u32string_view token) { tokens.emplace_back(token); });
   const std::size_t n = tokens.size();
   for (std::size_t i = 0; i < n; ++i) {
     const std::u32string& token = tokens[i];
@@ -237,14 +237,14 @@ std::u32string MosesTokenizer::tokenize(std::u32string_view input, bool aggressi
   // De-duplicate spaces, remove ASCII control characters, strip.
   std::u32string text = collapse_spaces(input);
   text.erase(std::remove_if(text.begin(), text.end(), [](char32_t c) { return c <= 0x1F; }), text.end());
-  text = std::u32string(unicode::strip(text));
+  text = std::u32string(text::unicode::strip(text));
   // PAD_NOT_ISALNUM: r"([^{IsAlnum}\s\.'\`\,\-])" -> r" \1 ".
   {
     std::u32string padded;
     padded.reserve(text.size() + 16);
     for (const char32_t c : text) {
       const bool kept =
-          is_alnum(c) || unicode::is_space(c) || c == U'.' || c == U'\'' || c == U'`' || c == U',' || c == U'-';
+          is_alnum(c) || text::unicode::is_space(c) || c == U'.' || c == U'\'' || c == U'`' || c == U',' || c == U'-';
       if (kept) {
         padded += c;
       } else {
@@ -307,7 +307,7 @@ std::u32string MosesTokenizer::tokenize(std::u32string_view input, bool aggressi
     text = replace_literal(text, U"'", U" ' ");
   }
   text = nonbreaking_prefixes(text);
-  text = std::u32string(unicode::strip(collapse_spaces(text)));
+  text = std::u32string(text::unicode::strip(collapse_spaces(text)));
   // TRAILING_DOT_APOSTROPHE: r"\.' ?$" -> " . ' " (the text is stripped: no space at its end).
   if (text.size() >= 2 && text[text.size() - 2] == U'.' && text.back() == U'\'') {
     text.resize(text.size() - 2);
@@ -327,7 +327,7 @@ std::u32string split_compounds(std::u32string_view s) {
   out.reserve(s.size() + 32);
   std::size_t i = 0;
   while (i < s.size()) {
-    if (i + 2 < s.size() && s[i + 1] == U'-' && !unicode::is_space(s[i]) && !unicode::is_space(s[i + 2])) {
+    if (i + 2 < s.size() && s[i + 1] == U'-' && !text::unicode::is_space(s[i]) && !text::unicode::is_space(s[i + 2])) {
       out += s[i];
       out += U" ##AT##-##AT## ";
       out += s[i + 2];

@@ -81,7 +81,7 @@ std::u32string space_around(std::u32string_view s, Pred pred) {
 std::u32string normalize_spaces(std::u32string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  unicode::split(s, [&](std::u32string_view token) {
+  text::unicode::split(s, [&](std::u32string_view token) {
     if (!out.empty()) out.push_back(' ');
     out.append(token);
   });
@@ -130,10 +130,10 @@ std::u32string tokenize_13a(std::u32string_view input) {
 }
 
 std::u32string tokenize_intl(std::u32string_view line) {
-  const auto not_number = [](char32_t c) { return !unicode::is_number(c); };
-  std::u32string s = substitute_pairs(line, not_number, unicode::is_punctuation, emit_a_space_b_space);
-  s = substitute_pairs(s, unicode::is_punctuation, not_number, emit_space_a_space_b);
-  return normalize_spaces(space_around(s, unicode::is_symbol));
+  const auto not_number = [](char32_t c) { return !text::unicode::is_number(c); };
+  std::u32string s = substitute_pairs(line, not_number, text::unicode::is_punctuation, emit_a_space_b_space);
+  s = substitute_pairs(s, text::unicode::is_punctuation, not_number, emit_space_a_space_b);
+  return normalize_spaces(space_around(s, text::unicode::is_symbol));
 }
 
 // sacreBLEU's _UCODE_RANGES as they really behave. Two of its ranges are written
@@ -156,7 +156,7 @@ bool is_zh_char(char32_t c) {
 }
 
 std::u32string tokenize_zh(std::u32string_view input) {
-  const std::u32string_view line = unicode::strip(input);
+  const std::u32string_view line = text::unicode::strip(input);
   return tokenize_regexp(space_around(line, is_zh_char));
 }
 

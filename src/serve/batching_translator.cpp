@@ -183,7 +183,7 @@ void BatchingTranslator::step() {
   const Clock::time_point start = Clock::now();
   StepReport report;
   report.sentences = search_->sentences();
-  const Vocabulary& vocabulary = *models_[search_model_].vocabulary;
+  const text::Vocabulary& vocabulary = *models_[search_model_].vocabulary;
   for (auto& [id, hypotheses] : search_->step()) {
     const auto it = searching_.find(id);
     TranslationJob& job = *it->second.first;

@@ -88,7 +88,7 @@ class BatchingTranslator {
  public:
   struct Model {
     const DecodingModel* decoding;
-    const Vocabulary* vocabulary;
+    const text::Vocabulary* vocabulary;
   };
   // The models and vocabularies must outlive this. `limits` gives the search's batch_tokens and
   // batch_sentences (its search options are each request's).

@@ -55,7 +55,7 @@ std::size_t model_for_languages(Context& c, const std::string& source, const std
 // order. Throws ApiError 503 (queue full) or 504 (timeout).
 std::vector<Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
                                    const SearchOptions& search) {
-  const Vocabulary& vocabulary = *c.models[model].models.vocabulary;
+  const text::Vocabulary& vocabulary = *c.models[model].models.vocabulary;
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(texts.size());
   for (const std::string& text : texts) sources.push_back(vocabulary.encode(text));

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::text {
 namespace {
 
 // The protobuf wire format, just enough to find two fields: a reader over one message's bytes.
@@ -130,4 +130,4 @@ void check_sentencepiece_charsmaps(std::string_view bytes, const std::string& na
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::text

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace dragoman {
+namespace dragoman::text {
 
 // Throws Error("NAME: ...") naming the rule set and what is wrong if a precompiled charsmap of the
 // serialized ModelProto in `bytes` could make SentencePiece read outside it, or if the bytes are
@@ -21,4 +21,4 @@ void check_sentencepiece_charsmaps(std::string_view bytes, const std::string& na
 // `what` if SentencePiece's search of it could read outside it. Empty means no rules (accepted).
 void check_precompiled_charsmap(std::string_view blob, const std::string& what);
 
-}  // namespace dragoman
+}  // namespace dragoman::text

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 
-namespace dragoman::unicode {
+namespace dragoman::text::unicode {
 namespace {
 
 std::uint32_t category_mask(char32_t c) { return U_MASK(u_charType(static_cast<UChar32>(c))); }
@@ -84,4 +84,4 @@ std::u32string_view strip(std::u32string_view text) {
   return rstrip(text.substr(begin));
 }
 
-}  // namespace dragoman::unicode
+}  // namespace dragoman::text::unicode

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace dragoman::unicode {
+namespace dragoman::text::unicode {
 
 // Python's str.isspace(): general category Zs, or bidirectional class WS, B or S. This is the set
 // str.split(), str.strip() and str.rstrip() use (\t \n \v \f \r \x1c-\x1f space \x85 \xa0 \u1680
@@ -45,4 +45,4 @@ void split(std::u32string_view text, Out&& emit) {
 std::u32string_view rstrip(std::u32string_view text);
 std::u32string_view strip(std::u32string_view text);
 
-}  // namespace dragoman::unicode
+}  // namespace dragoman::text::unicode

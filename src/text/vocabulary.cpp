@@ -22,7 +22,7 @@ namespace sentencepiece::logging {
 void SetMinLogLevel(int level);
 }
 
-namespace dragoman {
+namespace dragoman::text {
 namespace {
 
 // Feeds SentencePiece the non-empty lines of the input files, one file in memory at a time.
@@ -397,4 +397,4 @@ void Vocabulary::save(const std::string& prefix) const {
   write_file_atomically(prefix + ".vocab", listing);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::text

@@ -16,7 +16,7 @@ namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
-namespace dragoman {
+namespace dragoman::text {
 
 inline constexpr std::int32_t kPadId = 0;
 inline constexpr std::int32_t kUnkId = 1;
@@ -118,4 +118,4 @@ class Vocabulary {
   std::unique_ptr<Vocabulary> target_;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::text

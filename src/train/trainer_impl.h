@@ -136,7 +136,7 @@ class Trainer {
   std::shared_ptr<cuda::Readback> norm_readback_;  // made at the first deferred norm on a GPU
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
-  std::unique_ptr<Vocabulary> vocab_;
+  std::unique_ptr<text::Vocabulary> vocab_;
   std::unique_ptr<Transformer> model_;
   TrainState state_;
   std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs

@@ -89,7 +89,7 @@ data::CorpusOptions corpus_options(const std::string& source, const std::string&
   return o;
 }
 
-data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const Vocabulary& vocab, const std::string& cache,
+data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const text::Vocabulary& vocab, const std::string& cache,
                                 const char* what, const std::atomic<int>* stop, std::uint64_t checked_hash) {
   data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop, checked_hash);
   const data::FilterCounts& n = corpus.counts;
@@ -145,11 +145,11 @@ void Trainer::check_inputs() {
   writer_ = processes_.rank == 0;
   ModelConfig& mc = config_.model;
   if (!config_.data.vocabulary.empty())
-    vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(config_.data.vocabulary));
+    vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(config_.data.vocabulary));
   mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
-  mc.pad_id = kPadId;
-  mc.bos_id = kBosId;
-  mc.eos_id = kEosId;
+  mc.pad_id = text::kPadId;
+  mc.bos_id = text::kBosId;
+  mc.eos_id = text::kEosId;
   mc.validate();
   if (config_.data.max_length + 1 > mc.max_positions) {
     throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
@@ -196,14 +196,14 @@ void Trainer::obtain_vocabulary() {
   const fs::path prefix = fs::path(run_) / "vocab";
   const fs::path built = fs::path(run_) / "vocab.model", record_path = fs::path(run_) / "vocab.json";
   if (!writer_) {  // process 0 has built or checked it
-    vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+    vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
     return;
   }
   const nlohmann::json record = vocabulary_record(config_, train_data_hash_);
   if (fs::exists(built)) {
     const nlohmann::json previous = read_json_or_null(record_path);
     if (previous == record) {
-      vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+      vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
       return;
     }
     if (has_checkpoints_) {
@@ -213,7 +213,7 @@ void Trainer::obtain_vocabulary() {
             "vocabulary, so it stays (--overwrite starts a run with a new one)",
             built.string());
       }
-      vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+      vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
       write_file_atomically(record_path.string(), record.dump(2) + "\n");
       return;
     }
@@ -222,12 +222,12 @@ void Trainer::obtain_vocabulary() {
   }
   build_vocabulary(prefix);
   write_file_atomically(record_path.string(), record.dump(2) + "\n");
-  vocab_ = std::make_unique<Vocabulary>(Vocabulary::load(built.string()));
+  vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
 }
 
 // Trains the SentencePiece vocabulary in a child process, so a signal stops it at once.
 void Trainer::build_vocabulary(const fs::path& prefix) {
-  VocabularyOptions v;
+  text::VocabularyOptions v;
   v.model_type = config_.data.vocab_type;
   v.vocab_size = config_.data.vocab_size;
   v.character_coverage = config_.data.character_coverage;
@@ -259,7 +259,7 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
   const bool built = run_in_child_process(
       [&] {
         if (!tsv.empty()) data::split_tsv_file(tsv, temporary[0], temporary[1]);
-        Vocabulary::train(v).save((scratch / "vocab").string());
+        text::Vocabulary::train(v).save((scratch / "vocab").string());
       },
       options_.stop_signal);
   if (!built) throw Interrupted("train: interrupted while building the vocabulary");

@@ -55,7 +55,7 @@ TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and l
   CHECK(c.bos_id == c.pad_id);  // decoding starts from <pad>
   const std::vector<std::string> lines = read_lines(kFixtures / "input.en");
   REQUIRE(lines.size() == expected["lines"].size());
-  const Vocabulary& vocabulary = *models.vocabulary;
+  const text::Vocabulary& vocabulary = *models.vocabulary;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     INFO("line " << i);
     CHECK(vocabulary.encode(lines[i]) == expected["lines"][i]["source_ids"].get<std::vector<std::int32_t>>());

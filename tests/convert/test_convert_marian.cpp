@@ -49,7 +49,7 @@ double marian_score(const std::string& raw) {
 void check_translations(const std::string& model_file, const std::string& reference) {
   const nlohmann::json expected = read_json_file(kFixtures / "marian-tiny-expected.json");
   const DecodingModels models = load_decoding_models({model_file}, "fp32", Device::cpu());
-  const Vocabulary& vocabulary = *models.vocabulary;
+  const text::Vocabulary& vocabulary = *models.vocabulary;
   const std::vector<std::string> lines = read_lines(kFixtures / "input.en");
   REQUIRE(lines.size() == expected["lines"].size());
   int compared_beam = 0;

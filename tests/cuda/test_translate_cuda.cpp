@@ -51,7 +51,7 @@ const TrainedModel& trained_model() {
 // The trained model's dev sentences, encoded.
 std::vector<std::vector<std::int32_t>> dev_sources() {
   const TrainedModel& trained = trained_model();
-  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
+  const text::Vocabulary vocabulary = text::Vocabulary::load(trained.task.vocab);
   std::vector<std::vector<std::int32_t>> sources;
   for (const std::string& line : test::read_lines(trained.task.valid.source))
     sources.push_back(vocabulary.encode(line));
@@ -69,7 +69,7 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
           "[cuda][translate]") {
   const TrainedModel& trained = trained_model();
   const std::vector<std::string> sources = test::read_lines(trained.task.valid.source);
-  const Vocabulary vocabulary = Vocabulary::load(trained.task.vocab);
+  const text::Vocabulary vocabulary = text::Vocabulary::load(trained.task.vocab);
   const auto run = [&](Device device, DType precision, int beam, int nbest) {
     const Transformer model = load_model(trained.path, ParameterPrecision::decoding(precision), nullptr, device);
     TranslatorOptions o;

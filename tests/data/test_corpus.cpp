@@ -18,7 +18,7 @@ using Catch::Matchers::Contains;
 
 struct Fixture {
   std::string dir = test::scratch_dir("corpus");
-  Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
 
   data::CorpusOptions pair(const std::string& src, const std::string& tgt) const {
     data::CorpusOptions o;

@@ -45,8 +45,8 @@ class LinesThenStop : public LineSource {
 
 TEST_CASE("translate's stream writes every line once, in input order, whatever the chunks", "[decode]") {
   const Transformer model = test::letters_model(16);
-  const Vocabulary vocabulary =
-      Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream")));
+  const text::Vocabulary vocabulary =
+      text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream")));
   TranslatorOptions options;
   options.search.beam = 2;
   options.search.max_length_b = 4;
@@ -74,8 +74,8 @@ TEST_CASE("translate's stream writes every line once, in input order, whatever t
 
 TEST_CASE("translate's stream stops at a stop flag, the lines written complete", "[decode]") {
   const Transformer model = test::letters_model(16);
-  const Vocabulary vocabulary =
-      Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream-stop")));
+  const text::Vocabulary vocabulary =
+      text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream-stop")));
   TranslatorOptions options;
   options.search.beam = 2;
   options.search.max_length_b = 4;

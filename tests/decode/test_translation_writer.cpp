@@ -16,12 +16,12 @@
 namespace dragoman {
 namespace {
 
-Vocabulary letters() {
-  return Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-writer-vocabulary")));
+text::Vocabulary letters() {
+  return text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-writer-vocabulary")));
 }
 
 // A translated line: `text` (letters a..j and spaces) from a source of `source_tokens` tokens.
-Translation translated_line(const Vocabulary& vocabulary, const std::string& text, std::int64_t source_tokens) {
+Translation translated_line(const text::Vocabulary& vocabulary, const std::string& text, std::int64_t source_tokens) {
   Translation t;
   TranslatedHypothesis h;
   h.tokens = vocabulary.encode(text);
@@ -36,7 +36,7 @@ Translation translated_line(const Vocabulary& vocabulary, const std::string& tex
 }  // namespace
 
 TEST_CASE("translate's writer writes a chunk's lines in input order as they are translated", "[decode]") {
-  const Vocabulary vocabulary = letters();
+  const text::Vocabulary vocabulary = letters();
   std::FILE* standard_output = std::tmpfile();
   CHECK(standard_output != nullptr);
   TranslationSink sink("-", standard_output);
@@ -83,7 +83,7 @@ TEST_CASE("translate's writer writes a chunk's lines in input order as they are 
 }
 
 TEST_CASE("translate's writer counts truncated lines", "[decode]") {
-  const Vocabulary vocabulary = letters();
+  const text::Vocabulary vocabulary = letters();
   std::FILE* standard_output = std::tmpfile();
   TranslationSink sink("-", standard_output);
   TranslationWriter writer(sink, OutputOptions{}, vocabulary, "in.txt", 2);
@@ -99,7 +99,7 @@ TEST_CASE("translate's writer counts truncated lines", "[decode]") {
 }
 
 TEST_CASE("translate's output file appears, complete, only when committed", "[decode]") {
-  const Vocabulary vocabulary = letters();
+  const text::Vocabulary vocabulary = letters();
   const std::string dir = test::scratch_dir("translation-writer-files");
   const std::string path = dir + "/out.txt";
 

@@ -91,7 +91,7 @@ TEST_CASE("length_sorted_batches: longest first, within the token budget, every 
 
 TEST_CASE("translator: lines come back in input order, each as beam search translates it alone", "[decode]") {
   const std::string dir = test::scratch_dir("translator-order");
-  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const Transformer model = test::letters_model(12);
   const TranslatorOptions o = options(3, 2, 1 << 20);
   const std::vector<Translation> all = Translator(model, vocab, o).translate(kLines);
@@ -129,7 +129,7 @@ TEST_CASE("translator: lines come back in input order, each as beam search trans
 
 TEST_CASE("translator: batch size and thread count do not change the output", "[decode]") {
   const std::string dir = test::scratch_dir("translator-invariance");
-  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const Transformer model = test::letters_model(12);
   std::vector<std::string> lines;
   for (int repeat = 0; repeat < 4; ++repeat) lines.insert(lines.end(), kLines.begin(), kLines.end());
@@ -150,7 +150,7 @@ TEST_CASE("translator: batch size and thread count do not change the output", "[
 
 TEST_CASE("translator: progress is reported per batch and can stop the translation", "[decode]") {
   const std::string dir = test::scratch_dir("translator-progress");
-  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 1, 1));
   std::vector<std::int64_t> reports;
@@ -165,7 +165,7 @@ TEST_CASE("translator: progress is reported per batch and can stop the translati
 
 TEST_CASE("translator: each batch hands over the results so far, the untranslated lines empty", "[decode]") {
   const std::string dir = test::scratch_dir("translator-batches");
-  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 2, 1));  // one sentence a batch
   const std::vector<Translation> reference = translator.translate(kLines);
@@ -190,7 +190,7 @@ TEST_CASE("translator: each batch hands over the results so far, the untranslate
 
 TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
   const std::string dir = test::scratch_dir("translator-checks");
-  const Vocabulary vocab = Vocabulary::load(test::write_letters_vocabulary(dir));
+  const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const Transformer model = test::letters_model(12);
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 3, 100)), Catch::Matchers::Contains("n-best 3"));
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 1, 0)), Catch::Matchers::Contains("batch size"));

@@ -98,12 +98,12 @@ TEST_CASE("SentencePiece spans map a vocabulary's pieces to the words of the inp
     std::ofstream text(dir + "/text.txt");
     for (int i = 0; i < 50; ++i) text << "the house is bigger than the garden, said Mr. Müller " << i << "\n";
   }
-  VocabularyOptions options;
+  text::VocabularyOptions options;
   options.inputs = {dir + "/text.txt"};
   options.vocab_size = 60;
-  const Vocabulary vocabulary = Vocabulary::train(options);
+  const text::Vocabulary vocabulary = text::Vocabulary::train(options);
   const std::string line = "  the  gardens, Müller.";
-  const Vocabulary::Spans encoded = vocabulary.encode_with_spans(line);
+  const text::Vocabulary::Spans encoded = vocabulary.encode_with_spans(line);
   CHECK(encoded.ids == vocabulary.encode(line));
   const std::vector<std::int64_t> words = piece_words(line, encoded.spans);
   REQUIRE(words.size() == encoded.ids.size());

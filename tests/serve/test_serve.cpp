@@ -34,17 +34,17 @@ ApiError error_of(F&& f) {
 // A random f32 model over the letters vocabulary of the reversal tests, and its decoder.
 struct LettersModel {
   explicit LettersModel(const std::string& name)
-      : vocabulary(Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir(name)))),
+      : vocabulary(text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir(name)))),
         model(config(vocabulary), DType::kF32),
         decoding(model) {
     model.initialize(5);
   }
-  static ModelConfig config(const Vocabulary& vocabulary) {
+  static ModelConfig config(const text::Vocabulary& vocabulary) {
     ModelConfig c = test::fixture_config("pre_untied_learned");
     c.src_vocab_size = c.tgt_vocab_size = vocabulary.size();
     return c;
   }
-  Vocabulary vocabulary;
+  text::Vocabulary vocabulary;
   Transformer model;
   TransformerDecoding decoding;
 };
@@ -134,7 +134,7 @@ TEST_CASE("serve's LibreTranslate requests, as JSON and as form fields", "[serve
 TEST_CASE("batching translator: concurrent requests get what a Translator gives each, batched by search options",
           "[serve]") {
   const LettersModel m("serve-batching");
-  const Vocabulary& vocabulary = m.vocabulary;
+  const text::Vocabulary& vocabulary = m.vocabulary;
   const TransformerDecoding& decoding = m.decoding;
   const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g"};
   std::vector<std::vector<std::int32_t>> sources;
@@ -197,7 +197,7 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
 
 TEST_CASE("batching translator: a bounded queue, and nothing taken once draining", "[serve]") {
   const LettersModel m("serve-queue");
-  const Vocabulary& vocabulary = m.vocabulary;
+  const text::Vocabulary& vocabulary = m.vocabulary;
   const TransformerDecoding& decoding = m.decoding;
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it

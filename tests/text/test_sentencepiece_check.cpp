@@ -16,7 +16,7 @@
 #include "text/sentencepiece_check.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::text {
 namespace {
 
 std::string file_bytes(const std::string& path) {
@@ -161,4 +161,4 @@ TEST_CASE("A model that is not protobuf wire format is refused by the check", "[
   CHECK_THROWS_WITH(check_sentencepiece_charsmaps(std::string(11, '\xff'), "m"), Catch::Contains("10 bytes"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::text

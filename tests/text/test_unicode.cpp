@@ -7,6 +7,7 @@
 #include "base/utf8.h"
 
 using namespace dragoman;
+using namespace dragoman::text;
 
 namespace {
 

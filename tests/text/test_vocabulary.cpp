@@ -11,7 +11,7 @@
 #include "text/vocabulary.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::text {
 namespace {
 
 // This process's scratch directory (removed when it exits; made again after a test removed it).
@@ -141,4 +141,4 @@ TEST_CASE("build-vocab errors name the problem", "[text]") {
                     Catch::Contains("decode-spans-outside.model: denormalizer: the normalization trie is longer"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::text

@@ -69,7 +69,7 @@ TrainConfig parallel_config(const test::ReversalTask& task) {
 TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradient of all N*k batches (f64)",
           "[train]") {
   const test::ReversalTask task("dp-gradients", 120);
-  const Vocabulary vocab = Vocabulary::load(task.vocab);
+  const text::Vocabulary vocab = text::Vocabulary::load(task.vocab);
   TrainConfig config = task.config();
   config.model.dropout = 0.1;
   config.model.label_smoothing = 0.1;
@@ -240,7 +240,7 @@ TEST_CASE("data parallel: workers with an empty share of the last update contrib
                                                                o.max_ratio = config.data.max_ratio;
                                                                return o;
                                                              }(),
-                                                             Vocabulary::load(task.vocab), "", 1),
+                                                             text::Vocabulary::load(task.vocab), "", 1),
                                                          config.training.max_tokens, config.training.seed, 0)
                                     .size());
   REQUIRE(batches % 8 != 0);

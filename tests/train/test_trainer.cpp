@@ -70,7 +70,7 @@ TEST_CASE("train: a tiny model learns to reverse sequences, and translates the d
   CHECK(model.config().src_vocab_size == 25);
 
   // The trained model translates: beam search over the model file reverses the dev sentences.
-  const Vocabulary vocab = Vocabulary::load(task.vocab);
+  const text::Vocabulary vocab = text::Vocabulary::load(task.vocab);
   TranslatorOptions o;
   o.search.beam = 4;
   const std::vector<std::string> sources = test::read_lines(task.valid.source);
@@ -563,7 +563,7 @@ TEST_CASE("train: bad data is an error naming the file", "[train]") {
 
 TEST_CASE("train: k accumulated batches give the gradient of one batch k times larger", "[train]") {
   const Task task("accumulate", 64);
-  const Vocabulary vocab = Vocabulary::load(task.vocab);
+  const text::Vocabulary vocab = text::Vocabulary::load(task.vocab);
   data::CorpusOptions o;
   o.source = task.train.source;
   o.target = task.train.target;

@@ -101,12 +101,12 @@ std::string write_letters_vocabulary(const std::string& dir) {
   }
   const std::string input = dir + "/letters.txt";
   write_text(input, text);
-  VocabularyOptions o;
+  text::VocabularyOptions o;
   o.inputs = {input};
   o.model_type = "bpe";
   o.vocab_size = 25;
   o.threads = 1;
-  Vocabulary::train(o).save(dir + "/letters");
+  text::Vocabulary::train(o).save(dir + "/letters");
   return dir + "/letters.model";
 }
 
