@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes = fuzz::as_text(data, size);
   check_utf8(bytes);
   try {
-    const TextLines lines = text_lines_from_bytes("input.txt", std::string(bytes));
+    const io::TextLines lines = io::text_lines_from_bytes("input.txt", std::string(bytes));
     for (const std::string_view line : lines.lines) {
       if (utf8::find_invalid(line) != std::string_view::npos) fuzz::fail("an invalid line passed");
     }

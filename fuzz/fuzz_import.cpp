@@ -17,8 +17,8 @@ using namespace dragoman;
 
 namespace {
 
-void check_tensors(const std::vector<SafeTensor>& tensors) {
-  for (const SafeTensor& t : tensors) {
+void check_tensors(const std::vector<io::SafeTensor>& tensors) {
+  for (const io::SafeTensor& t : tensors) {
     if (t.data.size() != static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype)) {
       fuzz::fail("a tensor whose bytes are not its shape's size");
     }
@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input = fuzz::as_text(data + 1, size - 1);
   try {
     switch (data[0] % 5) {
-      case 0: check_tensors(decode_npz("fuzz.npz", input)); break;
-      case 1: check_tensors(decode_torch_state_dict("fuzz.bin", input)); break;
+      case 0: check_tensors(io::decode_npz("fuzz.npz", input)); break;
+      case 1: check_tensors(io::decode_torch_state_dict("fuzz.bin", input)); break;
       case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", SinusoidLayout::kTensor2Tensor); break;
       case 3: (void)convert::hf_marian_config(std::string(input), "config.json"); break;
       default: {

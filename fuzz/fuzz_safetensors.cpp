@@ -19,10 +19,10 @@ using namespace dragoman;
 
 namespace {
 
-bool same(const SafeTensorsFile& a, const SafeTensorsFile& b) {
+bool same(const io::SafeTensorsFile& a, const io::SafeTensorsFile& b) {
   if (a.metadata != b.metadata || a.tensors.size() != b.tensors.size()) return false;
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
-    const SafeTensor &x = a.tensors[i], &y = b.tensors[i];
+    const io::SafeTensor &x = a.tensors[i], &y = b.tensors[i];
     if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape || x.data != y.data) return false;
   }
   return true;
@@ -34,12 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::quiet();
   const std::string_view bytes = fuzz::as_text(data, size);
   try {
-    const SafeTensorsFile file = decode_safetensors("fuzz.safetensors", bytes);
-    for (const SafeTensor& t : file.tensors) {
+    const io::SafeTensorsFile file = io::decode_safetensors("fuzz.safetensors", bytes);
+    for (const io::SafeTensor& t : file.tensors) {
       if (static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype) != t.data.size()) fuzz::fail("numel x size");
       (void)t.first_non_finite();
     }
-    if (!same(decode_safetensors("re-encoded", encode_safetensors(file)), file)) fuzz::fail("round trip");
+    if (!same(io::decode_safetensors("re-encoded", io::encode_safetensors(file)), file)) fuzz::fail("round trip");
     try {
       (void)model_from_safetensors(file, "fuzz.safetensors", DType::kF32);
     } catch (const Error&) {
@@ -49,10 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const std::string path = fuzz::write_temp("input.safetensors", bytes);
   try {
-    const SafeTensorsReader reader(path);
+    const io::SafeTensorsReader reader(path);
     std::vector<unsigned char> buffer;
     for (std::size_t i = 0; i < reader.header().tensors.size(); ++i) {
-      const SafeTensor& t = reader.header().tensors[i];
+      const io::SafeTensor& t = reader.header().tensors[i];
       buffer.assign(static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype), 0);
       reader.read(i, buffer.data());
     }

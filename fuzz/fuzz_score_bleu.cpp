@@ -64,8 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   const std::vector<std::string> parts = fuzz::split_parts(fuzz::as_text(data, size), 2);
   try {
-    const TextLines hyps = text_lines_from_bytes("hyp.txt", parts[0]);
-    const TextLines refs = text_lines_from_bytes("ref.txt", parts[1]);
+    const io::TextLines hyps = io::text_lines_from_bytes("hyp.txt", parts[0]);
+    const io::TextLines refs = io::text_lines_from_bytes("ref.txt", parts[1]);
     // The command refuses different line counts; the shorter count keeps the input useful here.
     const std::size_t n = std::min(hyps.lines.size(), refs.lines.size());
     eval::Corpus corpus;

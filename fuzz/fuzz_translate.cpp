@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::quiet();
   static const Setup setup;
   try {
-    const TextLines input = text_lines_from_bytes("input.txt", std::string(fuzz::as_text(data, size)));
+    const io::TextLines input = io::text_lines_from_bytes("input.txt", std::string(fuzz::as_text(data, size)));
     const std::vector<std::string> lines(input.lines.begin(), input.lines.end());
     const Translator translator(setup.model, setup.vocab, setup.options);
     const std::vector<Translation> out = translator.translate(lines);

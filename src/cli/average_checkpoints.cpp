@@ -52,7 +52,7 @@ Subcommand add_average_checkpoints(CLI::App& app) {
             if (o->inputs.empty() && o->run.empty()) throw CLI::ValidationError("give --inputs, or --run and --last");
             if (!o->run.empty() && o->last == 0) throw CLI::ValidationError("--run needs --last N");
             const std::vector<std::string> paths = o->inputs.empty() ? last_checkpoints(o->run, o->last) : o->inputs;
-            check_writable(o->output);  // before reading all the models
+            io::check_writable(o->output);  // before reading all the models
             for (const std::string& path : paths) spdlog::info("average-checkpoints: {}", path);
             const AveragedModel averaged = average_model_files(paths);
             save_model(o->output, averaged.model, averaged.info);

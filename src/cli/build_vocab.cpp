@@ -48,8 +48,8 @@ Subcommand add_build_vocab(CLI::App& app) {
   add_threads_option(sub, o->threads, "Training threads");
   return {sub, [o, output] {
             // Both files are checked before the training, which can take minutes.
-            check_writable(*output + ".model");
-            check_writable(*output + ".vocab");
+            io::check_writable(*output + ".model");
+            io::check_writable(*output + ".vocab");
             o->threads = resolve_threads(o->threads, "build-vocab: --threads");
             o->verbose = spdlog::get_level() <= spdlog::level::debug;
             spdlog::info("build-vocab: training a {} vocabulary of {} pieces on {} file(s)", o->model_type,

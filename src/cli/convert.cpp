@@ -52,7 +52,7 @@ Subcommand add_convert(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();
   return {sub, [o] {
-            check_writable(o->output);
+            io::check_writable(o->output);
             convert::ImportedModel model;
             if (o->from == "hf") {
               if (!o->vocabs.empty() || !o->spms.empty()) {

@@ -59,12 +59,12 @@ struct ScoreOptions {
 int run_score(const ScoreOptions& o) {
   set_compute_threads(resolve_threads(o.decoding.threads, "score: --threads"));
   ops::set_row_invariant_products(o.deterministic);
-  const TextLines sources = read_text_lines(o.source), targets = read_text_lines(o.target);
+  const io::TextLines sources = io::read_text_lines(o.source), targets = io::read_text_lines(o.target);
   if (sources.lines.size() != targets.lines.size()) {
     throw Error("score: " + sources.name + " has " + std::to_string(sources.lines.size()) + " lines but " +
                 targets.name + " has " + std::to_string(targets.lines.size()) + ": one translation per source line");
   }
-  std::optional<AtomicFileWriter> file;
+  std::optional<io::AtomicFileWriter> file;
   if (o.output != "-") file.emplace(o.output);
   const Device device = Device::parse(o.decoding.device);
   const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);

@@ -83,9 +83,9 @@ void run_score_bleu(ScoreBleuOptions o) {
   if (o.sentence_level && !o.paper_lang.empty()) {
     throw CLI::ValidationError("--paper", "is a corpus score: it does not go with --sentence-level");
   }
-  const TextLines hyps = read_text_lines(o.input);
-  std::vector<TextLines> refs;
-  for (const auto& path : o.refs) refs.push_back(read_text_lines(path));
+  const io::TextLines hyps = io::read_text_lines(o.input);
+  std::vector<io::TextLines> refs;
+  for (const auto& path : o.refs) refs.push_back(io::read_text_lines(path));
   if (hyps.lines.empty()) throw Error(hyps.name + " has no lines (expected one hypothesis per line)");
   eval::Corpus corpus;
   corpus.hyps = hyps.lines;

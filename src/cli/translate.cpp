@@ -100,7 +100,7 @@ int run_translate(const TranslateCliOptions& o) {
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
   // while the model loads stops translate before its first chunk, the temporary output removed.
   StopSignals signals;
-  LineReader reader(o.input);
+  io::LineReader reader(o.input);
   reader.stop_waiting_when(signals.flag());
   TranslationSink output(o.output);
   signals.remove_on_abort(output.temporary_path());
@@ -136,7 +136,7 @@ int run_translate(const TranslateCliOptions& o) {
     chunks.first_chunk_lines = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : kCpuBatchSentences;
   }
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
-  Progress progress(show_progress, show_progress ? count_lines(o.input) : -1);
+  Progress progress(show_progress, show_progress ? io::count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
   TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions, o.attention_dir,
                            caption);

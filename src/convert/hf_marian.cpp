@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string read_text(const fs::path& path) {
-  const std::vector<char> bytes = read_file(path.string());
+  const std::vector<char> bytes = io::read_file(path.string());
   return {bytes.begin(), bytes.end()};
 }
 
@@ -172,7 +172,7 @@ std::string dragoman_name(const std::string& name, const ModelConfig& c) {
 }
 
 // Older transformers versions saved the sinusoid tables: they must be the concatenated layout.
-void check_positions(const SafeTensor& t, const ModelConfig& c, const std::string& file) {
+void check_positions(const io::SafeTensor& t, const ModelConfig& c, const std::string& file) {
   if (t.dtype != DType::kF32 || t.shape != std::vector<std::int64_t>{c.max_positions, c.d_model}) {
     throw Error(file + ": '" + t.name + "' is not an F32 [max_position_embeddings, d_model] table");
   }
@@ -225,25 +225,25 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
 
   // The weights: model.safetensors, or else pytorch_model.bin (torch.save's format, read without Python).
   const fs::path safetensors = dir / "model.safetensors", torch_file = dir / "pytorch_model.bin";
-  std::vector<SafeTensor> weights;
+  std::vector<io::SafeTensor> weights;
   std::string file;
   if (fs::exists(safetensors)) {
     file = safetensors.string();
-    weights = read_safetensors(file).tensors;
+    weights = io::read_safetensors(file).tensors;
   } else if (fs::exists(torch_file)) {
     file = torch_file.string();
-    weights = read_torch_state_dict(file);
+    weights = io::read_torch_state_dict(file);
   } else {
     throw Error(dir_name + ": no model.safetensors or pytorch_model.bin (sharded weights are not read)");
   }
-  const auto find = [&](const std::string& name) -> const SafeTensor* {
-    for (const SafeTensor& t : weights) {
+  const auto find = [&](const std::string& name) -> const io::SafeTensor* {
+    for (const io::SafeTensor& t : weights) {
       if (t.name == name) return &t;
     }
     return nullptr;
   };
   std::set<std::string> have;
-  for (const SafeTensor& t : weights) {
+  for (const io::SafeTensor& t : weights) {
     if (t.name.find("embed_positions") != std::string::npos) {
       check_positions(t, c, file);
       continue;
@@ -264,7 +264,7 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
   // A tied model saved by a version that keeps only the encoder's or decoder's copy of the table.
   if (c.share_embeddings && have.count("embed.weight") == 0) {
     for (const char* name : {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}) {
-      if (const SafeTensor* t = find(name)) {
+      if (const io::SafeTensor* t = find(name)) {
         out.tensors.push_back(renamed_tensor(*t, "embed.weight", t->shape));
         break;
       }

@@ -14,9 +14,9 @@
 
 namespace dragoman::convert {
 
-SafeTensor renamed_tensor(const SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
+io::SafeTensor renamed_tensor(const io::SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
                           bool transpose) {
-  SafeTensor t{name, source.dtype, std::move(shape), {}};
+  io::SafeTensor t{name, source.dtype, std::move(shape), {}};
   if (t.numel() != source.numel()) {
     throw Error("tensor '" + source.name + "' has " + std::to_string(source.numel()) + " elements, '" + name +
                 "' needs " + std::to_string(t.numel()));
@@ -59,7 +59,7 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   check_side("source", model.source, c.src_vocab_size);
   check_side("target", model.target, c.tgt_vocab_size);
 
-  SafeTensorsFile file;
+  io::SafeTensorsFile file;
   file.metadata = model.metadata;
   file.metadata["format"] = kModelFormat;
   file.metadata["format_version"] = std::to_string(kModelFormatVersion);
@@ -70,12 +70,12 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   std::map<std::string, std::size_t> rank;
   for (const ParameterSpec& spec : transformer_parameter_specs(c)) rank.emplace(spec.name, rank.size());
   file.tensors = model.tensors;
-  std::stable_sort(file.tensors.begin(), file.tensors.end(), [&](const SafeTensor& a, const SafeTensor& b) {
+  std::stable_sort(file.tensors.begin(), file.tensors.end(), [&](const io::SafeTensor& a, const io::SafeTensor& b) {
     const auto ra = rank.find(a.name), rb = rank.find(b.name);
     return (ra == rank.end() ? rank.size() : ra->second) < (rb == rank.end() ? rank.size() : rb->second);
   });
   const auto bytes_tensor = [&](const std::string& name, const std::string& bytes) {
-    SafeTensor t{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
+    io::SafeTensor t{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
     t.data.assign(bytes.begin(), bytes.end());
     file.tensors.push_back(std::move(t));
   };
@@ -85,7 +85,7 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   bytes_tensor("vocabulary.target.pieces", model.target.table.to_json());
   // Everything loading checks (exactly the config's parameters, shapes, finite values), before writing.
   (void)model_from_safetensors(file, what, DType::kF32);
-  write_safetensors(output, file);
+  io::write_safetensors(output, file);
 }
 
 }  // namespace dragoman::convert

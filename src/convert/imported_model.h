@@ -21,7 +21,7 @@ struct ImportedSide {
 
 struct ImportedModel {
   ModelConfig config;
-  std::vector<SafeTensor> tensors;  // Dragoman's parameter names, F32/F16/BF16/F64
+  std::vector<io::SafeTensor> tensors;  // Dragoman's parameter names, F32/F16/BF16/F64
   ImportedSide source, target;
   std::map<std::string, std::string> metadata;  // converted_from, ... (written into __metadata__)
 };
@@ -33,7 +33,7 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
 
 // A float tensor of `name` and `shape` with the data of `source` (same element count), keeping its
 // dtype; `transpose` swaps the two axes of a matrix (Marian stores [in, out]).
-SafeTensor renamed_tensor(const SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
+io::SafeTensor renamed_tensor(const io::SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
                           bool transpose = false);
 
 }  // namespace dragoman::convert

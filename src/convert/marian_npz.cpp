@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 constexpr float kStartLogitBias = -1e4f;
 
 std::string read_text(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+  const std::vector<char> bytes = io::read_file(path);
   return {bytes.begin(), bytes.end()};
 }
 
@@ -153,14 +153,14 @@ text::PieceTable marian_table(const std::string& path, bool source) {
 // The weights under Dragoman's names: Marian's matrices are [in, out] (x W), its biases [1, n].
 class Weights {
  public:
-  Weights(std::vector<SafeTensor> tensors, std::string file) : file_(std::move(file)) {
-    for (SafeTensor& t : tensors) {
+  Weights(std::vector<io::SafeTensor> tensors, std::string file) : file_(std::move(file)) {
+    for (io::SafeTensor& t : tensors) {
       std::string name = t.name;
       by_name_.emplace(std::move(name), std::move(t));
     }
   }
   bool has(const std::string& name) const { return by_name_.count(name) != 0; }
-  const SafeTensor& get(const std::string& name) {
+  const io::SafeTensor& get(const std::string& name) {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) throw Error(file_ + ": no tensor '" + name + "'");
     used_.insert(name);
@@ -175,21 +175,21 @@ class Weights {
   }
 
  private:
-  std::map<std::string, SafeTensor> by_name_;
+  std::map<std::string, io::SafeTensor> by_name_;
   std::set<std::string> used_;
   std::string file_;
 };
 
 // An F32 tensor's values (Marian writes its weights in F32; anything else is refused).
-std::vector<float> floats(const SafeTensor& t, const std::string& file) {
+std::vector<float> floats(const io::SafeTensor& t, const std::string& file) {
   if (t.dtype != DType::kF32) throw Error(file + ": tensor '" + t.name + "' is " + dtype_name(t.dtype) + ", not F32");
   std::vector<float> v(static_cast<std::size_t>(t.numel()));
   std::memcpy(v.data(), t.data.data(), t.data.size());
   return v;
 }
 
-SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values) {
-  SafeTensor t{name, DType::kF32, std::move(shape), {}};
+io::SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values) {
+  io::SafeTensor t{name, DType::kF32, std::move(shape), {}};
   t.data.resize(values.size() * sizeof(float));
   std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
@@ -262,8 +262,8 @@ ImportedModel read_marian_files(const MarianInputs& in) {
     }
   }
 
-  Weights w(read_npz(model_path), model_path);
-  const SafeTensor& yml = w.get("special:model.yml");
+  Weights w(io::read_npz(model_path), model_path);
+  const io::SafeTensor& yml = w.get("special:model.yml");
   std::string yml_text(yml.data.begin(), yml.data.end());
   while (!yml_text.empty() && yml_text.back() == '\0') yml_text.pop_back();
   const std::string where = model_path + " (special:model.yml)";
@@ -285,7 +285,7 @@ ImportedModel read_marian_files(const MarianInputs& in) {
   if (shared && vs != vt) throw Error(model_path + ": one embedding table (Wemb) for vocabularies of two sizes");
   const std::int64_t d = c.d_model, pad = std::max(vs, vt);
   const auto embedding = [&](const std::string& name, std::int64_t rows) {
-    const SafeTensor& t = w.get(name);
+    const io::SafeTensor& t = w.get(name);
     if (t.shape != std::vector<std::int64_t>{rows, d}) {
       throw Error(model_path + ": '" + name + "' is not [" + std::to_string(rows) + ", " + std::to_string(d) +
                   "] (the vocabulary's size and dim-emb)");
@@ -313,8 +313,8 @@ ImportedModel read_marian_files(const MarianInputs& in) {
   }
   c.tie_output = !w.has("decoder_ff_logit_out_W");
   if (!c.tie_output) {
-    const SafeTensor& t = w.get("decoder_ff_logit_out_W");  // [D, V]
-    SafeTensor out_w = renamed_tensor(t, "output.weight", {vt, d}, true);
+    const io::SafeTensor& t = w.get("decoder_ff_logit_out_W");  // [D, V]
+    io::SafeTensor out_w = renamed_tensor(t, "output.weight", {vt, d}, true);
     out_w.data.resize(static_cast<std::size_t>((pad + 1) * d) * sizeof(float), 0);
     out_w.shape = {pad + 1, d};
     if (t.dtype != DType::kF32) throw Error(model_path + ": 'decoder_ff_logit_out_W' is not F32");
@@ -332,15 +332,15 @@ ImportedModel read_marian_files(const MarianInputs& in) {
   // Layers: Marian's l1.. are Dragoman's 0..; matrices transposed, biases and norms flattened.
   const std::string norm_suffix = c.norm == NormPlacement::kPre ? "_pre" : "";
   const auto linear = [&](const std::string& theirs, const std::string& ours, const char* wname, const char* bname) {
-    const SafeTensor& t = w.get(theirs + "_" + wname);
+    const io::SafeTensor& t = w.get(theirs + "_" + wname);
     if (t.shape.size() != 2) throw Error(model_path + ": '" + t.name + "' is not a matrix");
     out.tensors.push_back(renamed_tensor(t, ours + ".weight", {t.shape[1], t.shape[0]}, true));
-    const SafeTensor& b = w.get(theirs + "_" + bname);
+    const io::SafeTensor& b = w.get(theirs + "_" + bname);
     out.tensors.push_back(renamed_tensor(b, ours + ".bias", {b.numel()}));
   };
   const auto norm = [&](const std::string& theirs, const std::string& ours) {
-    const SafeTensor& scale = w.get(theirs + "_ln_scale" + norm_suffix);
-    const SafeTensor& bias_t = w.get(theirs + "_ln_bias" + norm_suffix);
+    const io::SafeTensor& scale = w.get(theirs + "_ln_scale" + norm_suffix);
+    const io::SafeTensor& bias_t = w.get(theirs + "_ln_bias" + norm_suffix);
     out.tensors.push_back(renamed_tensor(scale, ours + ".weight", {scale.numel()}));
     out.tensors.push_back(renamed_tensor(bias_t, ours + ".bias", {bias_t.numel()}));
   };
@@ -369,8 +369,8 @@ ImportedModel read_marian_files(const MarianInputs& in) {
   }
   if (c.norm == NormPlacement::kPre) {
     for (const char* side : {"encoder", "decoder"}) {
-      const SafeTensor& scale = w.get(std::string(side) + "_top_ln_scale");
-      const SafeTensor& bias_t = w.get(std::string(side) + "_top_ln_bias");
+      const io::SafeTensor& scale = w.get(std::string(side) + "_top_ln_scale");
+      const io::SafeTensor& bias_t = w.get(std::string(side) + "_top_ln_bias");
       out.tensors.push_back(renamed_tensor(scale, std::string(side) + ".final_norm.weight", {scale.numel()}));
       out.tensors.push_back(renamed_tensor(bias_t, std::string(side) + ".final_norm.bias", {bias_t.numel()}));
     }

@@ -25,7 +25,7 @@ constexpr std::size_t kChunk = 1 << 16;     // lines encoded per parallel chunk 
 
 // The two sides' lines, aligned.
 struct RawCorpus {
-  std::vector<TextLines> files;  // kept alive: the views below point into them
+  std::vector<io::TextLines> files;  // kept alive: the views below point into them
   std::vector<std::string_view> src, tgt;
 };
 
@@ -34,8 +34,8 @@ RawCorpus read_raw(const CorpusOptions& o) {
   if (!o.tsv.empty()) {
     if (!o.source.empty() || !o.target.empty())
       throw Error("corpus: give a TSV file or source and target files, not both");
-    raw.files.push_back(read_text_lines(o.tsv));
-    const TextLines& t = raw.files.back();
+    raw.files.push_back(io::read_text_lines(o.tsv));
+    const io::TextLines& t = raw.files.back();
     raw.src.reserve(t.lines.size());
     raw.tgt.reserve(t.lines.size());
     for (std::size_t i = 0; i < t.lines.size(); ++i) {
@@ -51,10 +51,10 @@ RawCorpus read_raw(const CorpusOptions& o) {
   }
   if (o.source.empty() || o.target.empty())
     throw Error("corpus: a source and a target file are needed (or a TSV file)");
-  raw.files.push_back(read_text_lines(o.source));
-  raw.files.push_back(read_text_lines(o.target));
-  const TextLines& s = raw.files[0];
-  const TextLines& t = raw.files[1];
+  raw.files.push_back(io::read_text_lines(o.source));
+  raw.files.push_back(io::read_text_lines(o.target));
+  const io::TextLines& s = raw.files[0];
+  const io::TextLines& t = raw.files[1];
   if (s.lines.size() != t.lines.size()) {
     throw Error("corpus: " + o.source + " has " + std::to_string(s.lines.size()) + " lines but " + o.target + " has " +
                 std::to_string(t.lines.size()) + "; the files must be aligned line by line");
@@ -67,7 +67,7 @@ RawCorpus read_raw(const CorpusOptions& o) {
 // A hash of the input files' bytes (what check_parallel_corpus returns).
 std::uint64_t content_hash(const RawCorpus& raw) {
   ContentHash h;
-  for (const TextLines& f : raw.files) h.add(std::string_view(f.data.data(), f.data.size()));
+  for (const io::TextLines& f : raw.files) h.add(std::string_view(f.data.data(), f.data.size()));
   return h.value();
 }
 
@@ -249,8 +249,8 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
     src.append(raw.src[i]).push_back('\n');
     tgt.append(raw.tgt[i]).push_back('\n');
   }
-  write_file_atomically(source, src);
-  write_file_atomically(target, tgt);
+  io::write_file_atomically(source, src);
+  io::write_file_atomically(target, tgt);
 }
 
 std::uint64_t check_parallel_corpus(const CorpusOptions& options) { return content_hash(read_raw(options)); }
@@ -280,7 +280,7 @@ EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Voc
   }
   spdlog::info("corpus: encoding {} pairs{}", raw.src.size(), cache_path.empty() ? "" : " into " + cache_path);
   corpus = encode(raw, options, vocab, threads, stop);
-  if (!cache_path.empty()) write_file_atomically(cache_path, serialize(corpus, key));
+  if (!cache_path.empty()) io::write_file_atomically(cache_path, serialize(corpus, key));
   return corpus;
 }
 

@@ -24,7 +24,7 @@ LineEncoder translator_encoder(const Translator& translator, bool with_words) {
   };
 }
 
-std::optional<Chunk> read_chunk(LineSource& input, std::int64_t limit, bool replace_invalid,
+std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool replace_invalid,
                                 const LineEncoder& encode) {
   std::vector<std::string> lines;
   Chunk chunk;
@@ -47,7 +47,7 @@ std::optional<Chunk> read_chunk(LineSource& input, std::int64_t limit, bool repl
   return chunk;
 }
 
-ChunkPrefetcher::ChunkPrefetcher(LineSource& input, ChunkOptions options, LineEncoder encode)
+ChunkPrefetcher::ChunkPrefetcher(io::LineSource& input, ChunkOptions options, LineEncoder encode)
     : input_(input), options_(options), encode_(std::move(encode)) {
   input_.stop_waiting_when(&abandon_);
   start();

@@ -78,7 +78,7 @@ void TranslationWriter::write_picture(const TranslatedHypothesis& h, std::int64_
   const WordLevel w = word_level(h, vocabulary_, &source);
   char name[32];
   std::snprintf(name, sizeof name, "%06lld.svg", static_cast<long long>(index + 1));
-  write_file_atomically(
+  io::write_file_atomically(
       attention_dir_ + "/" + name,
       attention_svg(source.words, w.words, w.attention, "line " + std::to_string(index + 1) + ": " + picture_caption_));
 }

@@ -33,7 +33,7 @@ class TranslationSink {
   std::string temporary_path() const;
 
  private:
-  std::optional<AtomicFileWriter> file_;
+  std::optional<io::AtomicFileWriter> file_;
   std::FILE* standard_output_;
 };
 

@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 std::string directory_of(const std::string& path) {
@@ -110,4 +110,4 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   file.commit();
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

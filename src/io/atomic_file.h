@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace dragoman {
+namespace dragoman::io {
 
 // Checks, before the expensive work that produces it, that `path` can be written: it is not a
 // directory, its directory exists, and a file can be created there (the temporary file is created
@@ -41,4 +41,4 @@ class AtomicFileWriter {
   int fd_ = -1;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::io

@@ -15,7 +15,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 constexpr std::size_t kReadSize = 1 << 16;
@@ -133,4 +133,4 @@ std::int64_t count_lines(const std::string& path) {
   return lines + (last != '\n' ? 1 : 0);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::io {
 
 // Where lines come from, one at a time: a LineReader, or a test's stand-in (decode/input_chunks.h
 // reads its chunks from one).
@@ -77,4 +77,4 @@ class LineReader final : public LineSource {
 // anything that is not a regular file (a pipe must not be read twice).
 std::int64_t count_lines(const std::string& path);
 
-}  // namespace dragoman
+}  // namespace dragoman::io

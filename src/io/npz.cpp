@@ -8,7 +8,7 @@
 #include "io/read_file.h"
 #include "io/zip.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 // The value after 'key': in a .npy header (a Python dict literal), up to the next ',' or '}' at depth 0.
@@ -108,4 +108,4 @@ std::vector<SafeTensor> read_npz(const std::string& path) {
   return decode_npz(path, std::string_view(bytes.data(), bytes.size()));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

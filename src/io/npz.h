@@ -12,7 +12,7 @@
 
 #include "io/safetensors.h"
 
-namespace dragoman {
+namespace dragoman::io {
 
 // The arrays of an .npz file's bytes, in archive order, as tensors (name: the member's name without
 // ".npy"). dtypes: <f4 (F32), <f8 (F64), <f2 (F16), <i4 (I32), |u1 and |b1 (U8), |i1 (I8), |S1
@@ -23,4 +23,4 @@ std::vector<SafeTensor> read_npz(const std::string& path);
 // One .npy array's bytes.
 SafeTensor decode_npy(const std::string& name, std::string_view bytes);
 
-}  // namespace dragoman
+}  // namespace dragoman::io

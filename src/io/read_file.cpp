@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::io {
 
 std::vector<char> read_file(const std::string& path) {
   const bool is_stdin = path == "-";
@@ -24,4 +24,4 @@ std::vector<char> read_file(const std::string& path) {
   return data;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

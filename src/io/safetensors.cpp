@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "io/atomic_file.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 // The reference implementation refuses headers over 100 MB; so do we.
@@ -85,7 +85,7 @@ std::int64_t first_non_finite(const void* data, DType dtype, std::int64_t count)
 }
 
 std::int64_t SafeTensor::first_non_finite() const {
-  return dragoman::first_non_finite(data.data(), dtype, static_cast<std::int64_t>(data.size() / dtype_size(dtype)));
+  return io::first_non_finite(data.data(), dtype, static_cast<std::int64_t>(data.size() / dtype_size(dtype)));
 }
 
 const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
@@ -299,4 +299,4 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   return file;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

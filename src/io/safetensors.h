@@ -17,7 +17,7 @@
 
 #include "base/dtype.h"
 
-namespace dragoman {
+namespace dragoman::io {
 
 struct SafeTensor {
   std::string name;
@@ -79,4 +79,4 @@ class SafeTensorsReader {
   std::vector<std::uint64_t> offsets_;  // each tensor's first byte in the file
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::io

@@ -5,7 +5,7 @@
 #include "io/read_file.h"
 #include "base/utf8.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 TextLines split_lines(std::string name, std::vector<char> data) {
@@ -39,4 +39,4 @@ TextLines read_text_lines(const std::string& path) {
   return split_lines(path == "-" ? "<stdin>" : path, read_file(path));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

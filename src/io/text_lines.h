@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::io {
 
 struct TextLines {
   std::string name;  // path, or "<stdin>"
@@ -25,4 +25,4 @@ TextLines read_text_lines(const std::string& path);
 // Splits and validates bytes already in memory; `name` is used in error messages.
 TextLines text_lines_from_bytes(std::string name, std::string data);
 
-}  // namespace dragoman
+}  // namespace dragoman::io

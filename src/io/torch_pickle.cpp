@@ -10,7 +10,7 @@
 #include "io/read_file.h"
 #include "io/zip.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 // The values the restricted pickle machine builds.
@@ -324,4 +324,4 @@ std::vector<SafeTensor> read_torch_state_dict(const std::string& path) {
   return decode_torch_state_dict(path, std::string_view(bytes.data(), bytes.size()));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

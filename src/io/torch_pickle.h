@@ -13,11 +13,11 @@
 
 #include "io/safetensors.h"
 
-namespace dragoman {
+namespace dragoman::io {
 
 // The tensors of a state-dict file's bytes (storages of float, double, half, bfloat16, int, uint8
 // and int8), as contiguous copies in the dict's order; `name` is used in messages.
 std::vector<SafeTensor> decode_torch_state_dict(const std::string& name, std::string_view bytes);
 std::vector<SafeTensor> read_torch_state_dict(const std::string& path);
 
-}  // namespace dragoman
+}  // namespace dragoman::io

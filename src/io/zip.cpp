@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 using Member = ZipArchive::Member;
@@ -153,4 +153,4 @@ std::string ZipArchive::read(const std::string& member) const {
   throw Error(name_ + ": no member '" + member + "'");
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

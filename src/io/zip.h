@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::io {
 
 class ZipArchive {
  public:
@@ -33,4 +33,4 @@ class ZipArchive {
   std::vector<std::string> names_;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::io

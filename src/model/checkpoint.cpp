@@ -25,12 +25,12 @@ bool is_imported_vocabulary(const std::string& name) {
 
 }  // namespace
 
-SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
+io::SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
                                      std::optional<DType> file_dtype) {
   if (model.weights_discarded()) {
     throw Error("a model whose weights were given up for decoding (translate) cannot be saved");
   }
-  SafeTensorsFile file;
+  io::SafeTensorsFile file;
   for (const auto& [key, value] : info.metadata) {
     if (kReservedMetadata.count(key) != 0) throw Error("model metadata key '" + key + "' is reserved");
     file.metadata[key] = value;
@@ -48,7 +48,7 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
   const Tensor values = params.values().to(Device::cpu()).to(stored);
   const std::size_t elem = dtype_size(values.dtype());
   for (const ParameterEntry& e : params.entries()) {
-    SafeTensor t;
+    io::SafeTensor t;
     t.name = e.spec.name;
     t.dtype = values.dtype();
     t.shape = e.spec.shape;
@@ -58,20 +58,20 @@ SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileIn
     file.tensors.push_back(std::move(t));
   }
   if (!info.vocabulary.empty()) {
-    SafeTensor vocab{kVocabularyTensor, DType::kU8, {static_cast<std::int64_t>(info.vocabulary.size())}, {}};
+    io::SafeTensor vocab{kVocabularyTensor, DType::kU8, {static_cast<std::int64_t>(info.vocabulary.size())}, {}};
     vocab.data.assign(info.vocabulary.begin(), info.vocabulary.end());
     file.tensors.push_back(std::move(vocab));
   }
   for (const auto& [name, bytes] : info.imported) {
     if (!is_imported_vocabulary(name)) throw Error("model file: '" + name + "' is not a vocabulary tensor");
-    SafeTensor part{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
+    io::SafeTensor part{name, DType::kU8, {static_cast<std::int64_t>(bytes.size())}, {}};
     part.data.assign(bytes.begin(), bytes.end());
     file.tensors.push_back(std::move(part));
   }
   return file;
 }
 
-Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
+Transformer model_from_safetensors(const io::SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info) {
   return model_from_safetensors(file, name, ParameterPrecision{dtype, dtype, true}, info);
 }
@@ -81,7 +81,7 @@ namespace {
 // The model of a file whose header (metadata, names, dtypes, shapes) is `file` and whose tensor i
 // `read(i, destination)` puts in memory: each straight into its parameter when the dtype matches on
 // the CPU, so that loading a model from disk never holds a second copy of it.
-Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<void(std::size_t, void*)>& read,
+Transformer model_from_tensors(const io::SafeTensorsFile& file, const std::function<void(std::size_t, void*)>& read,
                                const std::string& name, const ParameterPrecision& precision, ModelFileInfo* info,
                                Device device) {
   const DType dtype = precision.master;
@@ -109,8 +109,8 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
   // the config: a damaged or hostile config (2^30 layers, d_model 2^20) is refused here instead of
   // sizing allocations that exhaust the machine. Each layer has tensors, so the layer counts are
   // bounded by the file first (the list of parameter names is as long as the layers).
-  std::map<std::string, const SafeTensor*> by_name;
-  for (const SafeTensor& t : file.tensors) {
+  std::map<std::string, const io::SafeTensor*> by_name;
+  for (const io::SafeTensor& t : file.tensors) {
     if (t.name != kVocabularyTensor && !is_imported_vocabulary(t.name)) by_name.emplace(t.name, &t);
   }
   if (config.encoder_layers + config.decoder_layers > static_cast<std::int64_t>(by_name.size())) {
@@ -143,7 +143,7 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
 
   ParameterSet& params = model.parameters();
   for (std::size_t i = 0; i < file.tensors.size(); ++i) {
-    const SafeTensor& t = file.tensors[i];
+    const io::SafeTensor& t = file.tensors[i];
     if (t.name == kVocabularyTensor) {
       if (t.dtype != DType::kU8 || t.shape.size() != 1) fail(std::string(kVocabularyTensor) + " must be a u8 vector");
       read_info.vocabulary.resize(static_cast<std::size_t>(t.numel()));
@@ -165,7 +165,7 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
     // Damaged bytes often decode as NaN or infinity: such a model translates to empty lines with
     // score nan, so it is refused here (one pass, cheap next to reading the file).
     const auto check_finite = [&](const void* bytes) {
-      const std::int64_t bad = first_non_finite(bytes, t.dtype, t.numel());
+      const std::int64_t bad = io::first_non_finite(bytes, t.dtype, t.numel());
       if (bad >= 0) {
         fail("tensor '" + t.name + "' holds a non-finite value (NaN or infinity) at element " + std::to_string(bad) +
              ": the file is damaged, or was saved from a diverged run");
@@ -189,7 +189,7 @@ Transformer model_from_tensors(const SafeTensorsFile& file, const std::function<
 
 }  // namespace
 
-Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
+Transformer model_from_safetensors(const io::SafeTensorsFile& file, const std::string& name,
                                    const ParameterPrecision& precision, ModelFileInfo* info, Device device) {
   const auto read = [&](std::size_t i, void* destination) {
     const std::vector<unsigned char>& data = file.tensors[i].data;
@@ -200,7 +200,7 @@ Transformer model_from_safetensors(const SafeTensorsFile& file, const std::strin
 
 void save_model(const std::string& path, const Transformer& model, const ModelFileInfo& info,
                 std::optional<DType> file_dtype) {
-  write_safetensors(path, model_to_safetensors(model, info, file_dtype));
+  io::write_safetensors(path, model_to_safetensors(model, info, file_dtype));
 }
 
 Transformer load_model(const std::string& path, DType dtype, ModelFileInfo* info) {
@@ -211,7 +211,7 @@ Transformer load_model(const std::string& path, const ParameterPrecision& precis
                        Device device) {
   // Tensor by tensor from the file into the model (SafeTensorsReader): loading peaks at about the
   // model's size, not twice it.
-  const SafeTensorsReader reader(path);
+  const io::SafeTensorsReader reader(path);
   const auto read = [&](std::size_t i, void* destination) { reader.read(i, destination); };
   return model_from_tensors(reader.header(), read, path, precision, info, device);
 }

@@ -37,16 +37,16 @@ struct ModelFileInfo {
 
 // The safetensors content of a model: its master weights in their dtype, or in `file_dtype` (F32,
 // F64, BF16 or F16: rounded to nearest even, half the size of F32 for the 16-bit types).
-SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
+io::SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
                                      std::optional<DType> file_dtype = std::nullopt);
 // The model of a decoded file (F32, F64, BF16 or F16 tensors); `name` is used in messages.
 // Parameters are converted to `dtype` (widening a 16-bit file is exact).
-Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name, DType dtype,
+Transformer model_from_safetensors(const io::SafeTensorsFile& file, const std::string& name, DType dtype,
                                    ModelFileInfo* info = nullptr);
 // The same, held as `precision` says on `device`: the file's tensors are converted to the master
 // dtype (a 16-bit decoding model rounds f32 weights to nearest even), and the compute weights
 // refreshed. A file holds no device: a model saved from a GPU run loads on the CPU and back.
-Transformer model_from_safetensors(const SafeTensorsFile& file, const std::string& name,
+Transformer model_from_safetensors(const io::SafeTensorsFile& file, const std::string& name,
                                    const ParameterPrecision& precision, ModelFileInfo* info = nullptr,
                                    Device device = Device::cpu());
 

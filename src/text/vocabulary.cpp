@@ -44,7 +44,7 @@ class FileSentences : public sentencepiece::SentenceIterator {
   void advance() {
     while (file_ < paths_.size()) {
       if (!lines_) {
-        lines_ = std::make_unique<TextLines>(read_text_lines(paths_[file_]));
+        lines_ = std::make_unique<io::TextLines>(io::read_text_lines(paths_[file_]));
         line_ = 0;
       }
       while (line_ < lines_->lines.size() && lines_->lines[line_].empty()) ++line_;
@@ -59,7 +59,7 @@ class FileSentences : public sentencepiece::SentenceIterator {
 
   std::vector<std::string> paths_;
   std::size_t file_ = 0, line_ = 0;
-  std::unique_ptr<TextLines> lines_;
+  std::unique_ptr<io::TextLines> lines_;
   std::string value_;
 };
 
@@ -106,7 +106,7 @@ Vocabulary Vocabulary::train(const VocabularyOptions& o) {
   };
   // Read every file once before training, so bad input fails fast (file:line) and not midway.
   std::size_t lines = 0;
-  for (const std::string& path : o.inputs) lines += read_text_lines(path).lines.size();
+  for (const std::string& path : o.inputs) lines += io::read_text_lines(path).lines.size();
   sentencepiece::SetRandomGeneratorSeed(o.seed);
   sentencepiece::logging::SetMinLogLevel(o.verbose ? 0 : 1);
   FileSentences sentences(o.inputs);
@@ -239,7 +239,7 @@ Vocabulary Vocabulary::from_bytes(const std::string& bytes, const std::string& n
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+  const std::vector<char> bytes = io::read_file(path);
   return from_bytes(std::string(bytes.begin(), bytes.end()), path);
 }
 
@@ -393,8 +393,8 @@ void Vocabulary::save(const std::string& prefix) const {
     std::snprintf(score_text, sizeof score_text, "%g", static_cast<double>(score(id)));
     listing += piece(id) + "\t" + score_text + "\n";
   }
-  write_file_atomically(prefix + ".model", bytes_);
-  write_file_atomically(prefix + ".vocab", listing);
+  io::write_file_atomically(prefix + ".model", bytes_);
+  io::write_file_atomically(prefix + ".vocab", listing);
 }
 
 }  // namespace dragoman::text

@@ -98,7 +98,7 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
   if (!std::filesystem::is_regular_file(path)) throw Error("cannot read config file " + path);
   // Read as UTF-8 text first (YAML is UTF-8; yaml-cpp would turn invalid bytes into U+FFFD
   // silently): an invalid byte is an error naming the file and line.
-  const TextLines text = read_text_lines(path);
+  const io::TextLines text = io::read_text_lines(path);
   for (std::size_t i = 0; i < text.lines.size(); ++i) {
     if (text.lines[i].find('\0') != std::string_view::npos)
       throw_input_error(path, i + 1, "a NUL byte (not a text file)");

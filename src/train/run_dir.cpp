@@ -102,7 +102,7 @@ void link_atomically(const std::string& target, const std::string& link) {
 
 void truncate_metrics(const std::string& path, std::int64_t step) {
   if (!fs::exists(path)) return;
-  const std::vector<char> bytes = read_file(path);
+  const std::vector<char> bytes = io::read_file(path);
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line, kept;
   while (std::getline(in, line)) {
@@ -113,7 +113,7 @@ void truncate_metrics(const std::string& path, std::int64_t step) {
     }
     kept += line + "\n";
   }
-  write_file_atomically(path, kept);
+  io::write_file_atomically(path, kept);
 }
 
 RunLock::RunLock(const std::string& run_dir) {
@@ -124,7 +124,7 @@ RunLock::RunLock(const std::string& run_dir) {
     const int error = errno;
     std::string holder;
     if (error == EWOULDBLOCK) {
-      const std::vector<char> bytes = read_file(path);
+      const std::vector<char> bytes = io::read_file(path);
       holder.assign(bytes.begin(), bytes.end());
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     }

@@ -13,14 +13,14 @@ namespace {
 
 constexpr const char* kFormat = "dragoman-train-state";
 
-SafeTensor to_safetensor(const std::string& name, const Tensor& t) {
+io::SafeTensor to_safetensor(const std::string& name, const Tensor& t) {
   const Tensor host = t.to(Device::cpu());
-  SafeTensor s{name, host.dtype(), host.shape(), std::vector<unsigned char>(host.nbytes())};
+  io::SafeTensor s{name, host.dtype(), host.shape(), std::vector<unsigned char>(host.nbytes())};
   std::memcpy(s.data.data(), host.raw_data(), host.nbytes());
   return s;
 }
 
-Tensor from_safetensor(const SafeTensor& s) {
+Tensor from_safetensor(const io::SafeTensor& s) {
   Tensor t = Tensor::empty(s.shape, s.dtype);
   std::memcpy(t.raw_data(), s.data.data(), s.data.size());
   return t;
@@ -29,7 +29,7 @@ Tensor from_safetensor(const SafeTensor& s) {
 }  // namespace
 
 void save_train_state(const std::string& path, const TrainState& state) {
-  SafeTensorsFile file;
+  io::SafeTensorsFile file;
   file.metadata = {{"format", kFormat},
                    {"format_version", "1"},
                    {"step", std::to_string(state.step)},
@@ -59,11 +59,11 @@ void save_train_state(const std::string& path, const TrainState& state) {
   file.tensors.push_back(to_safetensor("adam_m", state.adam_m));
   file.tensors.push_back(to_safetensor("adam_v", state.adam_v));
   if (state.ema.defined()) file.tensors.push_back(to_safetensor("ema", state.ema));
-  write_safetensors(path, file);
+  io::write_safetensors(path, file);
 }
 
 TrainState load_train_state(const std::string& path) {
-  const SafeTensorsFile file = read_safetensors(path);
+  const io::SafeTensorsFile file = io::read_safetensors(path);
   const auto meta = [&](const char* key) -> const std::string& {
     const auto it = file.metadata.find(key);
     if (it == file.metadata.end()) throw Error(path + ": not a Dragoman training state: no '" + key + "'");
@@ -115,16 +115,16 @@ TrainState load_train_state(const std::string& path) {
     }
   }
   if (file.metadata.count("budget_refined_at") != 0) s.budget_refined_at = integer("budget_refined_at");  // newer
-  const SafeTensor* m = file.find("adam_m");
-  const SafeTensor* v = file.find("adam_v");
+  const io::SafeTensor* m = file.find("adam_m");
+  const io::SafeTensor* v = file.find("adam_v");
   if (m == nullptr || v == nullptr || m->shape != v->shape || m->dtype != v->dtype) {
     throw Error(path + ": training state lacks matching adam_m and adam_v tensors");
   }
-  const SafeTensor* ema = file.find("ema");
+  const io::SafeTensor* ema = file.find("ema");
   if (ema != nullptr && (ema->shape != m->shape || ema->dtype != m->dtype)) {
     throw Error(path + ": training state tensor 'ema' does not match adam_m's shape and dtype");
   }
-  for (const SafeTensor* t : {m, v, ema}) {
+  for (const io::SafeTensor* t : {m, v, ema}) {
     if (t == nullptr) continue;
     if (const std::int64_t bad = t->first_non_finite(); bad >= 0) {
       throw Error(path + ": training state tensor '" + t->name + "' holds a non-finite value at element " +

@@ -114,7 +114,7 @@ double Trainer::translate_valid() {
   const fs::path kept = fs::path(run_) / "valid-translations";
   fs::create_directories(kept);
   const fs::path step_file = kept / (step_name(state_.step) + ".txt");
-  write_file_atomically(step_file.string(), text);
+  io::write_file_atomically(step_file.string(), text);
   link_atomically(step_file.string(), (fs::path(run_) / "valid-translation.txt").string());
   keep_newest_files(kept, static_cast<std::size_t>(config_.checkpoint.keep_last));
   return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;

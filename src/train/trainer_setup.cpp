@@ -71,7 +71,7 @@ nlohmann::json vocabulary_record(const TrainConfig& config, std::uint64_t data_h
 
 nlohmann::json read_json_or_null(const fs::path& path) {
   try {
-    const std::vector<char> bytes = read_file(path.string());
+    const std::vector<char> bytes = io::read_file(path.string());
     return nlohmann::json::parse(bytes.begin(), bytes.end());
   } catch (const std::exception&) {
     return nullptr;
@@ -105,7 +105,7 @@ data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const text::Vocabu
 // (the corpus reader has checked both).
 std::vector<std::string> read_references(const DataConfig& data, const data::EncodedCorpus& valid) {
   const bool tsv = !data.valid_tsv.empty();
-  const TextLines lines = read_text_lines(tsv ? data.valid_tsv : data.valid_target);
+  const io::TextLines lines = io::read_text_lines(tsv ? data.valid_tsv : data.valid_target);
   std::vector<std::string> references;
   for (const std::int64_t line : valid.line_numbers) {
     std::string_view text = lines.lines.at(static_cast<std::size_t>(line - 1));
@@ -186,7 +186,7 @@ void Trainer::prepare_run_dir() {
     spdlog::info("train: {} has no checkpoint yet: starting it with this config", run_);
   }
   fs::create_directories(run / "checkpoints");
-  write_file_atomically(saved.string(), to_yaml(config_.to_json()));
+  io::write_file_atomically(saved.string(), to_yaml(config_.to_json()));
 }
 
 // The vocabulary given in the config, RUN/vocab.model when it was built from the same data and
@@ -214,14 +214,14 @@ void Trainer::obtain_vocabulary() {
             built.string());
       }
       vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
-      write_file_atomically(record_path.string(), record.dump(2) + "\n");
+      io::write_file_atomically(record_path.string(), record.dump(2) + "\n");
       return;
     }
     spdlog::info("train: {} was built from other data or settings (or its record is missing): building it again",
                  built.string());
   }
   build_vocabulary(prefix);
-  write_file_atomically(record_path.string(), record.dump(2) + "\n");
+  io::write_file_atomically(record_path.string(), record.dump(2) + "\n");
   vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(built.string()));
 }
 

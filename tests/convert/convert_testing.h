@@ -15,7 +15,7 @@ namespace dragoman::test {
 inline const std::filesystem::path kMarianFixtures = std::filesystem::path(DRAGOMAN_TEST_FIXTURES) / "marian";
 
 inline nlohmann::json read_json_file(const std::filesystem::path& path) {
-  const std::vector<char> bytes = read_file(path.string());
+  const std::vector<char> bytes = io::read_file(path.string());
   return nlohmann::json::parse(bytes.begin(), bytes.end());
 }
 

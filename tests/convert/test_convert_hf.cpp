@@ -88,7 +88,7 @@ TEST_CASE("convert hf: pytorch_model.bin gives the model of model.safetensors", 
   fs::remove(fs::path(dir) / "model.safetensors");
   const std::string from_bin = dir + "/../bin.safetensors";
   write_imported_model(read_hf_marian(dir), from_bin, dir);
-  const SafeTensorsFile a = read_safetensors(from_bin), b = read_safetensors(converted("hf-tiny"));
+  const io::SafeTensorsFile a = io::read_safetensors(from_bin), b = io::read_safetensors(converted("hf-tiny"));
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     INFO(a.tensors[i].name);

@@ -46,7 +46,7 @@ std::vector<std::string> numbered_lines(int n) {
 // writer has not written that line yet), and a failed read at `fail_at` (a 1-based line number;
 // 0: none). With `gate`, next() waits before the line at that position until release() (a slow
 // writer), and says how far it has got.
-class StandInLines : public LineSource {
+class StandInLines : public io::LineSource {
  public:
   explicit StandInLines(std::vector<std::string> lines, std::set<std::size_t> pauses = {}, std::size_t fail_at = 0)
       : lines_(std::move(lines)), pauses_(std::move(pauses)), fail_at_(fail_at) {}
@@ -165,7 +165,7 @@ TEST_CASE("read_chunk stops at its limit, and where the input has nothing more f
 
 TEST_CASE("read_chunk on a pipe: a half-written line waits for the next chunk", "[decode]") {
   Pipe pipe;
-  LineReader reader(pipe.path());
+  io::LineReader reader(pipe.path());
   CHECK(pipe.write("one\ntw"));  // the second line's end not written yet
   const auto chunk1 = read_chunk(reader, 100, false, encode_bytes);
   CHECK((chunk1 ? lines_of(*chunk1) : std::vector<std::string>{}) == std::vector<std::string>{"one"});
@@ -184,7 +184,7 @@ TEST_CASE("read_chunk on a pipe written a few bytes at a time gives every line o
   std::string text;
   for (const std::string& line : lines) text += line + "\n";
   Pipe pipe;
-  LineReader reader(pipe.path());
+  io::LineReader reader(pipe.path());
   bool written = true;
   std::thread writer([&] {
     for (std::size_t i = 0; i < text.size(); i += 3) written = pipe.write(text.substr(i, 3)) && written;
@@ -263,7 +263,7 @@ TEST_CASE("the prefetcher reports invalid UTF-8 with the file and the line, afte
   options.chunk_lines = 3;
 
   SECTION("an error") {
-    LineReader reader(path);
+    io::LineReader reader(path);
     ChunkPrefetcher chunks(reader, options, encode_bytes);
     const auto chunk1 = chunks.next();
     CHECK((chunk1 ? lines_of(*chunk1) : std::vector<std::string>{}) ==
@@ -272,7 +272,7 @@ TEST_CASE("the prefetcher reports invalid UTF-8 with the file and the line, afte
   }
   SECTION("or, with replace_invalid, U+FFFD and a count") {
     options.replace_invalid = true;
-    LineReader reader(path);
+    io::LineReader reader(path);
     ChunkPrefetcher chunks(reader, options, encode_bytes);
     const auto chunk1 = chunks.next();
     CHECK((chunk1 ? chunk1->replaced_lines : -1) == 0);
@@ -286,7 +286,7 @@ TEST_CASE("the prefetcher reports invalid UTF-8 with the file and the line, afte
 
 TEST_CASE("a prefetcher that goes stops its reader's wait on a pipe with nothing to read", "[decode]") {
   Pipe pipe;  // the write end stays open and silent
-  LineReader reader(pipe.path());
+  io::LineReader reader(pipe.path());
   auto done = std::async(std::launch::async, [&] { ChunkPrefetcher chunks(reader, ChunkOptions{}, encode_bytes); });
   const bool stopped = done.wait_for(kDeadline) == std::future_status::ready;
   CHECK(stopped);

@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kLines = {"a b c", "", "j i h g f", "d", "e f g h", "a a", "b", "c d e f g h i j"};
 
 // The lines from memory; when they run out, the stop flag is set (a signal while waiting for more).
-class LinesThenStop : public LineSource {
+class LinesThenStop : public io::LineSource {
  public:
   LinesThenStop(std::vector<std::string> lines, std::atomic<int>* stop) : lines_(std::move(lines)), stop_(stop) {}
   bool next(std::string& line) override {

@@ -25,9 +25,9 @@ nlohmann::json read_json_fixture(const std::string& relative) {
 }
 
 FixtureCorpus::FixtureCorpus(const nlohmann::json& fixture_case)
-    : hyp(read_text_lines(fixture_path("bleu/" + fixture_case.at("hyp").get<std::string>()))) {
+    : hyp(io::read_text_lines(fixture_path("bleu/" + fixture_case.at("hyp").get<std::string>()))) {
   for (const auto& r : fixture_case.at("refs")) {
-    refs.push_back(read_text_lines(fixture_path("bleu/" + r.get<std::string>())));
+    refs.push_back(io::read_text_lines(fixture_path("bleu/" + r.get<std::string>())));
   }
   corpus.hyps = hyp.lines;
   for (const auto& r : refs) corpus.refs.push_back(r.lines);

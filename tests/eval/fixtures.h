@@ -22,8 +22,8 @@ struct FixtureCorpus {
   FixtureCorpus(const FixtureCorpus&) = delete;
   FixtureCorpus& operator=(const FixtureCorpus&) = delete;
 
-  TextLines hyp;
-  std::vector<TextLines> refs;
+  io::TextLines hyp;
+  std::vector<io::TextLines> refs;
   eval::Corpus corpus;
 };
 

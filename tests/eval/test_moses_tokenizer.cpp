@@ -72,8 +72,8 @@ TEST_CASE("the paper's BLEU equals sacremoses then sacreBLEU with --tokenize non
     o.split_compounds = c.at("split_compounds").get<bool>();
     o.aggressive_dash_splits = c.at("aggressive").get<bool>();
     INFO(o.lang << (o.split_compounds ? ", compounds split" : "") << (o.aggressive_dash_splits ? ", -a" : ""));
-    const TextLines hyp = read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
-    const TextLines ref = read_text_lines(test::fixture_path("bleu/" + c.at("ref").get<std::string>()));
+    const io::TextLines hyp = io::read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
+    const io::TextLines ref = io::read_text_lines(test::fixture_path("bleu/" + c.at("ref").get<std::string>()));
     Corpus corpus;
     corpus.hyps = hyp.lines;
     corpus.refs.push_back(ref.lines);

@@ -15,7 +15,7 @@
 #include "io/line_reader.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 std::vector<std::string> read_all(const std::string& path) {
@@ -151,4 +151,4 @@ TEST_CASE("AtomicFileWriter: the file appears complete on commit, and an abandon
   CHECK_FALSE(fs::exists(writer_temporary_path(dir + "/late")));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

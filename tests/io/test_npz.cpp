@@ -11,7 +11,7 @@
 #include "io/npz.h"
 #include "io/read_file.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 
 const std::filesystem::path kDir = std::filesystem::path(DRAGOMAN_TEST_FIXTURES) / "marian";
@@ -109,4 +109,4 @@ TEST_CASE("npy: headers are parsed and checked", "[io]") {
       Catch::Contains("shape"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

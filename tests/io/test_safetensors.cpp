@@ -19,6 +19,7 @@
 #include "train/train_testing.h"
 
 using namespace dragoman;
+using namespace dragoman::io;
 
 namespace {
 

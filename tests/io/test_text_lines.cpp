@@ -8,6 +8,7 @@
 #include "io/text_lines.h"
 
 using namespace dragoman;
+using namespace dragoman::io;
 
 TEST_CASE("text lines split on newline only", "[io]") {
   const TextLines t = text_lines_from_bytes("mem", "a\r\nb\n\nc");

@@ -13,7 +13,7 @@
 #include "io/safetensors.h"
 #include "io/torch_pickle.h"
 
-namespace dragoman {
+namespace dragoman::io {
 namespace {
 const std::filesystem::path kDir = std::filesystem::path(DRAGOMAN_TEST_FIXTURES) / "marian";
 }  // namespace
@@ -87,4 +87,4 @@ TEST_CASE("torch state dict: damaged files are errors naming the file", "[io]") 
                     Catch::Contains("legacy (pre-1.6)"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::io

@@ -64,7 +64,7 @@ TEST_CASE("A saved model loads back bit for bit", "[model]") {
         CHECK(entry.path().extension() == ".safetensors");
       }
       // numpy/safetensors readers see our names: every parameter is a tensor of the file.
-      const SafeTensorsFile file = read_safetensors(path.string());
+      const io::SafeTensorsFile file = io::read_safetensors(path.string());
       CHECK(file.find("decoder.layers.0.cross_attn.q_proj.weight") != nullptr);
       CHECK(file.metadata.at("format") == "dragoman-model");
     }
@@ -76,13 +76,13 @@ TEST_CASE("Model files that do not match are refused with the reason", "[model]"
   const ModelConfig config = test::fixture_config("post_shared_tied");
   Transformer model(config, DType::kF32);
   model.initialize(1);
-  const SafeTensorsFile good = model_to_safetensors(model, {});
-  const auto load = [](const SafeTensorsFile& file) {
+  const io::SafeTensorsFile good = model_to_safetensors(model, {});
+  const auto load = [](const io::SafeTensorsFile& file) {
     return model_from_safetensors(file, "m.safetensors", DType::kF32);
   };
   CHECK_NOTHROW(load(good));
 
-  SafeTensorsFile f = good;
+  io::SafeTensorsFile f = good;
   f.metadata["format"] = "something-else";
   CHECK_THROWS_WITH(load(f), Catch::Contains("m.safetensors: not a Dragoman model file"));
   f = good;
@@ -113,7 +113,7 @@ TEST_CASE("Model files that do not match are refused with the reason", "[model]"
   // A config whose sizes the file cannot back is refused before anything is allocated by it
   // (2^30 layers once took a translate run to 24 GB and the OOM killer).
   const auto with_config = [&](const std::function<void(nlohmann::json&)>& change) {
-    SafeTensorsFile changed = good;
+    io::SafeTensorsFile changed = good;
     nlohmann::json json = nlohmann::json::parse(changed.metadata["model_config"]);
     change(json);
     changed.metadata["model_config"] = json.dump();
@@ -160,13 +160,13 @@ TEST_CASE("A model file holding NaN or infinity is refused, naming the tensor", 
   const auto dir = temp_dir();
   Transformer model(test::fixture_config("post_tied_only"), DType::kF32);
   model.initialize(1);
-  const SafeTensorsFile good = model_to_safetensors(model, {});
+  const io::SafeTensorsFile good = model_to_safetensors(model, {});
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    SafeTensorsFile f = good;
-    SafeTensor& t = f.tensors.back();
+    io::SafeTensorsFile f = good;
+    io::SafeTensor& t = f.tensors.back();
     std::memcpy(t.data.data() + 4 * 3, &bad, 4);  // element 3
     const auto path = dir / "nan.safetensors";
-    write_safetensors(path.string(), f);
+    io::write_safetensors(path.string(), f);
     CHECK_THROWS_WITH(load_model(path.string()), Catch::Contains(path.string()) &&
                                                      Catch::Contains("tensor '" + t.name + "'") &&
                                                      Catch::Contains("non-finite") && Catch::Contains("element 3"));
@@ -183,7 +183,7 @@ TEST_CASE("Model files store BF16 or F16 weights (rounded) and load them back ex
     INFO(dtype_name(dtype));
     const auto path = dir / "half.safetensors";
     save_model(path.string(), model, {}, dtype);
-    const SafeTensorsFile file = read_safetensors(path.string());
+    const io::SafeTensorsFile file = io::read_safetensors(path.string());
     CHECK(file.tensors[0].dtype == dtype);
     CHECK(file.tensors[0].data.size() == static_cast<std::size_t>(file.tensors[0].numel()) * 2);
     const std::vector<float> loaded = load_model(path.string()).parameters().values().to_vector<float>();
@@ -195,7 +195,7 @@ TEST_CASE("Model files store BF16 or F16 weights (rounded) and load them back ex
     }
     CHECK(wrong == 0);
     // A 16-bit infinity in a file is refused like a float32 one.
-    SafeTensorsFile bad = file;
+    io::SafeTensorsFile bad = file;
     const std::uint16_t inf = dtype == DType::kBF16 ? 0x7F80 : 0x7C00;
     std::memcpy(bad.tensors[1].data.data() + 2 * 7, &inf, 2);
     CHECK_THROWS_WITH(model_from_safetensors(bad, "bad", DType::kF32),
@@ -211,7 +211,7 @@ TEST_CASE("A float64 model saves float64 tensors and loads into float32 by conve
   model.initialize(4);
   const auto path = dir / "f64.safetensors";
   save_model(path.string(), model, {});
-  CHECK(read_safetensors(path.string()).tensors[0].dtype == DType::kF64);
+  CHECK(io::read_safetensors(path.string()).tensors[0].dtype == DType::kF64);
   const Transformer as_f64 = load_model(path.string(), DType::kF64);
   CHECK(as_f64.parameters().values().to_vector<double>() == model.parameters().values().to_vector<double>());
   const Transformer as_f32 = load_model(path.string(), DType::kF32);

@@ -20,7 +20,7 @@ namespace dragoman::text {
 namespace {
 
 std::string file_bytes(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+  const std::vector<char> bytes = io::read_file(path);
   return {bytes.begin(), bytes.end()};
 }
 

@@ -109,7 +109,7 @@ TEST_CASE("A saved vocabulary loads back and lists its pieces", "[text]") {
   v.save((dir / "spm").string());
   const Vocabulary loaded = Vocabulary::load((dir / "spm.model").string());
   CHECK(loaded.bytes() == v.bytes());
-  const std::vector<char> listing = read_file((dir / "spm.vocab").string());
+  const std::vector<char> listing = io::read_file((dir / "spm.vocab").string());
   CHECK(std::count(listing.begin(), listing.end(), '\n') == 60);
   CHECK(std::string(listing.begin(), listing.begin() + 8) == "<pad>\t0\n");
 }
