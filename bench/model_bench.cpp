@@ -32,8 +32,8 @@
 
 namespace {
 
-using dragoman::Batch;
-using dragoman::ModelConfig;
+using dragoman::model::Batch;
+using dragoman::model::ModelConfig;
 using dragoman::Tensor;
 
 struct Options {
@@ -155,7 +155,7 @@ int run(int argc, char** argv) {
       config.src_vocab_size = config.tgt_vocab_size = o.vocab;
       dragoman::DType compute = dragoman::DType::kF32;
       dragoman::parse_precision(precision, compute);
-      dragoman::Transformer model(config, dragoman::ParameterPrecision::training(compute), o.device);
+      dragoman::model::Transformer model(config, dragoman::model::ParameterPrecision::training(compute), o.device);
       model.initialize(1);
       const std::int64_t n = model.parameters().size();
       Tensor m = Tensor::zeros({n}, dragoman::DType::kF32, o.device);
@@ -174,7 +174,7 @@ int run(int argc, char** argv) {
         for (int step = 0; step <= o.steps; ++step) {
           model.parameters().zero_grads();
           auto t0 = std::chrono::steady_clock::now();
-          dragoman::ForwardActivations saved;
+          dragoman::model::ForwardActivations saved;
           const double grad_scale = 1.0 / static_cast<double>(batch.target_tokens());  // as training's
           model.forward_loss(batch, {true, 1, static_cast<std::uint64_t>(step), nullptr, grad_scale}, saved);
           finish();

@@ -13,7 +13,7 @@
 namespace dragoman::bench {
 
 // Sentences of `source` and `target` tokens (padded lengths), `sentences` of them.
-inline double training_step_flops(const ModelConfig& c, std::int64_t sentences, std::int64_t source,
+inline double training_step_flops(const model::ModelConfig& c, std::int64_t sentences, std::int64_t source,
                                   std::int64_t target) {
   const double d = static_cast<double>(c.d_model), f = static_cast<double>(c.d_ff);
   const double S = static_cast<double>(source), T = static_cast<double>(target);

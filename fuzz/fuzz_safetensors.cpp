@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (!same(io::decode_safetensors("re-encoded", io::encode_safetensors(file)), file)) fuzz::fail("round trip");
     try {
-      (void)model_from_safetensors(file, "fuzz.safetensors", DType::kF32);
+      (void)model::model_from_safetensors(file, "fuzz.safetensors", DType::kF32);
     } catch (const Error&) {
     }
   } catch (const Error&) {
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
   }
   try {
-    (void)load_model(path);
+    (void)model::load_model(path);
   } catch (const Error&) {
   }
   try {

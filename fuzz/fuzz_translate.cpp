@@ -16,18 +16,18 @@ namespace {
 
 struct Setup {
   text::Vocabulary vocab = text::Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
-  Transformer model = make_model(vocab.size());
+  model::Transformer model = make_model(vocab.size());
   TranslatorOptions options = make_options();
 
-  static Transformer make_model(std::int64_t vocab_size) {
-    ModelConfig c;
+  static model::Transformer make_model(std::int64_t vocab_size) {
+    model::ModelConfig c;
     c.encoder_layers = c.decoder_layers = 1;
     c.d_model = 16;
     c.d_ff = 32;
     c.heads = 2;
     c.max_positions = 32;  // long lines are cut here (and reported as truncated)
     c.src_vocab_size = c.tgt_vocab_size = vocab_size;
-    Transformer m(c, DType::kF32);
+    model::Transformer m(c, DType::kF32);
     m.initialize(7);
     return m;
   }

@@ -54,8 +54,8 @@ Subcommand add_average_checkpoints(CLI::App& app) {
             const std::vector<std::string> paths = o->inputs.empty() ? last_checkpoints(o->run, o->last) : o->inputs;
             io::check_writable(o->output);  // before reading all the models
             for (const std::string& path : paths) spdlog::info("average-checkpoints: {}", path);
-            const AveragedModel averaged = average_model_files(paths);
-            save_model(o->output, averaged.model, averaged.info);
+            const model::AveragedModel averaged = model::average_model_files(paths);
+            model::save_model(o->output, averaged.model, averaged.info);
             spdlog::info("average-checkpoints: wrote {} ({} files, step {})", o->output, paths.size(),
                          averaged.info.step);
             return 0;

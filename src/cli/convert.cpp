@@ -65,10 +65,10 @@ Subcommand add_convert(CLI::App& app) {
                    o->sinusoids == "tensor2tensor" ? SinusoidLayout::kTensor2Tensor : SinusoidLayout::kConcatenated});
             }
             convert::write_imported_model(model, o->output, o->input);
-            const ModelConfig& c = model.config;
+            const model::ModelConfig& c = model.config;
             spdlog::info("convert: wrote {}: {} + {} layers, d_model {}, {} heads, d_ff {}, {}, vocabularies {} / {}",
                          o->output, c.encoder_layers, c.decoder_layers, c.d_model, c.heads, c.d_ff,
-                         c.activation == Activation::kRelu ? "relu" : "swish", c.src_vocab_size, c.tgt_vocab_size);
+                         c.activation == model::Activation::kRelu ? "relu" : "swish", c.src_vocab_size, c.tgt_vocab_size);
             return 0;
           }};
 }

@@ -32,7 +32,7 @@ json read_json(const fs::path& path) {
 }
 
 // config.json's MarianConfig as a ModelConfig; what it cannot represent is refused by key.
-ModelConfig model_config(const json& j, const std::string& file) {
+model::ModelConfig model_config(const json& j, const std::string& file) {
   const auto fail = [&](const std::string& what) { throw Error(file + ": " + what); };
   const auto get = [&](const char* key, const json& fallback) -> json {
     const auto it = j.find(key);
@@ -68,7 +68,7 @@ ModelConfig model_config(const json& j, const std::string& file) {
       fail("'" + std::string(key) + "' = " + v.dump() + " is not a MarianMT setting Dragoman represents");
     }
   }
-  ModelConfig c;
+  model::ModelConfig c;
   c.encoder_layers = integer("encoder_layers");
   c.decoder_layers = integer("decoder_layers");
   c.d_model = integer("d_model");
@@ -80,21 +80,21 @@ ModelConfig model_config(const json& j, const std::string& file) {
   if (integer("decoder_ffn_dim") != c.d_ff) fail("'decoder_ffn_dim' differs from 'encoder_ffn_dim'");
   const json activation = get("activation_function", "gelu");
   if (activation == "relu") {
-    c.activation = Activation::kRelu;
+    c.activation = model::Activation::kRelu;
   } else if (activation == "swish" || activation == "silu") {
-    c.activation = Activation::kSwish;
+    c.activation = model::Activation::kSwish;
   } else {
     fail("'activation_function' " + activation.dump() + ": Dragoman has \"relu\" and \"swish\"");
   }
   c.dropout = number("dropout", 0.1);
   c.attention_dropout = number("attention_dropout", 0.0);
   c.relu_dropout = number("activation_dropout", 0.0);
-  c.positions = PositionKind::kSinusoidal;
+  c.positions = model::PositionKind::kSinusoidal;
   c.sinusoids = SinusoidLayout::kConcatenated;
   c.max_positions = integer("max_position_embeddings");
   c.scale_embeddings = boolean("scale_embedding", false);
   c.output_bias = true;  // final_logits_bias
-  c.norm = NormPlacement::kPost;
+  c.norm = model::NormPlacement::kPost;
   c.layer_norm_eps = 1e-5;  // torch.nn.LayerNorm's
   c.src_vocab_size = integer("vocab_size");
   c.tgt_vocab_size = integer("decoder_vocab_size", c.src_vocab_size);
@@ -142,7 +142,7 @@ text::PieceTable piece_table(const fs::path& path, const json& tokenizer, bool s
 }
 
 // HF's tensor name -> Dragoman's (docs/MODELS.md), or "" for a tensor that is checked and dropped.
-std::string dragoman_name(const std::string& name, const ModelConfig& c) {
+std::string dragoman_name(const std::string& name, const model::ModelConfig& c) {
   static const std::map<std::string, std::string> kLayerParts = {{"self_attn.", "self_attn."},
                                                                  {"encoder_attn.", "cross_attn."},
                                                                  {"self_attn_layer_norm.", "self_attn_norm."},
@@ -172,7 +172,7 @@ std::string dragoman_name(const std::string& name, const ModelConfig& c) {
 }
 
 // Older transformers versions saved the sinusoid tables: they must be the concatenated layout.
-void check_positions(const io::SafeTensor& t, const ModelConfig& c, const std::string& file) {
+void check_positions(const io::SafeTensor& t, const model::ModelConfig& c, const std::string& file) {
   if (t.dtype != DType::kF32 || t.shape != std::vector<std::int64_t>{c.max_positions, c.d_model}) {
     throw Error(file + ": '" + t.name + "' is not an F32 [max_position_embeddings, d_model] table");
   }
@@ -189,7 +189,7 @@ void check_positions(const io::SafeTensor& t, const ModelConfig& c, const std::s
 
 }  // namespace
 
-ModelConfig hf_marian_config(const std::string& config_json, const std::string& file) {
+model::ModelConfig hf_marian_config(const std::string& config_json, const std::string& file) {
   const json j = json::parse(config_json, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw Error(file + ": not a JSON object");
   return model_config(j, file);
@@ -201,7 +201,7 @@ ImportedModel read_hf_marian(const std::string& dir_name) {
     throw Error(dir_name + ": not a directory (a MarianMT model as save_pretrained writes it)");
   ImportedModel out;
   out.config = model_config(read_json(dir / "config.json"), (dir / "config.json").string());
-  const ModelConfig& c = out.config;
+  const model::ModelConfig& c = out.config;
   const json tokenizer =
       fs::exists(dir / "tokenizer_config.json") ? read_json(dir / "tokenizer_config.json") : json::object();
   const json separate_value = tokenizer.value("separate_vocabs", json(false));

@@ -11,7 +11,7 @@
 namespace dragoman::convert {
 
 // config.json's text as a ModelConfig, or an Error naming the key Dragoman cannot represent.
-ModelConfig hf_marian_config(const std::string& config_json, const std::string& file);
+model::ModelConfig hf_marian_config(const std::string& config_json, const std::string& file);
 
 // The model of `dir`, or an Error naming the file and the key or tensor that Dragoman cannot
 // represent.

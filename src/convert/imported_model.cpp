@@ -42,7 +42,7 @@ io::SafeTensor renamed_tensor(const io::SafeTensor& source, const std::string& n
 }
 
 void write_imported_model(const ImportedModel& model, const std::string& output, const std::string& what) {
-  const ModelConfig& c = model.config;
+  const model::ModelConfig& c = model.config;
   try {
     c.validate();
   } catch (const Error& e) {
@@ -61,14 +61,14 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
 
   io::SafeTensorsFile file;
   file.metadata = model.metadata;
-  file.metadata["format"] = kModelFormat;
-  file.metadata["format_version"] = std::to_string(kModelFormatVersion);
+  file.metadata["format"] = model::kModelFormat;
+  file.metadata["format_version"] = std::to_string(model::kModelFormatVersion);
   file.metadata["model_config"] = c.to_json().dump();
   file.metadata["step"] = "0";
   file.metadata["dragoman_version"] = DRAGOMAN_VERSION;
   // Dragoman's parameter order (the model's own files'), whatever order the source had.
   std::map<std::string, std::size_t> rank;
-  for (const ParameterSpec& spec : transformer_parameter_specs(c)) rank.emplace(spec.name, rank.size());
+  for (const model::ParameterSpec& spec : model::transformer_parameter_specs(c)) rank.emplace(spec.name, rank.size());
   file.tensors = model.tensors;
   std::stable_sort(file.tensors.begin(), file.tensors.end(), [&](const io::SafeTensor& a, const io::SafeTensor& b) {
     const auto ra = rank.find(a.name), rb = rank.find(b.name);
@@ -84,7 +84,7 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
   bytes_tensor("vocabulary.target.sentencepiece", model.target.sentencepiece);
   bytes_tensor("vocabulary.target.pieces", model.target.table.to_json());
   // Everything loading checks (exactly the config's parameters, shapes, finite values), before writing.
-  (void)model_from_safetensors(file, what, DType::kF32);
+  (void)model::model_from_safetensors(file, what, DType::kF32);
   io::write_safetensors(output, file);
 }
 

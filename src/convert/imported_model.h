@@ -20,7 +20,7 @@ struct ImportedSide {
 };
 
 struct ImportedModel {
-  ModelConfig config;
+  model::ModelConfig config;
   std::vector<io::SafeTensor> tensors;  // Dragoman's parameter names, F32/F16/BF16/F64
   ImportedSide source, target;
   std::map<std::string, std::string> metadata;  // converted_from, ... (written into __metadata__)

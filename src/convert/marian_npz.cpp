@@ -34,7 +34,7 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 
 bool is_yaml(const std::string& path) { return has_suffix(path, ".yml") || has_suffix(path, ".yaml"); }
 
-ModelConfig marian_config(const YAML::Node& y, const std::string& where, SinusoidLayout sinusoids) {
+model::ModelConfig marian_config(const YAML::Node& y, const std::string& where, SinusoidLayout sinusoids) {
   const auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
   if (!y.IsMap()) fail("not a YAML map of settings");
   const auto text = [&](const char* key, const std::string& fallback) {
@@ -80,22 +80,22 @@ ModelConfig marian_config(const YAML::Node& y, const std::string& where, Sinusoi
   refuse_unless(integer("lemma-dim-emb", 0) == 0, "lemma-dim-emb", std::to_string(integer("lemma-dim-emb", 0)),
                 "0: factored vocabularies are not converted");
 
-  ModelConfig c;
+  model::ModelConfig c;
   c.encoder_layers = integer("enc-depth", 6);
   c.decoder_layers = integer("dec-depth", 6);
   c.d_model = integer("dim-emb", 512);
   c.heads = integer("transformer-heads", 8);
   c.d_ff = d_ff;
-  c.activation = activation == "relu" ? Activation::kRelu : Activation::kSwish;
+  c.activation = activation == "relu" ? model::Activation::kRelu : model::Activation::kSwish;
   c.dropout = y["transformer-dropout"] ? y["transformer-dropout"].as<double>() : 0.1;
   c.attention_dropout = y["transformer-dropout-attention"] ? y["transformer-dropout-attention"].as<double>() : 0.0;
   c.relu_dropout = y["transformer-dropout-ffn"] ? y["transformer-dropout-ffn"].as<double>() : 0.0;
   if (y["label-smoothing"]) c.label_smoothing = y["label-smoothing"].as<double>();
-  c.positions = PositionKind::kSinusoidal;
+  c.positions = model::PositionKind::kSinusoidal;
   c.sinusoids = sinusoids;
   c.max_positions = 1024;  // Marian's sinusoids have no end; Dragoman's table does
   c.scale_embeddings = true;
-  c.norm = pre_norm ? NormPlacement::kPre : NormPlacement::kPost;
+  c.norm = pre_norm ? model::NormPlacement::kPre : model::NormPlacement::kPost;
   c.layer_norm_eps = 1e-6;  // Marian's transformer layer norm
   c.output_bias = true;     // decoder_ff_logit_out_b (zeros with output-omit-bias), and the start row's
   return c;
@@ -197,7 +197,7 @@ io::SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> sha
 
 }  // namespace
 
-ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, SinusoidLayout sinusoids) {
+model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, SinusoidLayout sinusoids) {
   try {
     return marian_config(parse_yaml(model_yml, where), where, sinusoids);
   } catch (const YAML::Exception& e) {  // a value of the wrong type
@@ -273,7 +273,7 @@ ImportedModel read_marian_files(const MarianInputs& in) {
                            (y["tied-embeddings"] && y["tied-embeddings"].as<bool>());
   ImportedModel out;
   out.config = marian_config(y, where, in.sinusoids);
-  ModelConfig& c = out.config;
+  model::ModelConfig& c = out.config;
   out.source = {read_text(spms.front()), marian_table(vocabs.front(), true)};
   out.target = {read_text(spms.back()), marian_table(vocabs.back(), false)};
 
@@ -330,7 +330,7 @@ ImportedModel read_marian_files(const MarianInputs& in) {
   out.tensors.push_back(f32_tensor("output.bias", {pad + 1}, bias));
 
   // Layers: Marian's l1.. are Dragoman's 0..; matrices transposed, biases and norms flattened.
-  const std::string norm_suffix = c.norm == NormPlacement::kPre ? "_pre" : "";
+  const std::string norm_suffix = c.norm == model::NormPlacement::kPre ? "_pre" : "";
   const auto linear = [&](const std::string& theirs, const std::string& ours, const char* wname, const char* bname) {
     const io::SafeTensor& t = w.get(theirs + "_" + wname);
     if (t.shape.size() != 2) throw Error(model_path + ": '" + t.name + "' is not a matrix");
@@ -367,7 +367,7 @@ ImportedModel read_marian_files(const MarianInputs& in) {
     attention(theirs + "_context", ours + ".cross_attn");
     ffn(theirs + "_ffn", ours);
   }
-  if (c.norm == NormPlacement::kPre) {
+  if (c.norm == model::NormPlacement::kPre) {
     for (const char* side : {"encoder", "decoder"}) {
       const io::SafeTensor& scale = w.get(std::string(side) + "_top_ln_scale");
       const io::SafeTensor& bias_t = w.get(std::string(side) + "_top_ln_bias");

@@ -101,7 +101,7 @@ std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& c
   return batches;
 }
 
-Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs, const ModelConfig& config) {
+model::Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs, const model::ModelConfig& config) {
   if (pairs.empty()) throw Error("batching: an empty batch");
   std::vector<std::vector<std::int32_t>> src, tgt;
   src.reserve(pairs.size());
@@ -111,7 +111,7 @@ Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& p
     src.push_back(corpus.src(i));
     tgt.push_back(corpus.tgt(i));
   }
-  return Batch::from_sentences(src, tgt, config);
+  return model::Batch::from_sentences(src, tgt, config);
 }
 
 }  // namespace dragoman::data

@@ -40,7 +40,7 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
 // The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
 // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
 // (ops::top_k_row).
-void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const ModelConfig& c,
+void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const model::ModelConfig& c,
                      std::vector<std::pair<double, std::int32_t>>& best) {
   const std::int64_t vocab = logits.dim(1);
   const auto k = static_cast<std::int64_t>(count);
@@ -68,7 +68,7 @@ void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bo
 // The same from a GPU's candidates (ops::top_k_rows_to_host): row r's are values/ids[r * count
 // ...], its EOS value eos_values[r].
 void row_best_candidates(const ops::HostTopK& top, std::int64_t r, std::size_t count, bool eos_only,
-                         const ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
+                         const model::ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
   best.clear();
   if (eos_only) {
     best.emplace_back(static_cast<double>(top.eos_values[static_cast<std::size_t>(r)]), c.eos_id);
@@ -103,7 +103,7 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
   return log_prob / length_normaliser(options, length) + options.word_reward * static_cast<double>(length);
 }
 
-std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options) {
   return beam_search(TransformerDecoding(model), sources, options);
@@ -117,13 +117,13 @@ BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : mode
 void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids) {
   if (ids.size() != sources.size()) throw Error("beam search: one id per source");
   if (sources.empty()) return;
-  const ModelConfig& c = model_.config();
+  const model::ModelConfig& c = model_.config();
   const SearchOptions& o = options_;
   // Encoded once; the decoder state holds K rows per sentence still searching. On a GPU model the
   // sources go to the device once; each step's log-probabilities come back to the host for the
   // bookkeeping below.
   const std::vector<std::vector<std::int32_t>> empty_targets(sources.size());
-  Batch batch = Batch::from_sentences(sources, empty_targets, c);
+  model::Batch batch = model::Batch::from_sentences(sources, empty_targets, c);
   const Device device = model_.device();
   if (!device.is_cpu()) batch = batch.to(device, c);
   std::int64_t capacity = 1;
@@ -186,7 +186,7 @@ void BeamSearch::remove(const std::function<bool(std::int64_t)>& drop) {
 std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step() {
   std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> done;
   if (active_.empty()) return done;
-  const ModelConfig& c = model_.config();
+  const model::ModelConfig& c = model_.config();
   const SearchOptions& o = options_;
   const std::int64_t k_max = o.beam;
   const Device device = model_.device();

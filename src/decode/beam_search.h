@@ -112,7 +112,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options);
 // The same with one model.
-std::vector<std::vector<Hypothesis>> beam_search(const Transformer& model,
+std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options);
 

@@ -10,12 +10,12 @@ namespace dragoman {
 namespace {
 
 // Starts `model`'s decoder state over the batch's sources, recording `attention` when given.
-DecoderState start_one(const Transformer& model, const Batch& batch, std::int64_t capacity, std::int64_t beams,
+model::DecoderState start_one(const model::Transformer& model, const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                        const AttentionChoice* attention) {
   const Tensor memory = model.encode(batch.src, batch.src_lengths);
-  DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity, beams);
+  model::DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity, beams);
   if (attention != nullptr) {
-    const ModelConfig& c = model.config();
+    const model::ModelConfig& c = model.config();
     state.attention_layer = attention_layer(*attention, c.decoder_layers, c.heads);
     state.attention_head = attention->head;
   }
@@ -37,7 +37,7 @@ std::int64_t attention_layer(const AttentionChoice& choice, std::int64_t layers,
 
 Device TransformerDecoding::device() const { return model_.parameters().values().device(); }
 
-DecodingState TransformerDecoding::start(const Batch& batch, std::int64_t capacity, std::int64_t beams,
+DecodingState TransformerDecoding::start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                                          const AttentionChoice* attention) const {
   DecodingState state;
   state.models.push_back(start_one(model_, batch, capacity, beams, attention));
@@ -45,7 +45,7 @@ DecodingState TransformerDecoding::start(const Batch& batch, std::int64_t capaci
 }
 
 Tensor TransformerDecoding::step(DecodingState& state, const Tensor& tokens) const {
-  DecoderState& one = state.models.front();
+  model::DecoderState& one = state.models.front();
   Tensor log_probs = model_.decode_step(one, tokens);
   state.attention = one.attention;
   return log_probs;
@@ -65,14 +65,14 @@ void TransformerDecoding::append(DecodingState& state, DecodingState more) const
   state.attention = Tensor();
 }
 
-EnsembleDecoding::EnsembleDecoding(std::vector<const Transformer*> models, std::vector<std::string> names)
+EnsembleDecoding::EnsembleDecoding(std::vector<const model::Transformer*> models, std::vector<std::string> names)
     : models_(std::move(models)) {
   if (models_.empty()) throw Error("ensemble: no models");
   if (names.size() != models_.size()) throw Error("ensemble: one name per model");
   config_ = models_.front()->config();
   const Device device = models_.front()->parameters().values().device();
   for (std::size_t i = 1; i < models_.size(); ++i) {
-    const ModelConfig& c = models_[i]->config();
+    const model::ModelConfig& c = models_[i]->config();
     const auto refuse = [&](const std::string& what) {
       throw Error("ensemble: " + names.front() + " and " + names[i] + " differ in " + what +
                   ": the models of an ensemble must share one vocabulary");
@@ -94,10 +94,10 @@ EnsembleDecoding::EnsembleDecoding(std::vector<const Transformer*> models, std::
 
 Device EnsembleDecoding::device() const { return models_.front()->parameters().values().device(); }
 
-DecodingState EnsembleDecoding::start(const Batch& batch, std::int64_t capacity, std::int64_t beams,
+DecodingState EnsembleDecoding::start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                                       const AttentionChoice* attention) const {
   DecodingState state;
-  for (const Transformer* model : models_) state.models.push_back(start_one(*model, batch, capacity, beams, attention));
+  for (const model::Transformer* model : models_) state.models.push_back(start_one(*model, batch, capacity, beams, attention));
   return state;
 }
 

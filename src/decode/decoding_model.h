@@ -31,7 +31,7 @@ struct AttentionChoice {
 };
 
 struct DecodingState {
-  std::vector<DecoderState> models;  // one per model
+  std::vector<model::DecoderState> models;  // one per model
   // After each step, when attention is recorded: f32 [R, S] on the CPU, row r the step's token's
   // attention over the S source positions (0 beyond a source's length).
   Tensor attention;
@@ -43,12 +43,12 @@ class DecodingModel {
   virtual ~DecodingModel() = default;
   // The special ids and vocabulary sizes decoding uses, and its max_positions (an ensemble: the
   // smallest of its models').
-  virtual const ModelConfig& config() const = 0;
+  virtual const model::ModelConfig& config() const = 0;
   // Where the models are (the sources go there; log-probabilities come from there).
   virtual Device device() const = 0;
   // Encodes `batch` (its sources, on device()) and starts decoding up to `capacity` tokens with
   // `beams` rows per source; with `attention`, each step records that cross-attention.
-  virtual DecodingState start(const Batch& batch, std::int64_t capacity, std::int64_t beams,
+  virtual DecodingState start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                               const AttentionChoice* attention) const = 0;
   // Feeds one token per row and returns the next token's log-probabilities [R, V] (on device()).
   virtual Tensor step(DecodingState& state, const Tensor& tokens) const = 0;
@@ -62,17 +62,17 @@ class DecodingModel {
 // One model. The model must outlive this.
 class TransformerDecoding final : public DecodingModel {
  public:
-  explicit TransformerDecoding(const Transformer& model) : model_(model) {}
-  const ModelConfig& config() const override { return model_.config(); }
+  explicit TransformerDecoding(const model::Transformer& model) : model_(model) {}
+  const model::ModelConfig& config() const override { return model_.config(); }
   Device device() const override;
-  DecodingState start(const Batch& batch, std::int64_t capacity, std::int64_t beams,
+  DecodingState start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                       const AttentionChoice* attention) const override;
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
   void append(DecodingState& state, DecodingState more) const override;
 
  private:
-  const Transformer& model_;
+  const model::Transformer& model_;
 };
 
 // Several models with one vocabulary, on one device. The models must outlive this. `names` (one
@@ -80,10 +80,10 @@ class TransformerDecoding final : public DecodingModel {
 // differ are refused with a message naming both.
 class EnsembleDecoding final : public DecodingModel {
  public:
-  EnsembleDecoding(std::vector<const Transformer*> models, std::vector<std::string> names);
-  const ModelConfig& config() const override { return config_; }
+  EnsembleDecoding(std::vector<const model::Transformer*> models, std::vector<std::string> names);
+  const model::ModelConfig& config() const override { return config_; }
   Device device() const override;
-  DecodingState start(const Batch& batch, std::int64_t capacity, std::int64_t beams,
+  DecodingState start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                       const AttentionChoice* attention) const override;
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
@@ -91,8 +91,8 @@ class EnsembleDecoding final : public DecodingModel {
   std::size_t size() const { return models_.size(); }
 
  private:
-  std::vector<const Transformer*> models_;
-  ModelConfig config_;  // the first model's, with the smallest max_positions
+  std::vector<const model::Transformer*> models_;
+  model::ModelConfig config_;  // the first model's, with the smallest max_positions
 };
 
 // The decoder layer `choice` names in a decoder of `layers` layers (0-based), checked.

@@ -9,7 +9,7 @@
 
 namespace dragoman {
 
-text::Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file) {
+text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::string& file) {
   if (info.imported.empty()) return text::Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
   const auto part = [&](const std::string& name) -> const std::string& {
     const auto it = info.imported.find(name);
@@ -25,7 +25,7 @@ text::Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& 
   return text::Vocabulary::pair(side("source"), side("target"));
 }
 
-DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file) {
+DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::string& file) {
   DecodingDefaults d;
   const auto value = [&](const char* key) -> const std::string* {
     const auto it = info.metadata.find(key);
@@ -68,8 +68,8 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
   const bool int8 = precision == "int8";
   if (!int8 && !parse_precision(precision, dtype)) throw Error("translate: unknown precision " + precision);
   for (const std::string& file : files) {
-    ModelFileInfo info;
-    auto model = std::make_unique<Transformer>(load_model(file, ParameterPrecision::decoding(dtype), &info, device));
+    model::ModelFileInfo info;
+    auto model = std::make_unique<model::Transformer>(model::load_model(file, model::ParameterPrecision::decoding(dtype), &info, device));
     if (info.vocabulary.empty() && info.imported.empty()) {
       throw Error(file +
                   ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "
@@ -95,7 +95,7 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
   if (out.models.size() == 1) {
     out.decoder = std::make_unique<TransformerDecoding>(*out.models.front());
   } else {
-    std::vector<const Transformer*> members;
+    std::vector<const model::Transformer*> members;
     for (const auto& m : out.models) members.push_back(m.get());
     out.decoder = std::make_unique<EnsembleDecoding>(std::move(members), files);
   }

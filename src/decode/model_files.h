@@ -19,8 +19,8 @@ namespace dragoman {
 
 struct DecodingModels {
   std::vector<std::string> files;
-  std::vector<std::unique_ptr<Transformer>> models;
-  std::vector<ModelFileInfo> infos;
+  std::vector<std::unique_ptr<model::Transformer>> models;
+  std::vector<model::ModelFileInfo> infos;
   std::unique_ptr<text::Vocabulary> vocabulary;
   std::unique_ptr<DecodingModel> decoder;  // TransformerDecoding for one model, else EnsembleDecoding
 
@@ -28,13 +28,13 @@ struct DecodingModels {
 };
 
 // The vocabulary a model file holds: its SentencePiece model, or an imported model's two sides.
-text::Vocabulary model_vocabulary(const ModelFileInfo& info, const std::string& file);
+text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::string& file);
 
 // The decoding settings a model file recommends (DecodingDefaults, decoding_options.h: metadata
 // decoding.beam, decoding.length_normalization, decoding.length_penalty). translate and serve use
 // them for the options not given on the command line (apply_model_defaults). A malformed value is
 // an error naming the file and the key.
-DecodingDefaults decoding_defaults(const ModelFileInfo& info, const std::string& file);
+DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::string& file);
 
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.

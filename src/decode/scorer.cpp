@@ -44,7 +44,7 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
                                       std::int64_t batch_sentences) {
   if (sources.size() != targets.size()) throw Error("score: one target per source");
-  const ModelConfig& c = model.config();
+  const model::ModelConfig& c = model.config();
   std::vector<std::int64_t> lengths;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (sources[i].empty()) throw Error("score: source " + std::to_string(i + 1) + " is empty");
@@ -64,7 +64,7 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
       batch_sources.push_back(sources[static_cast<std::size_t>(i)]);
       capacity = std::max(capacity, static_cast<std::int64_t>(targets[static_cast<std::size_t>(i)].size()) + 1);
     }
-    Batch batch = Batch::from_sentences(batch_sources, empty_targets, c);
+    model::Batch batch = model::Batch::from_sentences(batch_sources, empty_targets, c);
     if (!device.is_cpu()) batch = batch.to(device, c);
     DecodingState state = model.start(batch, capacity, 1, nullptr);
     std::vector<std::int64_t> active(group.begin(), group.end());  // the sentence of each row

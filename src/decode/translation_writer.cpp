@@ -86,7 +86,7 @@ void TranslationWriter::write_picture(const TranslatedHypothesis& h, std::int64_
 std::string attention_caption(const DecodingModels& models, const AttentionChoice& choice) {
   std::string caption;
   for (const auto& model : models.models) {
-    const ModelConfig& c = model->config();
+    const model::ModelConfig& c = model->config();
     const std::int64_t layer = attention_layer(choice, c.decoder_layers, c.heads);
     if (caption.empty()) {
       caption = "decoder layer " + std::to_string(layer + 1) + " of " + std::to_string(c.decoder_layers) + ", " +

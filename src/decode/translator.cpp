@@ -48,7 +48,7 @@ std::vector<TranslatedHypothesis> translated(const text::Vocabulary& vocabulary,
   return nbest;
 }
 
-Translator::Translator(const Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options)
+Translator::Translator(const model::Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options)
     : one_model_(std::make_unique<TransformerDecoding>(model)),
       model_(*one_model_),
       vocabulary_(vocabulary),
@@ -62,7 +62,7 @@ Translator::Translator(const DecodingModel& model, const text::Vocabulary& vocab
 }
 
 void Translator::check() const {
-  const ModelConfig& c = model_.config();
+  const model::ModelConfig& c = model_.config();
   if (vocabulary_.size() != c.src_vocab_size || vocabulary_.target_size() != c.tgt_vocab_size) {
     throw Error("translate: the vocabulary has " + std::to_string(vocabulary_.size()) + " (source) and " +
                 std::to_string(vocabulary_.target_size()) + " (target) pieces but the model's vocabularies have " +

@@ -62,7 +62,7 @@ class Translator {
  public:
   // The model (one, or an ensemble) and the vocabulary must outlive the translator.
   Translator(const DecodingModel& model, const text::Vocabulary& vocabulary, TranslatorOptions options);
-  Translator(const Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options);
+  Translator(const model::Transformer& model, const text::Vocabulary& vocabulary, TranslatorOptions options);
 
   // Translates `lines` (valid UTF-8, without line ends), results in input order. `progress`, if
   // given, is called after each batch with the number of lines finished so far (empty lines count

@@ -9,7 +9,7 @@
 #include "base/json_diff.h"
 #include "ops/elementwise.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 AveragedModel average_model_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw Error("average-checkpoints: no input model files");
@@ -42,4 +42,4 @@ AveragedModel average_model_files(const std::vector<std::string>& paths) {
   return out;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -9,7 +9,7 @@
 #include "model/checkpoint.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 struct AveragedModel {
   Transformer model;  // f32
@@ -20,4 +20,4 @@ struct AveragedModel {
 // vocabularies differ, and for an empty list or an unreadable file.
 AveragedModel average_model_files(const std::vector<std::string>& paths);
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 namespace {
 
@@ -97,4 +97,4 @@ Batch Batch::to(Device device, const ModelConfig& config) const {
   return {src.to(device), src_lengths.to(device), tgt_in.to(device), tgt_out.to(device), tgt_lengths.to(device), count};
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -7,7 +7,7 @@
 #include "core/tensor.h"
 #include "model/config.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 struct Batch {
   Tensor src;          // i32 [B, S], right-padded with pad_id
@@ -41,4 +41,4 @@ struct Batch {
   bool validated_on_device() const { return !device().is_cpu() && tokens >= 0; }
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::model

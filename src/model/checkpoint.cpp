@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 const std::set<std::string> kReservedMetadata = {"format", "format_version", "model_config", "step",
@@ -216,4 +216,4 @@ Transformer load_model(const std::string& path, const ParameterPrecision& precis
   return model_from_tensors(reader.header(), read, path, precision, info, device);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -19,7 +19,7 @@
 #include "io/safetensors.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 inline constexpr const char* kModelFormat = "dragoman-model";
 inline constexpr int kModelFormatVersion = 1;
@@ -56,4 +56,4 @@ Transformer load_model(const std::string& path, DType dtype = DType::kF32, Model
 Transformer load_model(const std::string& path, const ParameterPrecision& precision, ModelFileInfo* info = nullptr,
                        Device device = Device::cpu());
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 namespace {
 constexpr const char* kSinusoidNames[] = {"interleaved", "concatenated", "tensor2tensor"};
@@ -205,4 +205,4 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
 
 bool operator==(const ModelConfig& a, const ModelConfig& b) { return a.to_json() == b.to_json(); }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -10,7 +10,7 @@
 
 #include "ops/sinusoid_layout.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 enum class PositionKind { kSinusoidal, kLearned };
 enum class NormPlacement { kPost, kPre };
@@ -69,4 +69,4 @@ struct ModelConfig {
   friend bool operator!=(const ModelConfig& a, const ModelConfig& b) { return !(a == b); }
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -11,9 +11,7 @@
 #include "model/transformer.h"
 #include "ops/gather.h"
 
-namespace dragoman {
-
-namespace model {
+namespace dragoman::model {
 
 // See decoder_rows.h.
 Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t length, std::int64_t allocated_rows) {
@@ -47,11 +45,6 @@ Tensor select_batch_rows(const Tensor& x, RowIndex& selection, std::int64_t leng
   }
   return out;
 }
-
-}  // namespace model
-
-using model::RowIndex;
-using model::select_batch_rows;
 
 namespace {
 
@@ -362,4 +355,4 @@ void Transformer::append_decoding(DecoderState& state, DecoderState more) const 
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -8,7 +8,7 @@
 #include "base/numeric.h"
 #include "base/philox.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 ParameterPrecision ParameterPrecision::training(DType compute) { return {accumulator_dtype(compute), compute, true}; }
 
@@ -124,4 +124,4 @@ void ParameterSet::initialize(std::uint64_t seed, const std::function<bool(const
   refresh_compute_values();
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -16,7 +16,7 @@
 
 #include "core/tensor.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 // How a parameter starts (docs/MODEL.md, "Initialisation").
 enum class ParameterInit {
@@ -107,4 +107,4 @@ class ParameterSet {
   Tensor values_, compute_values_, grads_;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -16,7 +16,7 @@
 #include "ops/embedding.h"
 #include "ops/linear.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 using model::AttentionActivations;
 using model::AttentionParams;
@@ -464,4 +464,4 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

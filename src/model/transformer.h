@@ -21,7 +21,7 @@
 #include "model/layers.h"
 #include "model/parameters.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 // The parameters of `config`, in the flat buffers' order, with their initialisation.
 std::vector<ParameterSpec> transformer_parameter_specs(const ModelConfig& config);
@@ -209,4 +209,4 @@ class Transformer {
   Tensor sinusoids_;  // [P, D] when positions are sinusoidal
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -17,7 +17,7 @@
 #include "ops/gather.h"
 #include "ops/linear.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 using model::AttentionParams;
 using model::Dropout;
@@ -250,4 +250,4 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   return log_probs;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -9,7 +9,7 @@
 #include "model/layers.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 // Named views of every parameter and its gradient.
 struct Transformer::Views {
@@ -39,4 +39,4 @@ struct Transformer::Views {
   LayerNormParams encoder_final, decoder_final;  // pre-norm only
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::model

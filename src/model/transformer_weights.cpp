@@ -10,7 +10,7 @@
 #include "model/transformer_views.h"
 #include "ops/linear.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 using model::AttentionParams;
 using model::Linear;
@@ -181,4 +181,4 @@ std::size_t Transformer::discard_unread_weights() {
   return bytes;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

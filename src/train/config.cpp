@@ -256,7 +256,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       for (const auto& [key, value] : section.items()) {
         if (!c.model.to_json().contains(key)) throw Error(source + ": unknown config key 'model." + key + "'");
       }
-      c.model = ModelConfig::from_json(merged, source, false);
+      c.model = model::ModelConfig::from_json(merged, source, false);
     } else if (name == "data") {
       SectionReader r(section, source, name);
       r.string("train_source", c.data.train_source);

@@ -94,7 +94,7 @@ struct CheckpointConfig {
 };
 
 struct TrainConfig {
-  ModelConfig model;
+  model::ModelConfig model;
   DataConfig data;
   TrainingConfig training;
   CheckpointConfig checkpoint;

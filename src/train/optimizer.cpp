@@ -9,12 +9,12 @@
 
 namespace dragoman {
 
-bool muon_updates(const ParameterEntry& entry) {
-  return entry.spec.init == ParameterInit::kXavierUniform && entry.spec.shape.size() == 2 &&
+bool muon_updates(const model::ParameterEntry& entry) {
+  return entry.spec.init == model::ParameterInit::kXavierUniform && entry.spec.shape.size() == 2 &&
          entry.spec.name != "output.weight";
 }
 
-void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam,
+void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam,
                     const ops::MuonHyper* muon, const Tensor* grad_factor) {
   Tensor* mirror = params.mirror();
   if (muon == nullptr) {
@@ -35,8 +35,8 @@ void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamH
   // Muon first: ops::muon_step checks every matrix before it writes any, so a refusal (a CUDA
   // tensor) leaves the whole update undone.
   std::vector<ops::MuonTensors> matrices;
-  std::vector<const ParameterEntry*> taken;
-  for (const ParameterEntry& e : params.entries()) {
+  std::vector<const model::ParameterEntry*> taken;
+  for (const model::ParameterEntry& e : params.entries()) {
     if (!muon_updates(e)) continue;
     const Shape& shape = e.spec.shape;  // [out, in]
     matrices.push_back({params.values().narrow(0, e.offset, e.numel).view(shape),

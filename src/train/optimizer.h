@@ -11,7 +11,7 @@ namespace dragoman {
 
 // Whether Muon updates this parameter under training.optimizer muon: a linear layer's [out, in]
 // weight inside the encoder or decoder (not the embeddings, not a separate output projection).
-bool muon_updates(const ParameterEntry& entry);
+bool muon_updates(const model::ParameterEntry& entry);
 
 // Updates params from their gradients (already unscaled and clipped): Adam with `adam` over every
 // parameter when muon is null; else Muon with *muon over the matrices muon_updates() takes, its
@@ -19,7 +19,7 @@ bool muon_updates(const ParameterEntry& entry);
 // bits as under Adam alone. The compute mirror (mixed precision) follows the master weights.
 // grad_factor (Adam alone): ops::grad_norm_factor's {norm, factor}, which Adam applies to the
 // gradients where they are (ops::adam_step) instead of the caller scaling them first.
-void optimizer_step(ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam, const ops::MuonHyper* muon,
+void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam, const ops::MuonHyper* muon,
                     const Tensor* grad_factor = nullptr);
 
 }  // namespace dragoman

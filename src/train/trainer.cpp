@@ -57,7 +57,7 @@ TrainResult Trainer::run() {
   const TrainingConfig& t = config_.training;
   DType compute = DType::kF32;
   parse_precision(t.precision, compute);  // validated by TrainConfig::validate
-  precision_ = ParameterPrecision::training(compute);
+  precision_ = model::ParameterPrecision::training(compute);
   const bool fp16 = compute == DType::kF16;
   config_.make_paths_absolute();
   run_ = options_.run_dir;
@@ -180,7 +180,7 @@ TrainResult Trainer::run() {
     muon_hyper.ns_steps = t.muon_ns_steps;
     muon_hyper.weight_decay = t.weight_decay;
     for_each_worker([&](std::size_t w) {
-      ParameterSet& params = worker_model(w).parameters();
+      model::ParameterSet& params = worker_model(w).parameters();
       if (defer_grad_norm_) {
         // The norm and factor stay on the device; Adam applies the factor (a non-finite one: no
         // update); worker 0's are copied back behind the update, for settle_grad_norm().

@@ -81,8 +81,8 @@ class Trainer {
   void inject_overflow_for_tests();
   void skip_overflowed_update(double loss, double grad_norm);
   void grow_loss_scale();
-  Batch on_device(Batch batch, Device device) const;
-  Transformer& worker_model(std::size_t w);
+  model::Batch on_device(model::Batch batch, Device device) const;
+  model::Transformer& worker_model(std::size_t w);
   Tensor& worker_adam_m(std::size_t w);
   Tensor& worker_adam_v(std::size_t w);
   void for_each_worker(const std::function<void(std::size_t)>& fn);
@@ -109,7 +109,7 @@ class Trainer {
 
   TrainConfig config_;
   TrainOptions options_;
-  ParameterPrecision precision_;  // fp32 master weights, training.precision compute
+  model::ParameterPrecision precision_;  // fp32 master weights, training.precision compute
   // Data parallelism (communicator.h): this process's workers, one device each (training.devices),
   // among processes_; worker 0 is model_ with state_'s Adam moments, the others are replicas_.
   // Only the writer (process 0) writes into the run directory and logs.
@@ -119,7 +119,7 @@ class Trainer {
   bool writer_ = true;
   std::unique_ptr<Communicator> comm_;
   struct Replica {
-    std::unique_ptr<Transformer> model;
+    std::unique_ptr<model::Transformer> model;
     Tensor adam_m, adam_v;
   };
   std::vector<Replica> replicas_;  // workers 1 .. local_size() - 1
@@ -137,7 +137,7 @@ class Trainer {
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<text::Vocabulary> vocab_;
-  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<model::Transformer> model_;
   TrainState state_;
   std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs
   data::EncodedCorpus train_, valid_;

@@ -53,14 +53,14 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
   require_finite_weights();
   const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
   const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
-  ModelFileInfo info;
+  model::ModelFileInfo info;
   info.step = state_.step;
   info.vocabulary = vocab_->bytes();
-  save_model(model_path, *model_, info);
+  model::save_model(model_path, *model_, info);
   const fs::path dir = fs::path(run_) / "checkpoints";
   if (state_.ema.defined()) {  // the moving average as a model file of its own, before the state
     swap_ema();
-    save_model(ema_model_path(model_path), *model_, info);
+    model::save_model(ema_model_path(model_path), *model_, info);
     swap_ema();
   }
   save_train_state(state_path, state_);
@@ -163,7 +163,7 @@ void Trainer::update_ema() {
 }
 
 void Trainer::swap_ema() {
-  ParameterSet& params = model_->parameters();
+  model::ParameterSet& params = model_->parameters();
   const Tensor weights = params.values().clone();
   params.values().copy_from(state_.ema);
   state_.ema.copy_from(weights);
@@ -177,7 +177,7 @@ void Trainer::validate_model(TrainResult& result) {
   std::int64_t tokens = 0;
   try {
     for (const auto& pairs : data::make_token_batches(valid_, config_.training.max_tokens, 0, 0)) {
-      ForwardOptions options;
+      model::ForwardOptions options;
       options.loss_sums = &sums;
       tokens += model_->loss(on_device(data::make_batch(valid_, pairs, model_->config()), device_), options).tokens;
     }
@@ -202,10 +202,10 @@ void Trainer::validate_model(TrainResult& result) {
     state_.best_step = state_.step;
     state_.bad_validations = 0;
     require_finite_weights();
-    ModelFileInfo info;
+    model::ModelFileInfo info;
     info.step = state_.step;
     info.vocabulary = vocab_->bytes();
-    save_model((fs::path(run_) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
+    model::save_model((fs::path(run_) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
   } else {
     ++state_.bad_validations;
   }

@@ -143,7 +143,7 @@ void Trainer::check_inputs() {
   }
   processes_ = ProcessGroup::from_environment();
   writer_ = processes_.rank == 0;
-  ModelConfig& mc = config_.model;
+  model::ModelConfig& mc = config_.model;
   if (!config_.data.vocabulary.empty())
     vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(config_.data.vocabulary));
   mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
@@ -270,19 +270,19 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
 // Loads the newest checkpoint that loads (a damaged one is set aside, and the next older one is
 // tried), or initialises a fresh model.
 void Trainer::resume_or_initialize() {
-  const ModelConfig& mc = config_.model;
+  const model::ModelConfig& mc = config_.model;
   int set_aside = 0;
   for (const CheckpointRef& checkpoint : resumable_checkpoints(run_)) {
     const std::string model_path = checkpoint_model_path(run_, checkpoint.step, checkpoint.kind);
     const std::string state_path = checkpoint_state_path(run_, checkpoint.step, checkpoint.kind);
-    ModelFileInfo info;
-    std::unique_ptr<Transformer> loaded;
+    model::ModelFileInfo info;
+    std::unique_ptr<model::Transformer> loaded;
     TrainState state;
     for (const std::string& path : {model_path, state_path}) {  // unreadable is not damaged: say so, keep it
       if (!std::ifstream(path, std::ios::binary)) throw Error("cannot read checkpoint file " + path);
     }
     try {
-      loaded = std::make_unique<Transformer>(load_model(model_path, precision_, &info, device_));
+      loaded = std::make_unique<model::Transformer>(model::load_model(model_path, precision_, &info, device_));
       state = load_train_state(state_path);
       if (state.step != checkpoint.step || state.adam_m.numel() != loaded->parameters().size()) {
         throw Error("checkpoint state " + state_path + " does not match its model file");
@@ -335,7 +335,7 @@ void Trainer::resume_or_initialize() {
   // allocation (weights, gradients and Adam's two moments in fp32 beyond the physical memory), on
   // a GPU when its allocator runs out.
   double parameters = 0;
-  for (const ParameterSpec& spec : transformer_parameter_specs(mc)) {
+  for (const model::ParameterSpec& spec : model::transformer_parameter_specs(mc)) {
     double n = 1;
     for (const std::int64_t d : spec.shape) n *= static_cast<double>(d);
     parameters += n;
@@ -351,7 +351,7 @@ void Trainer::resume_or_initialize() {
     throw too_large(fmt::format("{:.3g} GB of memory", physical / 1e9));
   }
   try {
-    model_ = std::make_unique<Transformer>(mc, precision_, device_);
+    model_ = std::make_unique<model::Transformer>(mc, precision_, device_);
   } catch (const OutOfMemory& e) {
     throw too_large(e.what());
   }

@@ -12,7 +12,7 @@
 
 namespace dragoman::trainer_detail {
 
-Batch Trainer::on_device(Batch batch, Device device) const {
+model::Batch Trainer::on_device(model::Batch batch, Device device) const {
   return device.is_cpu() ? batch : batch.to(device, config_.model);
 }
 
@@ -36,7 +36,7 @@ void Trainer::check_batches_per_update() {
 }
 
 // The workers of this process: worker 0 is model_ (state_'s moments), worker w > 0 replicas_[w - 1].
-Transformer& Trainer::worker_model(std::size_t w) { return w == 0 ? *model_ : *replicas_[w - 1].model; }
+model::Transformer& Trainer::worker_model(std::size_t w) { return w == 0 ? *model_ : *replicas_[w - 1].model; }
 Tensor& Trainer::worker_adam_m(std::size_t w) { return w == 0 ? state_.adam_m : replicas_[w - 1].adam_m; }
 Tensor& Trainer::worker_adam_v(std::size_t w) { return w == 0 ? state_.adam_v : replicas_[w - 1].adam_v; }
 
@@ -52,10 +52,10 @@ void Trainer::for_each_worker(const std::function<void(std::size_t)>& fn) {
 
 // The communicator and the replicas of worker 0's model and moments on the other local devices.
 void Trainer::start_workers() {
-  const ParameterSet& params = model_->parameters();
+  const model::ParameterSet& params = model_->parameters();
   for (std::size_t w = 1; w < devices_.size(); ++w) {
     Replica r;
-    r.model = std::make_unique<Transformer>(config_.model, precision_, devices_[w]);
+    r.model = std::make_unique<model::Transformer>(config_.model, precision_, devices_[w]);
     r.model->parameters().values().copy_from(params.values());
     r.model->refresh_compute_weights();
     r.adam_m = Tensor::empty({state_.adam_m.numel()}, DType::kF32, devices_[w]);  // own copies: to() of
@@ -120,7 +120,7 @@ std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64
   try {
     for_each_worker([&](std::size_t w) {
       const std::int64_t rank = comm_->first_rank() + static_cast<std::int64_t>(w);
-      std::vector<Batch> batches;
+      std::vector<model::Batch> batches;
       for (std::int64_t j = 0; j < t.update_freq; ++j) {
         const std::int64_t index = rank * t.update_freq + j;
         if (index >= static_cast<std::int64_t>(update.size())) break;  // the last update of the last epoch
@@ -135,8 +135,8 @@ std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64
         if (options_.fail_worker_at.first == rank && options_.fail_worker_at.second == state_.step + 1) {
           throw Error("the failure TrainOptions::fail_worker_at asked for (tests)");
         }
-        GradientReady ready;
-        if (overlap) ready = [&, w](const GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
+        model::GradientReady ready;
+        if (overlap) ready = [&, w](const model::GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
         accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens, ready);
       } catch (const OutOfMemory& e) {
         fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) +

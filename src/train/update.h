@@ -26,9 +26,9 @@ struct UpdateLoss {
 // batches' own. A worker whose share is empty contributes zero gradients.
 // ready: called with each of the model's gradient_buckets(), in order, once the update's gradients
 // in it are final (during the last batch's backward pass; at once for an empty share).
-UpdateLoss accumulate_gradients(Transformer& model, const std::vector<Batch>& batches, bool training,
+UpdateLoss accumulate_gradients(model::Transformer& model, const std::vector<model::Batch>& batches, bool training,
                                 std::uint64_t seed, std::uint64_t first_stream, double loss_scale = 1.0,
                                 Tensor* loss_sums = nullptr, std::int64_t update_tokens = 0,
-                                const GradientReady& ready = {});
+                                const model::GradientReady& ready = {});
 
 }  // namespace dragoman

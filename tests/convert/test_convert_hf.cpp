@@ -48,8 +48,8 @@ TranslatorOptions search(int beam) {
 TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and log-probabilities", "[convert]") {
   const nlohmann::json expected = read_json_file(kFixtures / "hf-tiny-expected.json");
   const DecodingModels models = load_decoding_models({converted("hf-tiny")}, "fp32", Device::cpu());
-  const ModelConfig& c = models.models.front()->config();
-  CHECK(c.activation == Activation::kSwish);
+  const model::ModelConfig& c = models.models.front()->config();
+  CHECK(c.activation == model::Activation::kSwish);
   CHECK(c.sinusoids == SinusoidLayout::kConcatenated);
   CHECK(c.output_bias);
   CHECK(c.bos_id == c.pad_id);  // decoding starts from <pad>

@@ -86,10 +86,10 @@ void check_translations(const std::string& model_file, const std::string& refere
 TEST_CASE("convert marian: with Marian's sinusoids, translations and scores are Marian's own", "[convert]") {
   const std::string file = converted(
       {(kFixtures / "marian-tiny" / "decoder.yml").string(), {}, {}, SinusoidLayout::kTensor2Tensor}, "marian");
-  const ModelConfig c = load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config();
+  const model::ModelConfig c = load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config();
   CHECK(c.sinusoids == SinusoidLayout::kTensor2Tensor);
   CHECK(c.layer_norm_eps == 1e-6);
-  CHECK(c.activation == Activation::kSwish);
+  CHECK(c.activation == model::Activation::kSwish);
   check_translations(file, "marian");
 }
 
@@ -121,13 +121,13 @@ TEST_CASE("convert marian: settings Dragoman cannot represent are refused by nam
     }
     return marian_model_config(yaml, "model.yml", SinusoidLayout::kTensor2Tensor);
   };
-  const ModelConfig c = config("");
+  const model::ModelConfig c = config("");
   CHECK(c.d_model == 32);
   CHECK(c.heads == 4);
-  CHECK(c.norm == NormPlacement::kPost);
+  CHECK(c.norm == model::NormPlacement::kPost);
   CHECK(config("transformer-preprocess: n\ntransformer-postprocess: da\ntransformer-postprocess-top: n\n").norm ==
-        NormPlacement::kPre);
-  CHECK(config("transformer-ffn-activation: relu\n").activation == Activation::kRelu);
+        model::NormPlacement::kPre);
+  CHECK(config("transformer-ffn-activation: relu\n").activation == model::Activation::kRelu);
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"type: s2s\n", "'type' = 's2s'"},
       {"transformer-ffn-activation: gelu\n", "'transformer-ffn-activation' = 'gelu'"},

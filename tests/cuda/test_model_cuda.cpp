@@ -19,23 +19,23 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-ModelConfig tiny_config(bool pre_norm) {
-  ModelConfig c;
+model::ModelConfig tiny_config(bool pre_norm) {
+  model::ModelConfig c;
   c.encoder_layers = c.decoder_layers = 2;
   c.d_model = 32, c.d_ff = 64, c.heads = 4, c.max_positions = 32;
   c.src_vocab_size = c.tgt_vocab_size = 40;
   c.dropout = c.attention_dropout = c.relu_dropout = 0.1;
   c.label_smoothing = 0.1;
   if (pre_norm) {
-    c.norm = NormPlacement::kPre;
-    c.positions = PositionKind::kLearned;
+    c.norm = model::NormPlacement::kPre;
+    c.positions = model::PositionKind::kLearned;
     c.share_embeddings = c.tie_output = false;
   }
   return c;
 }
 
 // Sentences of lengths 1 .. 9 over ids 4 .. 39 (deterministic in `salt`).
-Batch make_batch(const ModelConfig& c, int salt) {
+model::Batch make_batch(const model::ModelConfig& c, int salt) {
   std::vector<std::vector<std::int32_t>> src, tgt;
   for (int i = 0; i < 6; ++i) {
     std::vector<std::int32_t> s, t;
@@ -44,7 +44,7 @@ Batch make_batch(const ModelConfig& c, int salt) {
     src.push_back(s);
     tgt.push_back(t);
   }
-  return Batch::from_sentences(src, tgt, c);
+  return model::Batch::from_sentences(src, tgt, c);
 }
 
 // ||a - b|| / max(||b||, tiny) over two CPU f32 tensors' values.
@@ -65,24 +65,24 @@ double relative_difference(const Tensor& a, const Tensor& b) {
 TEST_CASE("The model's loss and every parameter gradient on a GPU equal the CPU's (f32)", "[cuda][model]") {
   for (const bool pre_norm : {false, true}) {
     INFO((pre_norm ? "pre-norm" : "post-norm"));
-    const ModelConfig c = tiny_config(pre_norm);
-    Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
+    const model::ModelConfig c = tiny_config(pre_norm);
+    model::Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
     cpu.initialize(3);
     gpu.initialize(3);
     CHECK(relative_difference(gpu.parameters().values(), cpu.parameters().values()) == 0);
-    const Batch batch = make_batch(c, 1);
-    const ForwardOptions training{true, 5, 7};
+    const model::Batch batch = make_batch(c, 1);
+    const model::ForwardOptions training{true, 5, 7};
     cpu.parameters().zero_grads();
     gpu.parameters().zero_grads();
-    ForwardActivations cpu_saved, gpu_saved;
-    const LossResult expected = cpu.forward_loss(batch, training, cpu_saved);
-    const LossResult got = gpu.forward_loss(batch.to(kGpu, c), training, gpu_saved);
+    model::ForwardActivations cpu_saved, gpu_saved;
+    const model::LossResult expected = cpu.forward_loss(batch, training, cpu_saved);
+    const model::LossResult got = gpu.forward_loss(batch.to(kGpu, c), training, gpu_saved);
     CHECK(got.tokens == expected.tokens);
     CHECK(got.loss_sum == Approx(expected.loss_sum).epsilon(1e-5));
     CHECK(got.nll_sum == Approx(expected.nll_sum).epsilon(1e-5));
     cpu.backward(std::move(cpu_saved), 0.01);
     gpu.backward(std::move(gpu_saved), 0.01);
-    for (const ParameterEntry& e : cpu.parameters().entries()) {
+    for (const model::ParameterEntry& e : cpu.parameters().entries()) {
       INFO(e.spec.name);
       const Tensor g = cpu.parameters().grad(e.spec.name);
       // k_proj biases get (mathematically) zero gradients: softmax ignores a constant shift.
@@ -93,14 +93,14 @@ TEST_CASE("The model's loss and every parameter gradient on a GPU equal the CPU'
 }
 
 TEST_CASE("Incremental decoding on a GPU gives the CPU's log-probabilities (f32)", "[cuda][model]") {
-  const ModelConfig c = tiny_config(false);
-  Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
+  const model::ModelConfig c = tiny_config(false);
+  model::Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
   cpu.initialize(4);
   gpu.initialize(4);
-  const Batch batch = make_batch(c, 2);
-  const Batch on_gpu = batch.to(kGpu, c);
-  DecoderState cs = cpu.start_decoding(cpu.encode(batch.src, batch.src_lengths), batch.src_lengths, 8, 2);
-  DecoderState gs = gpu.start_decoding(gpu.encode(on_gpu.src, on_gpu.src_lengths), on_gpu.src_lengths, 8, 2);
+  const model::Batch batch = make_batch(c, 2);
+  const model::Batch on_gpu = batch.to(kGpu, c);
+  model::DecoderState cs = cpu.start_decoding(cpu.encode(batch.src, batch.src_lengths), batch.src_lengths, 8, 2);
+  model::DecoderState gs = gpu.start_decoding(gpu.encode(on_gpu.src, on_gpu.src_lengths), on_gpu.src_lengths, 8, 2);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(batch.size() * 2), c.bos_id);
   for (int step = 0; step < 6; ++step) {
     INFO("step " << step);
@@ -113,8 +113,8 @@ TEST_CASE("Incremental decoding on a GPU gives the CPU's log-probabilities (f32)
 }
 
 TEST_CASE("20 training updates on a GPU follow the CPU's (f32, Adam)", "[cuda][model]") {
-  const ModelConfig c = tiny_config(true);
-  Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
+  const model::ModelConfig c = tiny_config(true);
+  model::Transformer cpu(c, DType::kF32), gpu(c, DType::kF32, kGpu);
   cpu.initialize(6);
   gpu.initialize(6);
   const std::int64_t n = cpu.parameters().size();
@@ -122,17 +122,17 @@ TEST_CASE("20 training updates on a GPU follow the CPU's (f32, Adam)", "[cuda][m
   Tensor gm = Tensor::zeros({n}, DType::kF32, kGpu), gv = Tensor::zeros({n}, DType::kF32, kGpu);
   for (int step = 1; step <= 20; ++step) {
     INFO("update " << step);
-    const Batch batch = make_batch(c, step);
-    const ForwardOptions training{true, 9, static_cast<std::uint64_t>(step)};
+    const model::Batch batch = make_batch(c, step);
+    const model::ForwardOptions training{true, 9, static_cast<std::uint64_t>(step)};
     ops::AdamHyper hyper;
     hyper.step = step;
     hyper.lr = 1e-3;
     double losses[2];
     for (int device = 0; device < 2; ++device) {
-      Transformer& model = device == 0 ? cpu : gpu;
+      model::Transformer& model = device == 0 ? cpu : gpu;
       model.parameters().zero_grads();
-      ForwardActivations saved;
-      const LossResult r = model.forward_loss(device == 0 ? batch : batch.to(kGpu, c), training, saved);
+      model::ForwardActivations saved;
+      const model::LossResult r = model.forward_loss(device == 0 ? batch : batch.to(kGpu, c), training, saved);
       model.backward(std::move(saved), 1.0 / static_cast<double>(r.tokens));
       ops::adam_step(model.parameters().values(), model.parameters().grads(), device == 0 ? cm : gm,
                      device == 0 ? cv : gv, hyper);

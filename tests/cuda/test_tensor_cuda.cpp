@@ -164,15 +164,15 @@ TEST_CASE("Model ops on GPU tensors run on the GPU", "[cuda][ops]") {
 }
 
 TEST_CASE("A batch moves to a GPU validated on the host, with its token count", "[cuda][batch]") {
-  ModelConfig config;
+  model::ModelConfig config;
   config.src_vocab_size = config.tgt_vocab_size = 60;
-  const Batch host = Batch::from_sentences({{5, 6}, {7}}, {{8, 9, 10}, {}}, config);
-  const Batch gpu = host.to(kGpu, config);
+  const model::Batch host = model::Batch::from_sentences({{5, 6}, {7}}, {{8, 9, 10}, {}}, config);
+  const model::Batch gpu = host.to(kGpu, config);
   CHECK(gpu.device() == kGpu);
   CHECK(gpu.validated_on_device());
   CHECK(gpu.target_tokens() == 5);
   CHECK(gpu.tgt_out.to_vector<std::int32_t>() == host.tgt_out.to_vector<std::int32_t>());
-  Batch bad = host;
+  model::Batch bad = host;
   bad.src_lengths = Tensor::from_vector(std::vector<std::int32_t>{3, 1}, {2});
   CHECK_THROWS_WITH(bad.to(kGpu, config), Catch::Contains("invalid batch"));
 }

@@ -59,8 +59,8 @@ std::vector<std::vector<std::int32_t>> dev_sources() {
 }
 
 // The trained model in f32 on `device`.
-Transformer trained_f32(Device device) {
-  return load_model(trained_model().path, ParameterPrecision::decoding(DType::kF32), nullptr, device);
+model::Transformer trained_f32(Device device) {
+  return model::load_model(trained_model().path, model::ParameterPrecision::decoding(DType::kF32), nullptr, device);
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
   const std::vector<std::string> sources = test::read_lines(trained.task.valid.source);
   const text::Vocabulary vocabulary = text::Vocabulary::load(trained.task.vocab);
   const auto run = [&](Device device, DType precision, int beam, int nbest) {
-    const Transformer model = load_model(trained.path, ParameterPrecision::decoding(precision), nullptr, device);
+    const model::Transformer model = model::load_model(trained.path, model::ParameterPrecision::decoding(precision), nullptr, device);
     TranslatorOptions o;
     o.search.beam = beam;
     o.search.nbest = nbest;
@@ -134,8 +134,8 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
 
 TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate]") {
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
-  const Transformer cpu_model = trained_f32(Device::cpu());
-  const Transformer gpu_model = trained_f32(Device::cuda(0));
+  const model::Transformer cpu_model = trained_f32(Device::cpu());
+  const model::Transformer gpu_model = trained_f32(Device::cuda(0));
   SearchOptions o;
   o.beam = 4;
   o.nbest = 2;
@@ -169,7 +169,7 @@ TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate
 
 TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[cuda][translate]") {
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
-  const Transformer gpu_model = trained_f32(Device::cuda(0));
+  const model::Transformer gpu_model = trained_f32(Device::cuda(0));
   const TransformerDecoding decoding(gpu_model);
   SearchOptions o;
   o.beam = 4;
@@ -209,8 +209,8 @@ TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[c
 TEST_CASE("force decoding on a GPU scores as the CPU, and as beam search scored its translations",
           "[cuda][translate]") {
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
-  const Transformer cpu_model = trained_f32(Device::cpu());
-  const Transformer gpu_model = trained_f32(Device::cuda(0));
+  const model::Transformer cpu_model = trained_f32(Device::cpu());
+  const model::Transformer gpu_model = trained_f32(Device::cuda(0));
   SearchOptions o;
   o.beam = 4;
   const auto found = beam_search(gpu_model, sources, o);

@@ -98,9 +98,9 @@ TEST_CASE("batching: a pair over the budget gets a batch of its own", "[data]") 
 
 TEST_CASE("batching: make_batch pads the pairs and adds BOS/EOS to the target", "[data]") {
   const data::EncodedCorpus c = synthetic_corpus(10);
-  ModelConfig config;
+  model::ModelConfig config;
   config.src_vocab_size = config.tgt_vocab_size = 60;
-  const Batch b = data::make_batch(c, {3, 7}, config);
+  const model::Batch b = data::make_batch(c, {3, 7}, config);
   REQUIRE(b.size() == 2);
   b.validate(config);
   const std::vector<std::int32_t> src = b.src.to_vector<std::int32_t>();
@@ -114,15 +114,15 @@ TEST_CASE("batching: make_batch pads the pairs and adds BOS/EOS to the target", 
 }
 
 TEST_CASE("batching: Batch::to validates once and keeps the token count", "[data]") {
-  ModelConfig config;
+  model::ModelConfig config;
   config.src_vocab_size = config.tgt_vocab_size = 60;
-  const Batch b = Batch::from_sentences({{5, 6}, {7}}, {{8, 9, 10}, {}}, config);
+  const model::Batch b = model::Batch::from_sentences({{5, 6}, {7}}, {{8, 9, 10}, {}}, config);
   CHECK(b.tokens == 5);  // counted when from_sentences validated it: (3 + 1) + (0 + 1)
-  const Batch copy = b.to(Device::cpu(), config);
+  const model::Batch copy = b.to(Device::cpu(), config);
   CHECK(copy.target_tokens() == 5);
   CHECK_FALSE(copy.validated_on_device());  // on the CPU the forward pass validates it itself
   // An invalid batch never reaches a device.
-  Batch bad = b;
+  model::Batch bad = b;
   bad.src = Tensor::from_vector(std::vector<std::int32_t>{5, 6, 7, 99}, {2, 2});
   CHECK_THROWS_WITH(bad.to(Device::cpu(), config), Catch::Contains("invalid batch"));
 }

@@ -13,19 +13,19 @@
 
 namespace dragoman::test {
 
-inline Transformer random_model(const ModelConfig& config, std::uint64_t seed) {
-  Transformer model(config, DType::kF64);
+inline model::Transformer random_model(const model::ModelConfig& config, std::uint64_t seed) {
+  model::Transformer model(config, DType::kF64);
   model.initialize(seed);
   return model;
 }
 
 // log p(token | source, the tokens before it) of each token, then of EOS, by feeding the tokens one at
 // a time.
-inline std::vector<double> token_log_probs(const Transformer& model, const std::vector<std::int32_t>& source,
+inline std::vector<double> token_log_probs(const model::Transformer& model, const std::vector<std::int32_t>& source,
                                            const std::vector<std::int32_t>& tokens) {
-  const ModelConfig& c = model.config();
-  const Batch batch = Batch::from_sentences({source}, {{}}, c);
-  DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
+  const model::ModelConfig& c = model.config();
+  const model::Batch batch = model::Batch::from_sentences({source}, {{}}, c);
+  model::DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
                                             static_cast<std::int64_t>(tokens.size()) + 1);
   std::vector<double> out;
   std::int32_t previous = c.bos_id;
@@ -40,7 +40,7 @@ inline std::vector<double> token_log_probs(const Transformer& model, const std::
 }
 
 // log p(tokens, EOS | source): the sum of the above.
-inline double sequence_log_prob(const Transformer& model, const std::vector<std::int32_t>& source,
+inline double sequence_log_prob(const model::Transformer& model, const std::vector<std::int32_t>& source,
                                 const std::vector<std::int32_t>& tokens) {
   double total = 0;
   for (const double lp : token_log_probs(model, source, tokens)) total += lp;
@@ -49,8 +49,8 @@ inline double sequence_log_prob(const Transformer& model, const std::vector<std:
 
 // A random model over the letters vocabulary (25 pieces): one layer each side, d_model 16, in
 // float64 so that results compare exactly across batchings.
-inline Transformer letters_model(std::int64_t max_positions) {
-  ModelConfig c;
+inline model::Transformer letters_model(std::int64_t max_positions) {
+  model::ModelConfig c;
   c.encoder_layers = c.decoder_layers = 1;
   c.d_model = 16;
   c.d_ff = 32;

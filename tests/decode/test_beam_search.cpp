@@ -20,10 +20,10 @@ using test::sequence_log_prob;
 using test::token_log_probs;
 
 // Greedy decoding written out plainly: the most probable allowed token until EOS or max_length.
-Hypothesis greedy(const Transformer& model, const std::vector<std::int32_t>& source, std::int64_t max_length) {
-  const ModelConfig& c = model.config();
-  const Batch batch = Batch::from_sentences({source}, {{}}, c);
-  DecoderState state =
+Hypothesis greedy(const model::Transformer& model, const std::vector<std::int32_t>& source, std::int64_t max_length) {
+  const model::ModelConfig& c = model.config();
+  const model::Batch batch = model::Batch::from_sentences({source}, {{}}, c);
+  model::DecoderState state =
       model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths, max_length + 1);
   Hypothesis h;
   std::int32_t previous = c.bos_id;
@@ -44,8 +44,8 @@ Hypothesis greedy(const Transformer& model, const std::vector<std::int32_t>& sou
   }
 }
 
-ModelConfig small_vocab_config() {
-  ModelConfig c;
+model::ModelConfig small_vocab_config() {
+  model::ModelConfig c;
   c.encoder_layers = c.decoder_layers = 1;
   c.d_model = 8;
   c.d_ff = 16;
@@ -60,7 +60,7 @@ ModelConfig small_vocab_config() {
 }  // namespace
 
 TEST_CASE("beam search with beam 1 is greedy decoding", "[decode]") {
-  const Transformer model = random_model(test::fixture_config("post_shared_tied"), 3);
+  const model::Transformer model = random_model(test::fixture_config("post_shared_tied"), 3);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}, {4, 4}};
   SearchOptions o;
   o.beam = 1;
@@ -78,7 +78,7 @@ TEST_CASE("beam search with beam 1 is greedy decoding", "[decode]") {
 }
 
 TEST_CASE("beam search with a beam as large as the search space is exhaustive search", "[decode]") {
-  const Transformer model = random_model(small_vocab_config(), 11);
+  const model::Transformer model = random_model(small_vocab_config(), 11);
   const std::vector<std::int32_t> source = {4, 5, 6, 4};
   // Every output of at most 2 tokens from {unk, 4, 5, 6}: 1 + 4 + 16 = 21 hypotheses.
   const std::vector<std::int32_t> alphabet = {1, 4, 5, 6};
@@ -134,7 +134,7 @@ TEST_CASE("beam search with a beam as large as the search space is exhaustive se
 }
 
 TEST_CASE("beam search: each hypothesis's token log-probabilities are the model's and add up to its own", "[decode]") {
-  const Transformer model = random_model(test::fixture_config("post_shared_tied"), 5);
+  const model::Transformer model = random_model(test::fixture_config("post_shared_tied"), 5);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}};
   SearchOptions o;
   o.beam = 4;
@@ -161,7 +161,7 @@ TEST_CASE("beam search: each hypothesis's token log-probabilities are the model'
 }
 
 TEST_CASE("beam search: n-best lists are sorted and distinct, and batching changes nothing", "[decode]") {
-  const Transformer model = random_model(test::fixture_config("pre_untied_learned"), 9);
+  const model::Transformer model = random_model(test::fixture_config("pre_untied_learned"), 9);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}};
   SearchOptions o;
   o.beam = 5;

@@ -158,7 +158,7 @@ TEST_CASE("a model file's recommended settings fill only the options not given",
 }
 
 TEST_CASE("a model file's recommendations are read within the options' bounds", "[decode]") {
-  ModelFileInfo info;
+  model::ModelFileInfo info;
   info.metadata["decoding.beam"] = "12";
   info.metadata["decoding.length_penalty"] = "1.25";
   info.metadata["decoding.length_normalization"] = "none";
@@ -166,9 +166,9 @@ TEST_CASE("a model file's recommendations are read within the options' bounds", 
   CHECK(d.beam.value_or(0) == 12);
   CHECK(d.alpha.value_or(0) == 1.25);
   CHECK(d.normalization.value_or("") == "none");
-  CHECK_FALSE(decoding_defaults(ModelFileInfo{}, "m").beam.has_value());
+  CHECK_FALSE(decoding_defaults(model::ModelFileInfo{}, "m").beam.has_value());
 
-  ModelFileInfo bad;
+  model::ModelFileInfo bad;
   bad.metadata["decoding.beam"] = std::to_string(kMaxBeam + 1);
   CHECK_THROWS_WITH(decoding_defaults(bad, "m.safetensors"),
                     "m.safetensors: metadata decoding.beam is '1025', expected 1..1024");

@@ -34,7 +34,7 @@ SearchOptions search(int beam, int nbest) {
 }  // namespace
 
 TEST_CASE("an ensemble of a model with itself decodes as the model alone", "[decode]") {
-  const Transformer model = random_model(test::fixture_config("pre_untied_learned"), 7);
+  const model::Transformer model = random_model(test::fixture_config("pre_untied_learned"), 7);
   const EnsembleDecoding twice({&model, &model}, {"a.safetensors", "a.safetensors"});
   for (const bool attention : {false, true}) {
     SearchOptions o = search(4, 4);
@@ -58,21 +58,21 @@ TEST_CASE("an ensemble of a model with itself decodes as the model alone", "[dec
 }
 
 TEST_CASE("an ensemble of two models averages their log-probabilities", "[decode]") {
-  const Transformer a = random_model(test::fixture_config("pre_untied_learned"), 3);
-  ModelConfig bigger = test::fixture_config("pre_untied_learned");
+  const model::Transformer a = random_model(test::fixture_config("pre_untied_learned"), 3);
+  model::ModelConfig bigger = test::fixture_config("pre_untied_learned");
   bigger.decoder_layers += 1;  // another size and depth, the same vocabulary
   bigger.d_ff *= 2;
-  const Transformer b = random_model(bigger, 4);
+  const model::Transformer b = random_model(bigger, 4);
   const EnsembleDecoding ensemble({&a, &b}, {"a", "b"});
   CHECK(ensemble.size() == 2);
 
   // One step: the average of the two models' log-probabilities.
-  const Batch batch = Batch::from_sentences({kSources[0]}, {{}}, a.config());
+  const model::Batch batch = model::Batch::from_sentences({kSources[0]}, {{}}, a.config());
   DecodingState state = ensemble.start(batch, 4, 1, nullptr);
   const Tensor bos = Tensor::from_vector(std::vector<std::int32_t>{a.config().bos_id}, {1});
   const std::vector<double> averaged = ensemble.step(state, bos).to_vector<double>();
-  auto first_step = [&](const Transformer& m) {
-    DecoderState s = m.start_decoding(m.encode(batch.src, batch.src_lengths), batch.src_lengths, 4);
+  auto first_step = [&](const model::Transformer& m) {
+    model::DecoderState s = m.start_decoding(m.encode(batch.src, batch.src_lengths), batch.src_lengths, 4);
     return m.decode_step(s, bos).to_vector<double>();
   };
   const std::vector<double> pa = first_step(a), pb = first_step(b);
@@ -92,11 +92,11 @@ TEST_CASE("an ensemble of two models averages their log-probabilities", "[decode
 }
 
 TEST_CASE("an ensemble refuses models of other vocabularies, naming both", "[decode]") {
-  const Transformer a = random_model(test::fixture_config("pre_untied_learned"), 3);
-  ModelConfig other = test::fixture_config("pre_untied_learned");
+  const model::Transformer a = random_model(test::fixture_config("pre_untied_learned"), 3);
+  model::ModelConfig other = test::fixture_config("pre_untied_learned");
   other.tgt_vocab_size += 1;
   other.src_vocab_size += 1;
-  const Transformer b = random_model(other, 4);
+  const model::Transformer b = random_model(other, 4);
   CHECK_THROWS_WITH(EnsembleDecoding({&a, &b}, {"first.safetensors", "second.safetensors"}),
                     Catch::Matchers::Contains("first.safetensors and second.safetensors differ in vocabulary size"));
   CHECK_THROWS_AS(EnsembleDecoding({}, {}), Error);
@@ -104,9 +104,9 @@ TEST_CASE("an ensemble refuses models of other vocabularies, naming both", "[dec
 
 TEST_CASE("recorded cross-attention: one row per token and EOS over the source, of the chosen layer and head",
           "[decode]") {
-  ModelConfig config = test::fixture_config("pre_untied_learned");
+  model::ModelConfig config = test::fixture_config("pre_untied_learned");
   config.decoder_layers = 2;
-  const Transformer model = random_model(config, 8);
+  const model::Transformer model = random_model(config, 8);
   SearchOptions o = search(4, 2);
   o.record_attention = true;
   const auto averaged = beam_search(model, kSources, o);

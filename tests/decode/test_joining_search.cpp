@@ -99,10 +99,10 @@ TEST_CASE("a joining beam search finds what beam search finds for each sentence 
   for (const std::string name : {"pre_untied_learned", "post_shared_tied"}) {
     for (const int beam : {1, 3}) {
       INFO(name << ", beam " << beam);
-      const Transformer f64 = test::random_model(test::fixture_config(name), 21);
+      const model::Transformer f64 = test::random_model(test::fixture_config(name), 21);
       check_alone(TransformerDecoding(f64), options(beam, beam == 3), false);
       const RowInvariant row_invariant;
-      Transformer f32(test::fixture_config(name), DType::kF32);
+      model::Transformer f32(test::fixture_config(name), DType::kF32);
       f32.initialize(21);
       check_alone(TransformerDecoding(f32), options(beam, beam == 3), true);
     }
@@ -110,13 +110,13 @@ TEST_CASE("a joining beam search finds what beam search finds for each sentence 
 }
 
 TEST_CASE("a joining beam search over an ensemble finds what beam search finds alone", "[decode]") {
-  const Transformer a = test::random_model(test::fixture_config("post_shared_tied"), 3);
-  const Transformer b = test::random_model(test::fixture_config("post_shared_tied"), 4);
+  const model::Transformer a = test::random_model(test::fixture_config("post_shared_tied"), 3);
+  const model::Transformer b = test::random_model(test::fixture_config("post_shared_tied"), 4);
   check_alone(EnsembleDecoding({&a, &b}, {"a", "b"}), options(2, true), false);
 }
 
 TEST_CASE("a joining beam search checks its arguments", "[decode]") {
-  const Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 3);
+  const model::Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 3);
   const TransformerDecoding decoding(model);
   SearchOptions o = options(2, false);
   o.nbest = 3;

@@ -13,7 +13,7 @@
 namespace dragoman {
 
 TEST_CASE("force decoding gives each target's token log-probabilities, batched or not", "[decode]") {
-  const Transformer model = test::random_model(test::fixture_config("pre_untied_learned"), 13);
+  const model::Transformer model = test::random_model(test::fixture_config("pre_untied_learned"), 13);
   const TransformerDecoding decoding(model);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}, {7, 7}};
   const std::vector<std::vector<std::int32_t>> targets = {{4, 5, 6, 7, 8}, {}, {9, 9}, {10}};
@@ -36,7 +36,7 @@ TEST_CASE("force decoding gives each target's token log-probabilities, batched o
 }
 
 TEST_CASE("force decoding scores beam search's hypotheses as beam search did", "[decode]") {
-  const Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 17);
+  const model::Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 17);
   const TransformerDecoding decoding(model);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8, 9}, {9, 10, 11, 12, 13}};
   SearchOptions o;
@@ -54,7 +54,7 @@ TEST_CASE("force decoding scores beam search's hypotheses as beam search did", "
 }
 
 TEST_CASE("force decoding names what it cannot score", "[decode]") {
-  const Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 17);
+  const model::Transformer model = test::random_model(test::fixture_config("post_shared_tied"), 17);
   const TransformerDecoding decoding(model);
   CHECK_THROWS_WITH(force_decode(decoding, {{5}}, {}, 2048, 64), Catch::Contains("one target per source"));
   CHECK_THROWS_WITH(force_decode(decoding, {{5}, {}}, {{5}, {6}}, 2048, 64), Catch::Contains("source 2 is empty"));

@@ -44,7 +44,7 @@ class LinesThenStop : public io::LineSource {
 }  // namespace
 
 TEST_CASE("translate's stream writes every line once, in input order, whatever the chunks", "[decode]") {
-  const Transformer model = test::letters_model(16);
+  const model::Transformer model = test::letters_model(16);
   const text::Vocabulary vocabulary =
       text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream")));
   TranslatorOptions options;
@@ -73,7 +73,7 @@ TEST_CASE("translate's stream writes every line once, in input order, whatever t
 }
 
 TEST_CASE("translate's stream stops at a stop flag, the lines written complete", "[decode]") {
-  const Transformer model = test::letters_model(16);
+  const model::Transformer model = test::letters_model(16);
   const text::Vocabulary vocabulary =
       text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("translation-stream-stop")));
   TranslatorOptions options;

@@ -92,7 +92,7 @@ TEST_CASE("length_sorted_batches: longest first, within the token budget, every 
 TEST_CASE("translator: lines come back in input order, each as beam search translates it alone", "[decode]") {
   const std::string dir = test::scratch_dir("translator-order");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = test::letters_model(12);
+  const model::Transformer model = test::letters_model(12);
   const TranslatorOptions o = options(3, 2, 1 << 20);
   const std::vector<Translation> all = Translator(model, vocab, o).translate(kLines);
   REQUIRE(all.size() == kLines.size());
@@ -130,7 +130,7 @@ TEST_CASE("translator: lines come back in input order, each as beam search trans
 TEST_CASE("translator: batch size and thread count do not change the output", "[decode]") {
   const std::string dir = test::scratch_dir("translator-invariance");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = test::letters_model(12);
+  const model::Transformer model = test::letters_model(12);
   std::vector<std::string> lines;
   for (int repeat = 0; repeat < 4; ++repeat) lines.insert(lines.end(), kLines.begin(), kLines.end());
   const std::vector<Translation> reference = Translator(model, vocab, options(4, 1, 1 << 20)).translate(lines);
@@ -151,7 +151,7 @@ TEST_CASE("translator: batch size and thread count do not change the output", "[
 TEST_CASE("translator: progress is reported per batch and can stop the translation", "[decode]") {
   const std::string dir = test::scratch_dir("translator-progress");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = test::letters_model(12);
+  const model::Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 1, 1));
   std::vector<std::int64_t> reports;
   translator.translate(kLines, [&](std::int64_t done) { reports.push_back(done); });
@@ -166,7 +166,7 @@ TEST_CASE("translator: progress is reported per batch and can stop the translati
 TEST_CASE("translator: each batch hands over the results so far, the untranslated lines empty", "[decode]") {
   const std::string dir = test::scratch_dir("translator-batches");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = test::letters_model(12);
+  const model::Transformer model = test::letters_model(12);
   const Translator translator(model, vocab, options(2, 2, 1));  // one sentence a batch
   const std::vector<Translation> reference = translator.translate(kLines);
   std::vector<std::size_t> finished;
@@ -191,12 +191,12 @@ TEST_CASE("translator: each batch hands over the results so far, the untranslate
 TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
   const std::string dir = test::scratch_dir("translator-checks");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
-  const Transformer model = test::letters_model(12);
+  const model::Transformer model = test::letters_model(12);
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 3, 100)), Catch::Matchers::Contains("n-best 3"));
   CHECK_THROWS_WITH(Translator(model, vocab, options(2, 1, 0)), Catch::Matchers::Contains("batch size"));
-  ModelConfig other = model.config();
+  model::ModelConfig other = model.config();
   other.src_vocab_size = other.tgt_vocab_size = 30;
-  const Transformer bigger(other, DType::kF64);
+  const model::Transformer bigger(other, DType::kF64);
   CHECK_THROWS_WITH(Translator(bigger, vocab, options(2, 1, 100)),
                     Catch::Matchers::Contains("25 (source) and 25 (target) pieces"));
 }

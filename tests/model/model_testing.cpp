@@ -26,13 +26,13 @@ Tensor lengths_from_json(const nlohmann::json& lengths) {
 
 }  // namespace
 
-Batch batch_from_json(const nlohmann::json& f) {
+model::Batch batch_from_json(const nlohmann::json& f) {
   return {ids_from_json(f["src"]), lengths_from_json(f["src_lengths"]), ids_from_json(f["tgt_in"]),
           ids_from_json(f["tgt_out"]), lengths_from_json(f["tgt_lengths"])};
 }
 
-ModelConfig fixture_config(const std::string& name) {
-  ModelConfig c;
+model::ModelConfig fixture_config(const std::string& name) {
+  model::ModelConfig c;
   c.dropout = c.attention_dropout = c.relu_dropout = 0;
   if (name == "post_shared_tied") {
     c.encoder_layers = c.decoder_layers = 2;
@@ -42,9 +42,9 @@ ModelConfig fixture_config(const std::string& name) {
   } else if (name == "pre_untied_learned") {
     c.encoder_layers = c.decoder_layers = 2;
     c.d_model = 12, c.d_ff = 20, c.heads = 3, c.d_k = 6, c.d_v = 5, c.max_positions = 16;
-    c.positions = PositionKind::kLearned;
+    c.positions = model::PositionKind::kLearned;
     c.share_embeddings = c.tie_output = false;
-    c.norm = NormPlacement::kPre;
+    c.norm = model::NormPlacement::kPre;
     c.label_smoothing = 0.2;
     c.src_vocab_size = 19, c.tgt_vocab_size = 23;
   } else {  // post_tied_only

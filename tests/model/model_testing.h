@@ -16,11 +16,11 @@
 namespace dragoman::test {
 
 // The batch of a tests/fixtures/model/*.json case.
-Batch batch_from_json(const nlohmann::json& fixture);
+model::Batch batch_from_json(const nlohmann::json& fixture);
 
 // The three configurations of the numpy fixtures (post_shared_tied, pre_untied_learned,
 // post_tied_only), by name.
-ModelConfig fixture_config(const std::string& name);
+model::ModelConfig fixture_config(const std::string& name);
 extern const std::vector<std::string> kFixtureCases;
 
 // A random-ish f64/f32 tensor: uniform in [-scale, scale) from (seed, rng_stream).

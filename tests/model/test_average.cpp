@@ -10,7 +10,7 @@
 #include "model/model_testing.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -88,4 +88,4 @@ TEST_CASE("average-checkpoints: inputs with another config or vocabulary are ref
   CHECK_THROWS_AS(average_model_files({}), Error);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -19,7 +19,7 @@
 #include "model/model_testing.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 // This process's scratch directory (removed when it exits; made again after a test removed it).
@@ -220,4 +220,4 @@ TEST_CASE("A float64 model saves float64 tensors and loads into float32 by conve
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -12,7 +12,7 @@
 #include "model/model_testing.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 TEST_CASE("initialize draws each element from its own Philox words, whatever the thread count", "[model]") {
   // The spec: element i of entry p takes word i of stream (kInit, p) (Xavier uniform), or words
@@ -90,4 +90,4 @@ TEST_CASE("initialize with zero_residual: the residual branches' last matrices s
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -18,7 +18,7 @@
 #include "ops/elementwise.h"
 #include "ops/op_testing.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 using std::int64_t;
 using test::check_gradient;
@@ -165,4 +165,4 @@ TEST_CASE("model residual backward matches finite differences for post- and pre-
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -15,7 +15,7 @@
 #include "model/transformer.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -173,4 +173,4 @@ TEST_CASE("bf16/f16 backward passes accumulate f32 gradients close to fp32's", "
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

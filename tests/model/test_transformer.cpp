@@ -16,7 +16,7 @@
 #include "ops/adam.h"
 #include "ops/elementwise.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 // Log-probability [V] of batch row b, target position t, from a [B, T, V] tensor.
@@ -531,4 +531,4 @@ TEST_CASE("The paper's models have the paper's parameter counts", "[model]") {
   CHECK(n_base == 63082496);  // 37000 * 512 + 6 * 3152384 + 6 * 4204032 (one embedding matrix, tied)
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -9,7 +9,7 @@
 #include "model/checkpoint.h"
 #include "model/model_testing.h"
 
-namespace dragoman {
+namespace dragoman::model {
 namespace {
 
 // Largest |ours - theirs| over the real positions (rows < length) of a [B, L, X] tensor.
@@ -67,4 +67,4 @@ TEST_CASE("Transformer forward in float32 stays close to the float64 reference",
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

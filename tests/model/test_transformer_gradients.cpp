@@ -10,7 +10,7 @@
 #include "model/transformer.h"
 #include "ops/elementwise.h"
 
-namespace dragoman {
+namespace dragoman::model {
 
 namespace {
 
@@ -97,9 +97,9 @@ TEST_CASE("Transformer backward accumulates and scales its gradients", "[model]"
   CHECK_THROWS_WITH(model.backward(std::move(second), 1.0), Catch::Contains("activations are empty"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model
 
-namespace dragoman {
+namespace dragoman::model {
 
 TEST_CASE("Transformer forward_loss scales the loss's gradient for backward when told its scale", "[model]") {
   // f32, as training runs: the gradients of a forward pass with dlogits_scale s and backward(s) are
@@ -130,4 +130,4 @@ TEST_CASE("Transformer forward_loss scales the loss's gradient for backward when
   CHECK_THROWS_WITH(model.backward(std::move(c), 2 * s), Catch::Contains("dlogits_scale"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::model

@@ -237,13 +237,13 @@ TEST_CASE("cpu::muon_steps gives each matrix muon_step's bits at 1 and 2 threads
 }
 
 TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with its own bits", "[train]") {
-  const std::vector<ParameterSpec> specs = {
-      {"embedding.weight", {10, 4}, ParameterInit::kNormal, 0.5},
-      {"encoder.0.ffn.w1.weight", {6, 4}, ParameterInit::kXavierUniform, 0},
-      {"encoder.0.ffn.w1.bias", {6}, ParameterInit::kZeros, 0},
-      {"encoder.0.norm.gain", {4}, ParameterInit::kOnes, 0},
-      {"encoder.0.ffn.w2.weight", {4, 6}, ParameterInit::kXavierUniform, 0},
-      {"output.weight", {10, 4}, ParameterInit::kXavierUniform, 0},
+  const std::vector<model::ParameterSpec> specs = {
+      {"embedding.weight", {10, 4}, model::ParameterInit::kNormal, 0.5},
+      {"encoder.0.ffn.w1.weight", {6, 4}, model::ParameterInit::kXavierUniform, 0},
+      {"encoder.0.ffn.w1.bias", {6}, model::ParameterInit::kZeros, 0},
+      {"encoder.0.norm.gain", {4}, model::ParameterInit::kOnes, 0},
+      {"encoder.0.ffn.w2.weight", {4, 6}, model::ParameterInit::kXavierUniform, 0},
+      {"output.weight", {10, 4}, model::ParameterInit::kXavierUniform, 0},
   };
   CHECK(!muon_updates({specs[0], 0, 40}));
   CHECK(muon_updates({specs[1], 40, 24}));
@@ -251,13 +251,13 @@ TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with i
   CHECK(!muon_updates({specs[5], 98, 40}));
   for (const DType compute : {DType::kF32, DType::kBF16}) {
     INFO("compute " << dtype_name(compute));
-    ParameterSet muon_set(specs, ParameterPrecision::training(compute), Device::cpu());
-    ParameterSet adam_set(specs, ParameterPrecision::training(compute), Device::cpu());
+    model::ParameterSet muon_set(specs, model::ParameterPrecision::training(compute), Device::cpu());
+    model::ParameterSet adam_set(specs, model::ParameterPrecision::training(compute), Device::cpu());
     muon_set.initialize(7);
     adam_set.initialize(7);
     const int64_t n = muon_set.size();
     const std::vector<double> g = random_values(n, 11);
-    for (ParameterSet* set : {&muon_set, &adam_set}) {
+    for (model::ParameterSet* set : {&muon_set, &adam_set}) {
       float* grad = set->grads().data<float>();
       for (int64_t i = 0; i < n; ++i) grad[i] = static_cast<float>(g[static_cast<std::size_t>(i)]);
     }
@@ -273,7 +273,7 @@ TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with i
     const std::vector<float> w_muon = muon_set.values().to_vector<float>(),
                              w_adam = adam_set.values().to_vector<float>();
     const std::vector<float> vm = v_muon.to_vector<float>();
-    for (const ParameterEntry& e : muon_set.entries()) {
+    for (const model::ParameterEntry& e : muon_set.entries()) {
       INFO(e.spec.name);
       if (muon_updates(e)) {
         // The slice equals cpu::muon_step on it alone, and Adam's second moment stays untouched.

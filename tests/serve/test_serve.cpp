@@ -39,13 +39,13 @@ struct LettersModel {
         decoding(model) {
     model.initialize(5);
   }
-  static ModelConfig config(const text::Vocabulary& vocabulary) {
-    ModelConfig c = test::fixture_config("pre_untied_learned");
+  static model::ModelConfig config(const text::Vocabulary& vocabulary) {
+    model::ModelConfig c = test::fixture_config("pre_untied_learned");
     c.src_vocab_size = c.tgt_vocab_size = vocabulary.size();
     return c;
   }
   text::Vocabulary vocabulary;
-  Transformer model;
+  model::Transformer model;
   TransformerDecoding decoding;
 };
 

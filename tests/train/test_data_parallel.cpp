@@ -73,7 +73,7 @@ TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradien
   TrainConfig config = task.config();
   config.model.dropout = 0.1;
   config.model.label_smoothing = 0.1;
-  ModelConfig& mc = config.model;
+  model::ModelConfig& mc = config.model;
   mc.src_vocab_size = mc.tgt_vocab_size = vocab.size();
   data::CorpusOptions o;
   o.source = task.train.source;
@@ -88,13 +88,13 @@ TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradien
       // At most 13 batches: with 8 workers x 2 the last worker's share is empty.
       const std::int64_t count = std::min<std::int64_t>(workers * k, 13);
       INFO(workers << " workers x update_freq " << k << " (" << count << " batches)");
-      std::vector<Batch> all;
+      std::vector<model::Batch> all;
       std::int64_t tokens = 0;
       for (std::int64_t b = 0; b < count; ++b) {
         all.push_back(data::make_batch(corpus, plan[static_cast<std::size_t>(b)], mc));
         tokens += all.back().target_tokens();
       }
-      Transformer one(mc, DType::kF64);
+      model::Transformer one(mc, DType::kF64);
       one.initialize(2);
       accumulate_gradients(one, all, true, seed, step * static_cast<std::uint64_t>(workers * k));
 
@@ -105,7 +105,7 @@ TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradien
       // Summed all at once after the backward passes, and range by range during them.
       for (const bool overlap : {false, true}) {
         INFO((overlap ? "summed during the backward passes" : "summed after them"));
-        std::vector<Transformer> replicas;
+        std::vector<model::Transformer> replicas;
         std::vector<Tensor> grads;
         for (int r = 0; r < workers; ++r) {
           replicas.emplace_back(mc, DType::kF64);
@@ -114,14 +114,14 @@ TEST_CASE("data parallel: N workers' summed gradients are the one-worker gradien
         }
         if (overlap) comm->begin_ranges(grads);
         for (int r = 0; r < workers; ++r) {
-          std::vector<Batch> share;
+          std::vector<model::Batch> share;
           for (std::int64_t j = 0; j < k && r * k + j < count; ++j)
             share.push_back(all[static_cast<std::size_t>(r * k + j)]);
           const std::uint64_t stream = (step * static_cast<std::uint64_t>(workers) + static_cast<std::uint64_t>(r)) *
                                        static_cast<std::uint64_t>(k);
-          GradientReady ready;
+          model::GradientReady ready;
           if (overlap) {
-            ready = [&, r](const GradientRange& range) {
+            ready = [&, r](const model::GradientRange& range) {
               comm->range_ready(static_cast<std::size_t>(r), range.first, range.second);
             };
           }

@@ -33,8 +33,8 @@ TEST_CASE("train: the moving average follows ema = d * ema + (1 - d) * weights f
     config.training.devices = devices;
     const TrainOptions options = task.options("run");
     REQUIRE(train(config, options).step == 1);
-    const Transformer trained = load_model(checkpoint_model_path(options.run_dir, 1), DType::kF32);
-    Transformer initial(trained.config(), DType::kF32);  // the trainer's start: the same seed
+    const model::Transformer trained = model::load_model(checkpoint_model_path(options.run_dir, 1), DType::kF32);
+    model::Transformer initial(trained.config(), DType::kF32);  // the trainer's start: the same seed
     initial.initialize(config.training.seed);
     const std::vector<float> w0 = initial.parameters().values().to_vector<float>();
     const std::vector<float> w1 = trained.parameters().values().to_vector<float>();
@@ -53,8 +53,8 @@ TEST_CASE("train: the moving average follows ema = d * ema + (1 - d) * weights f
     const std::string ema_file = ema_model_path(checkpoint_model_path(options.run_dir, 1));
     CHECK(weights(ema_file) == ema);
     CHECK(weights(options.run_dir + "/checkpoints/checkpoint-last.ema.safetensors") == ema);
-    ModelFileInfo info;
-    CHECK(load_model(ema_file, DType::kF32, &info).config().d_model == 32);
+    model::ModelFileInfo info;
+    CHECK(model::load_model(ema_file, DType::kF32, &info).config().d_model == 32);
     CHECK(info.step == 1);
   }
 }

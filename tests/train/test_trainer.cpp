@@ -63,8 +63,8 @@ TEST_CASE("train: a tiny model learns to reverse sequences, and translates the d
   CHECK(fs::exists(run + "/checkpoints/checkpoint-best.safetensors"));
   CHECK(weights(run + "/checkpoints/checkpoint-last.safetensors") == weights(checkpoint_model_path(run, 500)));
   // A model file is all translate needs: weights, config and vocabulary.
-  ModelFileInfo info;
-  const Transformer model = load_model(checkpoint_model_path(run, 500), DType::kF32, &info);
+  model::ModelFileInfo info;
+  const model::Transformer model = model::load_model(checkpoint_model_path(run, 500), DType::kF32, &info);
   CHECK(info.step == 500);
   CHECK(info.vocabulary == test::read_text(task.vocab));
   CHECK(model.config().src_vocab_size == 25);
@@ -517,8 +517,8 @@ TEST_CASE("train: with best_metric bleu, checkpoint-best is the validation with 
   CHECK(validations == 5);
   CHECK(result.best_valid_bleu == best);
   CHECK(load_train_state(checkpoint_state_path(options.run_dir, 200)).best_step == best_step);
-  ModelFileInfo info;
-  load_model(options.run_dir + "/checkpoints/checkpoint-best.safetensors", DType::kF32, &info);
+  model::ModelFileInfo info;
+  model::load_model(options.run_dir + "/checkpoints/checkpoint-best.safetensors", DType::kF32, &info);
   CHECK(info.step == best_step);
 }
 
@@ -568,10 +568,10 @@ TEST_CASE("train: k accumulated batches give the gradient of one batch k times l
   o.source = task.train.source;
   o.target = task.train.target;
   const data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, "", 1);
-  ModelConfig mc = task.config().model;
+  model::ModelConfig mc = task.config().model;
   mc.src_vocab_size = mc.tgt_vocab_size = vocab.size();
   mc.label_smoothing = 0.1;
-  Transformer model(mc, DType::kF64);
+  model::Transformer model(mc, DType::kF64);
   model.initialize(3);
 
   const std::vector<std::int64_t> a = {0, 1, 2, 3, 4}, b = {5, 6, 7}, c = {8, 9, 10, 11, 12, 13};

@@ -23,14 +23,14 @@ TEST_CASE("train: training.zero_init_residual starts the residual branches' last
   config.training.lr = 1e-30;  // one update that moves nothing measurably: the weights are the start
   const TrainOptions options = task.options("run");
   REQUIRE(train(config, options).step == 1);
-  const Transformer trained = load_model(checkpoint_model_path(options.run_dir, 1), DType::kF32);
-  Transformer plain(trained.config(), DType::kF32);
+  const model::Transformer trained = model::load_model(checkpoint_model_path(options.run_dir, 1), DType::kF32);
+  model::Transformer plain(trained.config(), DType::kF32);
   plain.initialize(config.training.seed);
   const std::vector<float> w0 = plain.parameters().values().to_vector<float>();
   const std::vector<float> w1 = trained.parameters().values().to_vector<float>();
   REQUIRE(w0.size() == w1.size());
   int zeroed = 0;
-  for (const ParameterEntry& e : trained.parameters().entries()) {
+  for (const model::ParameterEntry& e : trained.parameters().entries()) {
     INFO(e.spec.name);
     const bool last = e.spec.name.find(".out_proj.weight") != std::string::npos ||
                       e.spec.name.find(".fc2.weight") != std::string::npos;
@@ -43,7 +43,7 @@ TEST_CASE("train: training.zero_init_residual starts the residual branches' last
     }
     if (last) {
       CHECK(largest < 1e-20);
-    } else if (e.spec.init != ParameterInit::kZeros) {
+    } else if (e.spec.init != model::ParameterInit::kZeros) {
       CHECK(differ == 0);  // Xavier, normal and ones as without the option
     }
   }

@@ -157,7 +157,7 @@ std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
 }
 
 std::vector<float> weights(const std::string& path) {
-  return load_model(path).parameters().values().to_vector<float>();
+  return model::load_model(path).parameters().values().to_vector<float>();
 }
 
 TrainConfig resume_config(const ReversalTask& task) {
