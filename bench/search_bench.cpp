@@ -45,10 +45,10 @@ struct Result {
 
 // C clients in a closed loop over `sources` (each source once, in order), joining in groups of
 // `join` (or all waiting, when that many have room).
-Result continuous(const dragoman::DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
-                  const dragoman::SearchOptions& search, std::int64_t clients, std::int64_t join,
+Result continuous(const dragoman::decode::DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
+                  const dragoman::decode::SearchOptions& search, std::int64_t clients, std::int64_t join,
                   std::int64_t batch_sentences) {
-  dragoman::BeamSearch beam(model, search);
+  dragoman::decode::BeamSearch beam(model, search);
   Result r;
   std::size_t next = 0;
   std::int64_t waiting = std::min<std::int64_t>(clients, static_cast<std::int64_t>(sources.size()));
@@ -104,13 +104,13 @@ int main(int argc, char** argv) {
   }
   dragoman::set_compute_threads(threads);
   dragoman::cpu::set_row_invariant_products(true);
-  const dragoman::DecodingModels models = dragoman::load_decoding_models({model_path}, "fp32", dragoman::Device::cpu());
+  const dragoman::decode::DecodingModels models = dragoman::decode::load_decoding_models({model_path}, "fp32", dragoman::Device::cpu());
   std::vector<std::string> lines;
   std::ifstream in(lines_path);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  dragoman::TranslatorOptions options;
+  dragoman::decode::TranslatorOptions options;
   options.batch_sentences = batch_sentences;
-  const dragoman::Translator translator(models.decoding(), *models.vocabulary, options);
+  const dragoman::decode::Translator translator(models.decoding(), *models.vocabulary, options);
   std::vector<std::vector<std::int32_t>> sources;
   for (auto& s : translator.encode(lines)) {
     if (!s.empty()) sources.push_back(std::move(s));

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_sentences = 16;
   limits.max_beam = 8;
   try {
-    const serve::TranslateRequest r = serve::parse_translate_request(body, SearchOptions{}, limits);
+    const serve::TranslateRequest r = serve::parse_translate_request(body, decode::SearchOptions{}, limits);
     if (r.texts.empty() || static_cast<std::int64_t>(r.texts.size()) > limits.max_sentences) fuzz::fail("sentences");
     if (r.search.beam < 1 || r.search.beam > limits.max_beam) fuzz::fail("beam");
     if (r.search.nbest < 1 || r.search.nbest > r.search.beam) fuzz::fail("n_best");

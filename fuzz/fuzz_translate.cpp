@@ -17,7 +17,7 @@ namespace {
 struct Setup {
   text::Vocabulary vocab = text::Vocabulary::load(DRAGOMAN_FUZZ_SEEDS "/fuzz_vocab/bpe-100.model");
   model::Transformer model = make_model(vocab.size());
-  TranslatorOptions options = make_options();
+  decode::TranslatorOptions options = make_options();
 
   static model::Transformer make_model(std::int64_t vocab_size) {
     model::ModelConfig c;
@@ -31,8 +31,8 @@ struct Setup {
     m.initialize(7);
     return m;
   }
-  static TranslatorOptions make_options() {
-    TranslatorOptions o;
+  static decode::TranslatorOptions make_options() {
+    decode::TranslatorOptions o;
     o.search.beam = 2;
     o.search.nbest = 2;
     o.search.max_length_b = 8;
@@ -49,12 +49,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const io::TextLines input = io::text_lines_from_bytes("input.txt", std::string(fuzz::as_text(data, size)));
     const std::vector<std::string> lines(input.lines.begin(), input.lines.end());
-    const Translator translator(setup.model, setup.vocab, setup.options);
-    const std::vector<Translation> out = translator.translate(lines);
+    const decode::Translator translator(setup.model, setup.vocab, setup.options);
+    const std::vector<decode::Translation> out = translator.translate(lines);
     if (out.size() != lines.size()) fuzz::fail("one result a line");
-    for (const Translation& t : out) {
+    for (const decode::Translation& t : out) {
       if (t.nbest.empty()) fuzz::fail("no hypothesis");
-      for (const TranslatedHypothesis& h : t.nbest) {
+      for (const decode::TranslatedHypothesis& h : t.nbest) {
         if (utf8::find_invalid(h.text) != std::string_view::npos) fuzz::fail("invalid UTF-8 out");
         const auto limit = static_cast<std::size_t>(t.source_tokens) + 8;
         if (h.tokens.size() > limit) fuzz::fail("longer than the length limit");

@@ -17,30 +17,30 @@ constexpr double kMaxLengthA = 1000;
 constexpr std::int64_t kMaxLengthB = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
 
-void add_search_options(CLI::App* sub, DecodingOptions& o, DecodingUse use) {
-  const bool server = use == DecodingUse::kServer;
+void add_search_options(CLI::App* sub, decode::DecodingOptions& o, decode::DecodingUse use) {
+  const bool server = use == decode::DecodingUse::kServer;
   sub->add_option("--beam,-b", o.beam,
                   server ? "Default beam size (a request may choose another)" : "Beam size (1: greedy decoding)")
       ->check(integer_in(1, max_beam(use)))
       ->capture_default_str();
   sub->add_option("--length-penalty", o.length_penalty,
                   server ? "Default length normalisation exponent alpha" : "Length normalisation exponent alpha")
-      ->check(number_in(0, kMaxLengthPenalty))
+      ->check(number_in(0, decode::kMaxLengthPenalty))
       ->capture_default_str();
   sub->add_option("--length-normalization", o.length_normalization,
                   "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none")
-      ->check(CLI::IsMember({length_penalty_name(LengthPenalty::kGnmt), length_penalty_name(LengthPenalty::kPower),
-                             length_penalty_name(LengthPenalty::kNone)}))
+      ->check(CLI::IsMember({length_penalty_name(decode::LengthPenalty::kGnmt), length_penalty_name(decode::LengthPenalty::kPower),
+                             length_penalty_name(decode::LengthPenalty::kNone)}))
       ->capture_default_str();
 }
 
-void add_word_reward_option(CLI::App* sub, DecodingOptions& o) {
+void add_word_reward_option(CLI::App* sub, decode::DecodingOptions& o) {
   sub->add_option("--word-reward", o.word_reward, "Added to a hypothesis's score per output token (EOS included)")
       ->check(finite_number())
       ->capture_default_str();
 }
 
-void add_length_options(CLI::App* sub, DecodingOptions& o) {
+void add_length_options(CLI::App* sub, decode::DecodingOptions& o) {
   sub->add_option("--max-length-a", o.max_length_a, "Output at most a * source tokens + b tokens (before EOS)")
       ->check(number_in(0, kMaxLengthA))
       ->capture_default_str();
@@ -49,7 +49,7 @@ void add_length_options(CLI::App* sub, DecodingOptions& o) {
       ->capture_default_str();
 }
 
-void add_device_options(CLI::App* sub, DecodingOptions& o) {
+void add_device_options(CLI::App* sub, decode::DecodingOptions& o) {
   sub->add_option("--device", o.device, "cpu or cuda:N (the model is cast to --precision on it)")
       ->check(device_name())
       ->capture_default_str();
@@ -61,12 +61,12 @@ void add_device_options(CLI::App* sub, DecodingOptions& o) {
   add_threads_option(sub, o.threads, "Compute threads");
 }
 
-void add_batch_options(CLI::App* sub, DecodingOptions& o, DecodingUse use) {
+void add_batch_options(CLI::App* sub, decode::DecodingOptions& o, decode::DecodingUse use) {
   // The defaults the help states are those translator_options() takes when none is given.
-  const DecodingOptions none;
-  const TranslatorOptions cpu = none.translator_options(Device::cpu(), use);
-  const TranslatorOptions gpu = none.translator_options(Device::cuda(0), use);
-  const bool server = use == DecodingUse::kServer;
+  const decode::DecodingOptions none;
+  const decode::TranslatorOptions cpu = none.translator_options(Device::cpu(), use);
+  const decode::TranslatorOptions gpu = none.translator_options(Device::cuda(0), use);
+  const bool server = use == decode::DecodingUse::kServer;
   sub->add_option("--batch-tokens,--max-batch-tokens", o.batch_tokens,
                   fmt::format("{} (default: {} on the CPU, {} on a GPU)",
                               server ? "Source tokens of the sentences searched together, at most"
@@ -82,7 +82,7 @@ void add_batch_options(CLI::App* sub, DecodingOptions& o, DecodingUse use) {
 
 }  // namespace
 
-void add_decoding_options(CLI::App* sub, DecodingOptions& o, unsigned groups, DecodingUse use) {
+void add_decoding_options(CLI::App* sub, decode::DecodingOptions& o, unsigned groups, decode::DecodingUse use) {
   if ((groups & kSearchOptions) != 0) add_search_options(sub, o, use);
   if ((groups & kWordRewardOption) != 0) add_word_reward_option(sub, o);
   if ((groups & kSearchOptions) != 0) add_length_options(sub, o);
@@ -90,7 +90,7 @@ void add_decoding_options(CLI::App* sub, DecodingOptions& o, unsigned groups, De
   if ((groups & kBatchOptions) != 0) add_batch_options(sub, o, use);
 }
 
-GivenSearchOptions given_search_options(const CLI::App& sub) {
+decode::GivenSearchOptions given_search_options(const CLI::App& sub) {
   return {sub.count("--beam") > 0, sub.count("--length-penalty") > 0, sub.count("--length-normalization") > 0};
 }
 

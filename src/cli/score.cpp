@@ -53,7 +53,7 @@ struct ScoreOptions {
   std::vector<std::string> models;
   std::string source, target, output = "-";
   bool normalize = false, token_scores = false, deterministic = false, pieces = false;
-  DecodingOptions decoding;  // device and batches (score has no search)
+  decode::DecodingOptions decoding;  // device and batches (score has no search)
 };
 
 int run_score(const ScoreOptions& o) {
@@ -67,7 +67,7 @@ int run_score(const ScoreOptions& o) {
   std::optional<io::AtomicFileWriter> file;
   if (o.output != "-") file.emplace(o.output);
   const Device device = Device::parse(o.decoding.device);
-  const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);
+  const decode::DecodingModels models = decode::load_decoding_models(o.models, o.decoding.precision, device);
   const text::Vocabulary& vocabulary = *models.vocabulary;
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::unordered_map<std::string, std::int32_t> ids;  // piece -> id, for --pieces
@@ -95,13 +95,13 @@ int run_score(const ScoreOptions& o) {
                   " pieces and EOS, more than the model's " + std::to_string(max_positions) + " positions");
     }
   }
-  const TranslatorOptions limits = o.decoding.translator_options(device, DecodingUse::kBatch);
+  const decode::TranslatorOptions limits = o.decoding.translator_options(device, decode::DecodingUse::kBatch);
   const Clock::time_point start = Clock::now();
-  const std::vector<ForcedScore> scores =
+  const std::vector<decode::ForcedScore> scores =
       force_decode(models.decoding(), source_ids, target_ids, limits.batch_tokens, limits.batch_sentences);
   std::string text;
   std::int64_t tokens = 0;
-  for (const ForcedScore& s : scores) {
+  for (const decode::ForcedScore& s : scores) {
     const auto length = static_cast<double>(s.token_log_probs.size());
     tokens += static_cast<std::int64_t>(s.token_log_probs.size());
     text += fmt::format("{}", o.normalize ? s.log_prob / length : s.log_prob);

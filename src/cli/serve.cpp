@@ -23,7 +23,7 @@ struct ServeCliOptions {
   std::vector<std::string> models;  // PATH or NAME=PATH
   std::string host = "127.0.0.1";
   int port = 8080;
-  DecodingOptions decoding;  // the search (a request's defaults), device, batches
+  decode::DecodingOptions decoding;  // the search (a request's defaults), device, batches
   double max_wait_ms = 5;
   std::int64_t join_sentences = 1;
   double join_wait_ms = 60;
@@ -63,7 +63,7 @@ int run_serve(const ServeCliOptions& o) {
   options.http_threads = o.http_threads;
 
   // On the CPU a search of half translate's sentences (kServeCpuBatchSentences says why).
-  const TranslatorOptions base = o.decoding.translator_options(device, DecodingUse::kServer);
+  const decode::TranslatorOptions base = o.decoding.translator_options(device, decode::DecodingUse::kServer);
   serve::BatchingOptions batching;
   batching.max_wait = std::chrono::microseconds(static_cast<std::int64_t>(o.max_wait_ms * 1000));
   batching.max_queue_sentences = o.max_queue;
@@ -86,14 +86,14 @@ int run_serve(const ServeCliOptions& o) {
       m.source_language = match[1];
       m.target_language = match[2];
     }
-    m.models = load_decoding_models({path}, o.decoding.precision, device);
+    m.models = decode::load_decoding_models({path}, o.decoding.precision, device);
     spdlog::info("serve: model {} = {} (step {}){}", name, path, m.models.infos.front().step,
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
   }
   // The default model's recommended settings (model_files.h) for the options not given.
-  DecodingOptions effective = o.decoding;
-  apply_model_defaults(decoding_defaults(models.front().models.infos.front(), o.models.front()), effective);
+  decode::DecodingOptions effective = o.decoding;
+  apply_model_defaults(decode::decoding_defaults(models.front().models.infos.front(), o.models.front()), effective);
   options.search = effective.search_options();
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
@@ -120,7 +120,7 @@ Subcommand add_serve(CLI::App& app) {
   sub->add_option("--port", o->port, "Port to listen on (0: any free port, logged)")
       ->check(integer_in(0, 65535))
       ->capture_default_str();
-  add_decoding_options(sub, o->decoding, kSearchOptions | kDeviceOptions | kBatchOptions, DecodingUse::kServer);
+  add_decoding_options(sub, o->decoding, kSearchOptions | kDeviceOptions | kBatchOptions, decode::DecodingUse::kServer);
   sub->add_option("--max-wait-ms", o->max_wait_ms,
                   "How long a request to an idle server waits for others to start a search with")
       ->check(number_in(0, 10000))

@@ -31,7 +31,7 @@ struct TranslateCliOptions {
   std::vector<std::string> models;  // one, or an ensemble
   std::string input = "-";
   std::string output = "-";
-  DecodingOptions decoding;  // the search, device, batches
+  decode::DecodingOptions decoding;  // the search, device, batches
   int nbest = 0;
   bool scores = false;
   std::string output_format = "text";
@@ -40,14 +40,14 @@ struct TranslateCliOptions {
   int attention_layer = 0;  // 1-based; 0: the last
   int attention_head = 0;   // 1-based; 0: the average of the heads
   std::string attention_dir;
-  ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
+  decode::ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
   bool deterministic = false;
   bool progress = false;
 };
 
 // `decoding`'s search, with the n-best list and the attention the output needs.
-SearchOptions search_options(const DecodingOptions& decoding, const TranslateCliOptions& o) {
-  SearchOptions s = decoding.search_options();
+decode::SearchOptions search_options(const decode::DecodingOptions& decoding, const TranslateCliOptions& o) {
+  decode::SearchOptions s = decoding.search_options();
   s.nbest = std::max(o.nbest, 1);
   s.record_attention = !o.alignment.empty() || !o.attention_dir.empty();
   s.attention.layer = o.attention_layer - 1;
@@ -55,15 +55,15 @@ SearchOptions search_options(const DecodingOptions& decoding, const TranslateCli
   return s;
 }
 
-OutputOptions output_options(const TranslateCliOptions& o) {
-  OutputOptions out;
-  out.format = o.output_format == "json" ? OutputFormat::kJson : OutputFormat::kText;
+decode::OutputOptions output_options(const TranslateCliOptions& o) {
+  decode::OutputOptions out;
+  out.format = o.output_format == "json" ? decode::OutputFormat::kJson : decode::OutputFormat::kText;
   out.nbest = o.nbest;
   out.scores = o.scores;
   out.word_scores = o.word_scores;
-  out.alignment = o.alignment == "hard"   ? AlignmentKind::kHard
-                  : o.alignment == "soft" ? AlignmentKind::kSoft
-                                          : AlignmentKind::kNone;
+  out.alignment = o.alignment == "hard"   ? decode::AlignmentKind::kHard
+                  : o.alignment == "soft" ? decode::AlignmentKind::kSoft
+                                          : decode::AlignmentKind::kNone;
   return out;
 }
 
@@ -102,18 +102,18 @@ int run_translate(const TranslateCliOptions& o) {
   StopSignals signals;
   io::LineReader reader(o.input);
   reader.stop_waiting_when(signals.flag());
-  TranslationSink output(o.output);
+  decode::TranslationSink output(o.output);
   signals.remove_on_abort(output.temporary_path());
 
   const Device device = Device::parse(o.decoding.device);
-  const DecodingModels models = load_decoding_models(o.models, o.decoding.precision, device);
-  DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
-  if (apply_model_defaults(decoding_defaults(models.infos.front(), o.models.front()), effective)) {
+  const decode::DecodingModels models = decode::load_decoding_models(o.models, o.decoding.precision, device);
+  decode::DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
+  if (apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective)) {
     spdlog::info("translate: search settings not given on the command line are the model file's (docs/MODELS.md)");
   }
-  TranslatorOptions options = effective.translator_options(device, DecodingUse::kBatch);
+  decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
-  const Translator translator(models.decoding(), *models.vocabulary, options);
+  const decode::Translator translator(models.decoding(), *models.vocabulary, options);
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::string caption;  // what the attention pictures show
   if (options.search.record_attention) caption = attention_caption(models, options.search.attention);
@@ -128,20 +128,20 @@ int run_translate(const TranslateCliOptions& o) {
                device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
                                : fmt::format("on {} in {}", device.str(), effective.precision));
 
-  ChunkOptions chunks = o.chunks;
+  decode::ChunkOptions chunks = o.chunks;
   // On standard output the first chunk is one batch (--batch-sentences, else the CPU's default
   // batch, on a GPU too: the first lines soon), each next one twice the last; into a file (written
   // at the end anyway) every chunk is --chunk-lines long, for the best length sorting.
   if (o.output == "-") {
-    chunks.first_chunk_lines = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : kCpuBatchSentences;
+    chunks.first_chunk_lines = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : decode::kCpuBatchSentences;
   }
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
-  Progress progress(show_progress, show_progress ? io::count_lines(o.input) : -1);
+  decode::Progress progress(show_progress, show_progress ? io::count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
-  TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions, o.attention_dir,
+  decode::TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions, o.attention_dir,
                            caption);
   if (translate_stream(translator, reader, chunks, needs_source_words(o), writer, progress, signals.flag()) ==
-      StreamEnd::kStopped) {
+      decode::StreamEnd::kStopped) {
     spdlog::warn("translate: interrupted by signal {} after {} lines; {}", signals.received(), writer.totals().lines,
                  o.output == "-" ? "the lines written are complete and in input order" : "no output file written");
     return 128 + signals.received();
@@ -171,7 +171,7 @@ Subcommand add_translate(CLI::App& app) {
   add_decoding_options(sub, o->decoding, kSearchOptions | kWordRewardOption);
   sub->add_option("--nbest,-n", o->nbest,
                   "Write the K best hypotheses of each line as 'I ||| TEXT ||| F0= LOG_PROB ||| SCORE' (K <= beam)")
-      ->check(integer_in(1, kMaxBeam));
+      ->check(integer_in(1, decode::kMaxBeam));
   sub->add_flag("--scores", o->scores, "Write 'score<TAB>text' for the 1-best output");
   sub->add_option("--output-format", o->output_format,
                   "text, or json: one JSON object per input line (translation, log_prob, score, and the n-best "

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 constexpr int kCell = 24;      // a cell's side, px
@@ -113,4 +113,4 @@ std::string attention_svg(const std::vector<std::string>& source_words, const st
   return svg;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // matrix: [target words][source words] weights in [0, 1]. `caption` is written above the picture
 // (e.g. "line 12: decoder layer 6, the average of 8 heads").
@@ -18,4 +18,4 @@ std::string attention_svg(const std::vector<std::string>& source_words, const st
 // than tab, U+FFFE, U+FFFF) replaced with U+FFFD.
 std::string xml_escape(const std::string& text);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

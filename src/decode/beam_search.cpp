@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "ops/top_k.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -310,4 +310,4 @@ std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
   return results;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

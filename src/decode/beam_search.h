@@ -22,7 +22,7 @@
 #include "decode/decoding_options.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // The defaults are decoding_options.h's (the paper's search), where they are said why.
 struct SearchOptions {
@@ -116,4 +116,4 @@ std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "ops/elementwise.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 // Starts `model`'s decoder state over the batch's sources, recording `attention` when given.
@@ -148,4 +148,4 @@ void EnsembleDecoding::append(DecodingState& state, DecodingState more) const {
   state.attention = Tensor();
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

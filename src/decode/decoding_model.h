@@ -21,7 +21,7 @@
 
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // Which cross-attention a decoder records: layer and head are 0-based; -1 is the last layer, and
 // the average of all heads.
@@ -98,4 +98,4 @@ class EnsembleDecoding final : public DecodingModel {
 // The decoder layer `choice` names in a decoder of `layers` layers (0-based), checked.
 std::int64_t attention_layer(const AttentionChoice& choice, std::int64_t layers, std::int64_t heads);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -5,7 +5,7 @@
 #include "decode/beam_search.h"
 #include "decode/translator.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 LengthPenalty length_penalty_named(const std::string& name) {
   for (const LengthPenalty p : {LengthPenalty::kGnmt, LengthPenalty::kPower, LengthPenalty::kNone}) {
@@ -49,4 +49,4 @@ bool apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o) {
   return applied;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

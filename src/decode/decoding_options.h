@@ -16,7 +16,7 @@
 
 #include "device/device.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 struct SearchOptions;      // decode/beam_search.h
 struct TranslatorOptions;  // decode/translator.h
@@ -137,4 +137,4 @@ struct DecodingOptions {
 // says the command line left them; returns whether any was set (translate and serve log it).
 bool apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "base/utf8.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 std::int64_t next_chunk_size(std::int64_t previous, const ChunkOptions& options) {
   if (options.first_chunk_lines <= 0) return options.chunk_lines;
@@ -71,4 +71,4 @@ void ChunkPrefetcher::start() {
   });
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -18,7 +18,7 @@
 #include "decode/translator.h"
 #include "io/line_reader.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // Lines a chunk holds at most by default: memory stays bounded (the lines, their ids and their
 // translations), and 10,000 sentences are enough for length sorting to fill batches well.
@@ -90,4 +90,4 @@ class ChunkPrefetcher {
   std::future<std::optional<Chunk>> pending_;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::string& file) {
   if (info.imported.empty()) return text::Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
@@ -102,4 +102,4 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
   return out;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -15,7 +15,7 @@
 #include "model/transformer.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 struct DecodingModels {
   std::vector<std::string> files;
@@ -41,4 +41,4 @@ DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
                                     const Device& device);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

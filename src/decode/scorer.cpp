@@ -7,7 +7,7 @@
 #include "decode/translator.h"
 #include "ops/gather.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 // The values logits[r, tokens[r]] of log-probabilities [R, V] as doubles on the host: on a GPU only
@@ -98,4 +98,4 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
   return scores;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -11,7 +11,7 @@
 
 #include "decode/decoding_model.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 struct ForcedScore {
   double log_prob = 0;                  // log p(target, EOS | source)
@@ -25,4 +25,4 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
                                       std::int64_t batch_sentences);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "decode/word_level.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 // Soft alignment as Marian writes it: target words separated by spaces, each a comma-separated
@@ -140,4 +140,4 @@ nlohmann::ordered_json translation_json(const Translation& t, const OutputOption
   return j;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -21,7 +21,7 @@
 #include "decode/translator.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 enum class OutputFormat { kText, kJson };
 enum class AlignmentKind { kNone, kHard, kSoft };
@@ -66,4 +66,4 @@ nlohmann::ordered_json translation_json(const Translation& t, const OutputOption
 // A score as translate writes it in text: 6 decimals.
 std::string format_score(double score);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

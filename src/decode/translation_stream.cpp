@@ -12,7 +12,7 @@
 
 #include "core/allocator.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 Progress::Progress(bool enabled, std::int64_t total)
     : enabled_(enabled), tty_(::isatty(STDERR_FILENO) != 0), total_(total) {}
@@ -95,4 +95,4 @@ void log_translation_summary(const TranslationTotals& totals, double seconds, st
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

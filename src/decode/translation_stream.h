@@ -16,7 +16,7 @@
 #include "device/device.h"
 #include "io/line_reader.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // "lines done / total | lines/s | ETA" on standard error: redrawn in place on a terminal (at most
 // 5 times a second), a log line every 10 seconds otherwise.
@@ -55,4 +55,4 @@ StreamEnd translate_stream(const Translator& translator, io::LineSource& input, 
 void log_translation_summary(const TranslationTotals& totals, double seconds, std::int64_t max_positions,
                              const Device& device);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

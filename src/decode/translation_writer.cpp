@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "decode/attention_svg.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 TranslationSink::TranslationSink(const std::string& path, std::FILE* standard_output)
     : standard_output_(standard_output) {
@@ -98,4 +98,4 @@ std::string attention_caption(const DecodingModels& models, const AttentionChoic
   return caption;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

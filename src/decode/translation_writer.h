@@ -17,7 +17,7 @@
 #include "io/atomic_file.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // Standard output, or a file written atomically (io/atomic_file.h).
 class TranslationSink {
@@ -81,4 +81,4 @@ class TranslationWriter {
 // average of N models" for an ensemble), `choice` checked against every model.
 std::string attention_caption(const DecodingModels& models, const AttentionChoice& choice);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

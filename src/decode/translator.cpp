@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<std::int64_t>& lengths,
                                                              std::int64_t batch_tokens, std::int64_t batch_sentences) {
@@ -147,4 +147,4 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
   return results;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

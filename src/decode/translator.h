@@ -20,7 +20,7 @@
 #include "model/transformer.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // The batch sizes' defaults are decoding_options.h's, where they are said why.
 struct TranslatorOptions {
@@ -116,4 +116,4 @@ std::vector<std::vector<std::int64_t>> length_sorted_batches(const std::vector<s
                                                              std::int64_t batch_tokens,
                                                              std::int64_t batch_sentences = 1 << 30);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

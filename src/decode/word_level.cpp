@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -109,4 +109,4 @@ std::string pharaoh(const std::vector<std::pair<std::int64_t, std::int64_t>>& pa
   return out;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

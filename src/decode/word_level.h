@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::decode {
 
 // The words of `text` as byte spans [begin, end).
 std::vector<std::pair<std::size_t, std::size_t>> word_spans(std::string_view text);
@@ -53,4 +53,4 @@ std::vector<std::pair<std::int64_t, std::int64_t>> hard_alignment(const std::vec
 // Pharaoh format: "0-0 1-2 ..." (source-target).
 std::string pharaoh(const std::vector<std::pair<std::int64_t, std::int64_t>>& pairs);
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -71,14 +71,14 @@ bool boolean(const json& value, const std::string& field) {
 
 }  // namespace
 
-TranslateRequest parse_translate_request(const std::string& body, const SearchOptions& defaults,
+TranslateRequest parse_translate_request(const std::string& body, const decode::SearchOptions& defaults,
                                          const RequestLimits& limits) {
   const json j = parse_json(body);
   if (!j.is_object()) bad("expected a JSON object, got " + std::string(j.type_name()));
   TranslateRequest r;
   r.search = defaults;
   r.search.nbest = 1;
-  r.output.format = OutputFormat::kJson;
+  r.output.format = decode::OutputFormat::kJson;
   bool has_text = false;
   for (const auto& [key, value] : j.items()) {
     if (key == "text") {
@@ -95,19 +95,19 @@ TranslateRequest parse_translate_request(const std::string& body, const SearchOp
     } else if (key == "length_penalty") {
       if (!value.is_number()) bad("length_penalty: expected a number, got " + std::string(value.type_name()));
       const double alpha = value.get<double>();
-      if (!(alpha >= 0 && alpha <= kMaxLengthPenalty)) {
-        bad("length_penalty: expected a number in [0, " + std::to_string(kMaxLengthPenalty) + "]");
+      if (!(alpha >= 0 && alpha <= decode::kMaxLengthPenalty)) {
+        bad("length_penalty: expected a number in [0, " + std::to_string(decode::kMaxLengthPenalty) + "]");
       }
       r.search.alpha = alpha;
     } else if (key == "word_scores") {
       r.output.word_scores = boolean(value, "word_scores");
     } else if (key == "alignment") {
       if (value.is_boolean()) {
-        r.output.alignment = value.get<bool>() ? AlignmentKind::kHard : AlignmentKind::kNone;
+        r.output.alignment = value.get<bool>() ? decode::AlignmentKind::kHard : decode::AlignmentKind::kNone;
       } else if (value == "hard") {
-        r.output.alignment = AlignmentKind::kHard;
+        r.output.alignment = decode::AlignmentKind::kHard;
       } else if (value == "soft") {
-        r.output.alignment = AlignmentKind::kSoft;
+        r.output.alignment = decode::AlignmentKind::kSoft;
       } else {
         bad("alignment: expected true, false, \"hard\" or \"soft\", got " + value.dump());
       }
@@ -125,7 +125,7 @@ TranslateRequest parse_translate_request(const std::string& body, const SearchOp
     bad("n_best: " + std::to_string(r.output.nbest) + " is larger than the beam " + std::to_string(r.search.beam));
   }
   r.search.nbest = std::max(r.output.nbest, 1);
-  r.search.record_attention = r.output.alignment != AlignmentKind::kNone;
+  r.search.record_attention = r.output.alignment != decode::AlignmentKind::kNone;
   return r;
 }
 

@@ -25,18 +25,18 @@ struct ApiError {
 
 struct RequestLimits {
   std::int64_t max_sentences = 1000;  // per request (413 beyond)
-  int max_beam = kMaxServeBeam;       // decode/decoding_options.h says why a server's is lower than translate's
+  int max_beam = decode::kMaxServeBeam;       // decode/decoding_options.h says why a server's is lower than translate's
 };
 
 struct TranslateRequest {
   std::vector<std::string> texts;  // one sentence each
   std::string model;               // "" for the default model
-  SearchOptions search;
-  OutputOptions output;  // JSON, with the n-best list, word scores, alignment as asked
+  decode::SearchOptions search;
+  decode::OutputOptions output;  // JSON, with the n-best list, word scores, alignment as asked
 };
 
 // `defaults`: the server's search options (beam, length penalty, ...), which a request may change.
-TranslateRequest parse_translate_request(const std::string& body, const SearchOptions& defaults,
+TranslateRequest parse_translate_request(const std::string& body, const decode::SearchOptions& defaults,
                                          const RequestLimits& limits);
 
 struct LibreRequest {

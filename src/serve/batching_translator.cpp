@@ -11,7 +11,7 @@
 
 namespace dragoman::serve {
 
-bool same_search(const SearchOptions& a, const SearchOptions& b) {
+bool same_search(const decode::SearchOptions& a, const decode::SearchOptions& b) {
   return a.beam == b.beam && a.length_penalty == b.length_penalty && a.alpha == b.alpha &&
          a.word_reward == b.word_reward && a.max_length_a == b.max_length_a && a.max_length_b == b.max_length_b &&
          a.nbest == b.nbest && a.record_attention == b.record_attention && a.attention.layer == b.attention.layer &&
@@ -21,13 +21,13 @@ bool same_search(const SearchOptions& a, const SearchOptions& b) {
 namespace {
 
 // Whether two requests can share a search: the same model and search options.
-bool same_batch(const TranslationJob& a, std::size_t model, const SearchOptions& search) {
+bool same_batch(const TranslationJob& a, std::size_t model, const decode::SearchOptions& search) {
   return a.model == model && same_search(a.search, search);
 }
 
 }  // namespace
 
-BatchingTranslator::BatchingTranslator(std::vector<Model> models, TranslatorOptions limits, BatchingOptions options,
+BatchingTranslator::BatchingTranslator(std::vector<Model> models, decode::TranslatorOptions limits, BatchingOptions options,
                                        StepObserver observer)
     : models_(std::move(models)), limits_(std::move(limits)), options_(options), observer_(std::move(observer)) {
   if (models_.empty()) throw Error("serve: no model to translate with");
@@ -53,7 +53,7 @@ std::int64_t BatchingTranslator::queued_sentences() const {
 
 std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
                                                            std::vector<std::vector<std::int32_t>> sources,
-                                                           const SearchOptions& search) {
+                                                           const decode::SearchOptions& search) {
   if (model >= models_.size()) throw Error("serve: model " + std::to_string(model) + " out of range");
   auto job = std::make_shared<TranslationJob>();
   job->model = model;
@@ -63,7 +63,7 @@ std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
   // an empty line without a search.
   const std::int64_t max_positions = models_[model].decoding->config().max_positions;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    job->translations.push_back(prepare_source(sources[i], max_positions));
+    job->translations.push_back(decode::prepare_source(sources[i], max_positions));
     job->tokens += job->translations.back().source_tokens;
     if (!sources[i].empty()) job->order.push_back(i);
   }
@@ -187,7 +187,7 @@ void BatchingTranslator::step() {
   for (auto& [id, hypotheses] : search_->step()) {
     const auto it = searching_.find(id);
     TranslationJob& job = *it->second.first;
-    Translation& translation = job.translations[it->second.second];
+    decode::Translation& translation = job.translations[it->second.second];
     translation.nbest = translated(vocabulary, hypotheses);
     ++report.finished;
     report.target_tokens += static_cast<std::int64_t>(translation.nbest.front().tokens.size());
@@ -225,7 +225,7 @@ void BatchingTranslator::run(const std::function<bool()>& finished) {
       });
       const std::shared_ptr<TranslationJob> oldest = queue_.front();
       try {
-        search_ = std::make_unique<BeamSearch>(*models_[oldest->model].decoding, oldest->search);
+        search_ = std::make_unique<decode::BeamSearch>(*models_[oldest->model].decoding, oldest->search);
         search_model_ = oldest->model;
       } catch (...) {  // options no search takes: this request's error
         queue_.pop_front();

@@ -59,8 +59,8 @@ struct QueueFull {};
 struct TranslationJob {
   std::size_t model = 0;
   std::vector<std::vector<std::int32_t>> sources;
-  SearchOptions search;
-  std::promise<std::vector<Translation>> result;
+  decode::SearchOptions search;
+  std::promise<std::vector<decode::Translation>> result;
   std::atomic<bool> abandoned{false};
   std::chrono::steady_clock::time_point queued;
   std::int64_t tokens = 0;  // source tokens
@@ -69,7 +69,7 @@ struct TranslationJob {
   // the translations so far and how many are missing.
   std::vector<std::size_t> order;
   std::size_t joined = 0;
-  std::vector<Translation> translations;
+  std::vector<decode::Translation> translations;
   std::size_t missing = 0;
   bool answered = false;
 };
@@ -87,12 +87,12 @@ using StepObserver = std::function<void(const StepReport&)>;
 class BatchingTranslator {
  public:
   struct Model {
-    const DecodingModel* decoding;
+    const decode::DecodingModel* decoding;
     const text::Vocabulary* vocabulary;
   };
   // The models and vocabularies must outlive this. `limits` gives the search's batch_tokens and
   // batch_sentences (its search options are each request's).
-  BatchingTranslator(std::vector<Model> models, TranslatorOptions limits, BatchingOptions options,
+  BatchingTranslator(std::vector<Model> models, decode::TranslatorOptions limits, BatchingOptions options,
                      StepObserver observer = {});
   ~BatchingTranslator();
 
@@ -100,7 +100,7 @@ class BatchingTranslator {
   // when the queue has no room for them (or after drain()). The job's future gets the translations
   // (or the error).
   std::shared_ptr<TranslationJob> submit(std::size_t model, std::vector<std::vector<std::int32_t>> sources,
-                                         const SearchOptions& search);
+                                         const decode::SearchOptions& search);
   // Translates queued requests on the calling thread until `finished()` is true (checked at least
   // every 50 ms) and nothing is queued or searched.
   void run(const std::function<bool()>& finished);
@@ -125,7 +125,7 @@ class BatchingTranslator {
   void fail(TranslationJob& job, std::exception_ptr error);
 
   std::vector<Model> models_;
-  TranslatorOptions limits_;
+  decode::TranslatorOptions limits_;
   BatchingOptions options_;
   StepObserver observer_;
   mutable std::mutex mutex_;
@@ -136,13 +136,13 @@ class BatchingTranslator {
 
   // The translating thread's: the running search, its model, and the request and source of
   // each sentence in it (by the search's ids).
-  std::unique_ptr<BeamSearch> search_;
+  std::unique_ptr<decode::BeamSearch> search_;
   std::size_t search_model_ = 0;
   std::map<std::int64_t, std::pair<std::shared_ptr<TranslationJob>, std::size_t>> searching_;
   std::int64_t next_id_ = 0;
 };
 
 // Whether two searches can share a batch (every option equal).
-bool same_search(const SearchOptions& a, const SearchOptions& b);
+bool same_search(const decode::SearchOptions& a, const decode::SearchOptions& b);
 
 }  // namespace dragoman::serve

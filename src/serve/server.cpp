@@ -53,8 +53,8 @@ std::size_t model_for_languages(Context& c, const std::string& source, const std
 
 // Translates `texts` (one sentence each) with `model`, through its batcher: the translations in
 // order. Throws ApiError 503 (queue full) or 504 (timeout).
-std::vector<Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
-                                   const SearchOptions& search) {
+std::vector<decode::Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
+                                   const decode::SearchOptions& search) {
   const text::Vocabulary& vocabulary = *c.models[model].models.vocabulary;
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(texts.size());
@@ -65,7 +65,7 @@ std::vector<Translation> translate(Context& c, std::size_t model, const std::vec
   } catch (const QueueFull&) {
     throw ApiError{503, "the server is busy (its queue is full): try again shortly"};
   }
-  std::future<std::vector<Translation>> result = job->result.get_future();
+  std::future<std::vector<decode::Translation>> result = job->result.get_future();
   const auto timeout = std::chrono::duration<double>(c.options.request_timeout_seconds);
   if (result.wait_for(timeout) != std::future_status::ready) {
     job->abandoned = true;
@@ -79,11 +79,11 @@ std::string v1_translate(Context& c, const httplib::Request& req) {
   const TranslateRequest r = parse_translate_request(req.body, c.options.search, c.options.limits);
   const std::size_t index = model_named(c, r.model);
   const ServedModel& model = c.models[index];
-  const std::vector<Translation> done = translate(c, index, r.texts, r.search);
+  const std::vector<decode::Translation> done = translate(c, index, r.texts, r.search);
   ordered_json answer = {{"model", model.name}, {"translations", ordered_json::array()}};
   for (std::size_t i = 0; i < done.size(); ++i) {
-    SourceWords words;
-    if (r.output.alignment != AlignmentKind::kNone) words = source_words(r.texts[i], *model.models.vocabulary);
+    decode::SourceWords words;
+    if (r.output.alignment != decode::AlignmentKind::kNone) words = decode::source_words(r.texts[i], *model.models.vocabulary);
     answer["translations"].push_back(translation_json(done[i], r.output, *model.models.vocabulary, &words));
   }
   return answer.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
@@ -114,9 +114,9 @@ std::string libre_translate(Context& c, const httplib::Request& req) {
     throw ApiError{413, "q: " + std::to_string(lines.size()) + " lines, more than this server's limit of " +
                             std::to_string(c.options.limits.max_sentences) + " per request"};
   }
-  SearchOptions search = c.options.search;
+  decode::SearchOptions search = c.options.search;
   search.nbest = 1;
-  const std::vector<Translation> done = translate(c, model, lines, search);
+  const std::vector<decode::Translation> done = translate(c, model, lines, search);
   std::vector<std::string> texts;
   std::size_t at = 0;
   for (const std::size_t count : line_counts) {

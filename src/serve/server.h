@@ -17,18 +17,18 @@ namespace dragoman::serve {
 struct ServedModel {
   std::string name;                              // chosen per request ("model"); the first is the default
   std::string source_language, target_language;  // from a name "xx-yy" (LibreTranslate's languages), else ""
-  DecodingModels models;
+  decode::DecodingModels models;
 };
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  SearchOptions search;  // the defaults a request may change
+  decode::SearchOptions search;  // the defaults a request may change
   RequestLimits limits;
   std::size_t max_request_bytes = 1 << 20;
   double request_timeout_seconds = 60;
   int http_threads = 64;         // connections served at once (each waits for its translation)
-  TranslatorOptions translator;  // the decoding batches' sizes
+  decode::TranslatorOptions translator;  // the decoding batches' sizes
   BatchingOptions batching;
 };
 

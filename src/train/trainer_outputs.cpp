@@ -96,18 +96,18 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
 // (the latest), and returns their sacreBLEU (13a, exp smoothing) against the references.
 double Trainer::translate_valid() {
   // Batches of training's size in tokens; on a GPU at least translate's (the dev set in a few).
-  TranslatorOptions o = TranslatorOptions::for_device(device_);
+  decode::TranslatorOptions o = decode::TranslatorOptions::for_device(device_);
   o.search.beam = static_cast<int>(config_.training.valid_beam);
   o.batch_tokens = device_.is_cpu() ? config_.training.max_tokens
                                     : std::max<std::int64_t>(o.batch_tokens, config_.training.max_tokens);
-  const Translator translator(*model_, *vocab_, o);
+  const decode::Translator translator(*model_, *vocab_, o);
   std::vector<std::vector<std::int32_t>> sources;
   for (std::int64_t i = 0; i < valid_.size(); ++i) sources.push_back(valid_.src(i));
-  const std::vector<Translation> translations = translator.translate_ids(std::move(sources));
+  const std::vector<decode::Translation> translations = translator.translate_ids(std::move(sources));
   std::string text;
   eval::Corpus corpus;
   corpus.refs.emplace_back(valid_references_.begin(), valid_references_.end());
-  for (const Translation& t : translations) {
+  for (const decode::Translation& t : translations) {
     text += t.nbest.front().text + "\n";
     corpus.hyps.emplace_back(t.nbest.front().text);  // views into `translations`, alive until the score
   }

@@ -35,10 +35,10 @@ std::string converted(const std::string& name) {
   return out;
 }
 
-TranslatorOptions search(int beam) {
-  TranslatorOptions o;
+decode::TranslatorOptions search(int beam) {
+  decode::TranslatorOptions o;
   o.search.beam = beam;
-  o.search.length_penalty = LengthPenalty::kPower;  // generate()'s score / |Y|^0.6
+  o.search.length_penalty = decode::LengthPenalty::kPower;  // generate()'s score / |Y|^0.6
   o.search.alpha = 0.6;
   return o;
 }
@@ -47,7 +47,7 @@ TranslatorOptions search(int beam) {
 
 TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and log-probabilities", "[convert]") {
   const nlohmann::json expected = read_json_file(kFixtures / "hf-tiny-expected.json");
-  const DecodingModels models = load_decoding_models({converted("hf-tiny")}, "fp32", Device::cpu());
+  const decode::DecodingModels models = decode::load_decoding_models({converted("hf-tiny")}, "fp32", Device::cpu());
   const model::ModelConfig& c = models.models.front()->config();
   CHECK(c.activation == model::Activation::kSwish);
   CHECK(c.sinusoids == SinusoidLayout::kConcatenated);
@@ -65,12 +65,12 @@ TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and l
   CHECK(vocabulary.encode(">>deu<< The package") == std::vector<std::int32_t>{1, 86, 54, 0});
   CHECK(vocabulary.encode(">>x<< <<y The package") == std::vector<std::int32_t>{1, 2, 123, 123, 18, 86, 54, 0});
   for (const auto& [name, beam] : {std::pair{"greedy", 1}, std::pair{"beam4", 4}}) {
-    const Translator translator(models.decoding(), vocabulary, search(beam));
-    const std::vector<Translation> out = translator.translate(lines);
+    const decode::Translator translator(models.decoding(), vocabulary, search(beam));
+    const std::vector<decode::Translation> out = translator.translate(lines);
     for (std::size_t i = 0; i < lines.size(); ++i) {
       INFO(name << " line " << i);
       const nlohmann::json& e = expected["lines"][i][name];
-      const TranslatedHypothesis& h = out[i].nbest.front();
+      const decode::TranslatedHypothesis& h = out[i].nbest.front();
       CHECK(h.tokens == e["ids"].get<std::vector<std::int32_t>>());
       CHECK(h.text == e["text"].get<std::string>());
       if (e.contains("log_probs")) {

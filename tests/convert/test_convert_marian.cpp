@@ -48,22 +48,22 @@ double marian_score(const std::string& raw) {
 
 void check_translations(const std::string& model_file, const std::string& reference) {
   const nlohmann::json expected = read_json_file(kFixtures / "marian-tiny-expected.json");
-  const DecodingModels models = load_decoding_models({model_file}, "fp32", Device::cpu());
+  const decode::DecodingModels models = decode::load_decoding_models({model_file}, "fp32", Device::cpu());
   const text::Vocabulary& vocabulary = *models.vocabulary;
   const std::vector<std::string> lines = read_lines(kFixtures / "input.en");
   REQUIRE(lines.size() == expected["lines"].size());
   int compared_beam = 0;
   for (const auto& [name, beam] : {std::pair{"greedy", 1}, std::pair{"beam4", 4}}) {
-    TranslatorOptions o;
+    decode::TranslatorOptions o;
     o.search.beam = beam;
-    o.search.length_penalty = LengthPenalty::kPower;  // Marian's --normalize 0.6, CTranslate2's length_penalty
+    o.search.length_penalty = decode::LengthPenalty::kPower;  // Marian's --normalize 0.6, CTranslate2's length_penalty
     o.search.alpha = 0.6;
-    const std::vector<Translation> out = Translator(models.decoding(), vocabulary, o).translate(lines);
+    const std::vector<decode::Translation> out = decode::Translator(models.decoding(), vocabulary, o).translate(lines);
     for (std::size_t i = 0; i < lines.size(); ++i) {
       INFO(reference << " " << name << " line " << i);
       const nlohmann::json& e = expected["lines"][i];
       const auto cap = static_cast<std::size_t>(e["source_pieces"].size() + 1 + 50);  // L, </s> counted in |x|
-      const TranslatedHypothesis& h = out[i].nbest.front();
+      const decode::TranslatedHypothesis& h = out[i].nbest.front();
       std::vector<std::string> pieces;
       for (const std::int32_t id : h.tokens) pieces.push_back(vocabulary.piece(id));
       const std::vector<std::string> theirs = e[reference][name]["pieces"].get<std::vector<std::string>>();
@@ -86,7 +86,7 @@ void check_translations(const std::string& model_file, const std::string& refere
 TEST_CASE("convert marian: with Marian's sinusoids, translations and scores are Marian's own", "[convert]") {
   const std::string file = converted(
       {(kFixtures / "marian-tiny" / "decoder.yml").string(), {}, {}, SinusoidLayout::kTensor2Tensor}, "marian");
-  const model::ModelConfig c = load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config();
+  const model::ModelConfig c = decode::load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config();
   CHECK(c.sinusoids == SinusoidLayout::kTensor2Tensor);
   CHECK(c.layer_norm_eps == 1e-6);
   CHECK(c.activation == model::Activation::kSwish);
@@ -99,7 +99,7 @@ TEST_CASE("convert marian: by default, translations are transformers' and CTrans
                             {(dir / "vocab.yml").string()},
                             {(dir / "source.spm").string(), (dir / "target.spm").string()}};
   const std::string file = converted(inputs, "default");
-  CHECK(load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config().sinusoids ==
+  CHECK(decode::load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config().sinusoids ==
         SinusoidLayout::kConcatenated);
   check_translations(file, "transformers");
   check_translations(file, "ctranslate2");

@@ -72,17 +72,17 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
   const text::Vocabulary vocabulary = text::Vocabulary::load(trained.task.vocab);
   const auto run = [&](Device device, DType precision, int beam, int nbest) {
     const model::Transformer model = model::load_model(trained.path, model::ParameterPrecision::decoding(precision), nullptr, device);
-    TranslatorOptions o;
+    decode::TranslatorOptions o;
     o.search.beam = beam;
     o.search.nbest = nbest;
-    return Translator(model, vocabulary, o).translate(sources);
+    return decode::Translator(model, vocabulary, o).translate(sources);
   };
   const Device gpu = Device::cuda(0);
   // Greedy: the same tokens. The GPU's log-probabilities differ from the CPU's in the last bits
   // (other summation orders), so a near-tie between two tokens may go the other way: at most one
   // line in 50 may differ.
-  const std::vector<Translation> cpu_greedy = run(Device::cpu(), DType::kF32, 1, 1);
-  const std::vector<Translation> gpu_greedy = run(gpu, DType::kF32, 1, 1);
+  const std::vector<decode::Translation> cpu_greedy = run(Device::cpu(), DType::kF32, 1, 1);
+  const std::vector<decode::Translation> gpu_greedy = run(gpu, DType::kF32, 1, 1);
   REQUIRE(gpu_greedy.size() == cpu_greedy.size());
   std::size_t greedy_differ = 0;
   for (std::size_t i = 0; i < cpu_greedy.size(); ++i) {
@@ -97,8 +97,8 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
   // score (in any order among near-ties), unless it sits at the cut: within 1e-4 of the GPU's last,
   // where a near-tie with a fifth hypothesis may have taken its place.
   constexpr double kScoreTolerance = 1e-4;
-  const std::vector<Translation> cpu_beam = run(Device::cpu(), DType::kF32, 4, 4);
-  const std::vector<Translation> gpu_beam = run(gpu, DType::kF32, 4, 4);
+  const std::vector<decode::Translation> cpu_beam = run(Device::cpu(), DType::kF32, 4, 4);
+  const std::vector<decode::Translation> gpu_beam = run(gpu, DType::kF32, 4, 4);
   std::size_t reordered = 0;
   for (std::size_t i = 0; i < cpu_beam.size(); ++i) {
     INFO("line " << i);
@@ -122,12 +122,12 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
   // bf16 and fp16 on the GPU, scored against the f32 translations.
   eval::Corpus corpus;
   corpus.refs.emplace_back();
-  for (const Translation& t : cpu_beam) corpus.refs[0].emplace_back(t.nbest.front().text);
+  for (const decode::Translation& t : cpu_beam) corpus.refs[0].emplace_back(t.nbest.front().text);
   for (const DType precision : {DType::kBF16, DType::kF16}) {
     INFO(dtype_name(precision));
-    const std::vector<Translation> low = run(gpu, precision, 4, 1);
+    const std::vector<decode::Translation> low = run(gpu, precision, 4, 1);
     corpus.hyps.clear();
-    for (const Translation& t : low) corpus.hyps.emplace_back(t.nbest.front().text);
+    for (const decode::Translation& t : low) corpus.hyps.emplace_back(t.nbest.front().text);
     CHECK(eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, 1).score >= 95);
   }
 }
@@ -136,12 +136,12 @@ TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
   const model::Transformer cpu_model = trained_f32(Device::cpu());
   const model::Transformer gpu_model = trained_f32(Device::cuda(0));
-  SearchOptions o;
+  decode::SearchOptions o;
   o.beam = 4;
   o.nbest = 2;
   o.record_attention = true;
   const auto alone = beam_search(gpu_model, sources, o);
-  const auto twice = beam_search(EnsembleDecoding({&gpu_model, &gpu_model}, {"a", "a"}), sources, o);
+  const auto twice = beam_search(decode::EnsembleDecoding({&gpu_model, &gpu_model}, {"a", "a"}), sources, o);
   const auto on_cpu = beam_search(cpu_model, sources, o);
   REQUIRE(alone.size() == sources.size());
   std::size_t compared = 0;
@@ -153,8 +153,8 @@ TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate
       CHECK(twice[i][j].log_prob == alone[i][j].log_prob);  // (x + x) * 0.5 == x on the device too
       CHECK(twice[i][j].attention == alone[i][j].attention);
     }
-    const Hypothesis& g = alone[i].front();
-    const Hypothesis& c = on_cpu[i].front();
+    const decode::Hypothesis& g = alone[i].front();
+    const decode::Hypothesis& c = on_cpu[i].front();
     if (g.tokens != c.tokens) continue;  // a near-tie (the test above bounds them)
     ++compared;
     REQUIRE(g.attention.size() == c.attention.size());
@@ -170,14 +170,14 @@ TEST_CASE("an ensemble and recorded cross-attention on a GPU", "[cuda][translate
 TEST_CASE("a joining beam search on a GPU finds what one batch finds there", "[cuda][translate]") {
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
   const model::Transformer gpu_model = trained_f32(Device::cuda(0));
-  const TransformerDecoding decoding(gpu_model);
-  SearchOptions o;
+  const decode::TransformerDecoding decoding(gpu_model);
+  decode::SearchOptions o;
   o.beam = 4;
   o.record_attention = true;
   const auto batched = beam_search(decoding, sources, o);
   // One sentence joins every step (a few at once every fifth), the rest when the search empties.
-  BeamSearch search(decoding, o);
-  std::vector<std::vector<Hypothesis>> joined(sources.size());
+  decode::BeamSearch search(decoding, o);
+  std::vector<std::vector<decode::Hypothesis>> joined(sources.size());
   std::size_t next = 0;
   while (next < sources.size() || !search.empty()) {
     const std::size_t count = next % 5 == 0 ? 3 : 1;
@@ -211,13 +211,13 @@ TEST_CASE("force decoding on a GPU scores as the CPU, and as beam search scored 
   const std::vector<std::vector<std::int32_t>> sources = dev_sources();
   const model::Transformer cpu_model = trained_f32(Device::cpu());
   const model::Transformer gpu_model = trained_f32(Device::cuda(0));
-  SearchOptions o;
+  decode::SearchOptions o;
   o.beam = 4;
   const auto found = beam_search(gpu_model, sources, o);
   std::vector<std::vector<std::int32_t>> targets;
   for (const auto& hypotheses : found) targets.push_back(hypotheses.front().tokens);
-  const auto on_gpu = force_decode(TransformerDecoding(gpu_model), sources, targets, 2048, 64);
-  const auto on_cpu = force_decode(TransformerDecoding(cpu_model), sources, targets, 2048, 64);
+  const auto on_gpu = force_decode(decode::TransformerDecoding(gpu_model), sources, targets, 2048, 64);
+  const auto on_cpu = force_decode(decode::TransformerDecoding(cpu_model), sources, targets, 2048, 64);
   REQUIRE(on_gpu.size() == sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     INFO("line " << i);

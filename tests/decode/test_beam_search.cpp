@@ -12,7 +12,7 @@
 #include "decode/decode_testing.h"
 #include "model/model_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 using test::random_model;
@@ -189,4 +189,4 @@ TEST_CASE("beam search: n-best lists are sorted and distinct, and batching chang
   CHECK_THROWS_AS(beam_search(model, sources, o), Error);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

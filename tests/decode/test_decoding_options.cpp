@@ -9,7 +9,7 @@
 #include "decode/model_files.h"
 #include "decode/translator.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 TEST_CASE("decoding options default to the paper's search, the same as SearchOptions'", "[decode]") {
@@ -180,4 +180,4 @@ TEST_CASE("a model file's recommendations are read within the options' bounds", 
 }
 
 }  // namespace
-}  // namespace dragoman
+}  // namespace dragoman::decode

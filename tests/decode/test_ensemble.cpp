@@ -14,7 +14,7 @@
 #include "decode/decoding_model.h"
 #include "model/model_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 using test::random_model;
@@ -157,4 +157,4 @@ TEST_CASE("recorded cross-attention: one row per token and EOS over the source, 
   CHECK_THROWS_AS(beam_search(model, kSources, o), Error);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

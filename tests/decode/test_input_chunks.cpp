@@ -21,7 +21,7 @@
 #include "io/line_reader.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 constexpr auto kDeadline = std::chrono::seconds(60);
@@ -294,4 +294,4 @@ TEST_CASE("a prefetcher that goes stops its reader's wait on a pipe with nothing
   done.get();
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -14,7 +14,7 @@
 #include "kernels/gemm.h"
 #include "model/model_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 const std::vector<std::vector<std::int32_t>> kSources = {
@@ -138,4 +138,4 @@ TEST_CASE("a joining beam search checks its arguments", "[decode]") {
   CHECK(search.source_tokens() == 0);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -10,7 +10,7 @@
 #include "decode/scorer.h"
 #include "model/model_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 TEST_CASE("force decoding gives each target's token log-probabilities, batched or not", "[decode]") {
   const model::Transformer model = test::random_model(test::fixture_config("pre_untied_learned"), 13);
@@ -62,4 +62,4 @@ TEST_CASE("force decoding names what it cannot score", "[decode]") {
   CHECK_THROWS_WITH(force_decode(decoding, {{5}}, {too_long}, 2048, 64), Catch::Contains("longer than the model's"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -7,7 +7,7 @@
 #include "decode/translation_output.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 struct Example {
@@ -104,4 +104,4 @@ TEST_CASE("alignments of a cut source give its last words nothing", "[decode]") 
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -12,7 +12,7 @@
 #include "decode/translation_stream.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 const std::vector<std::string> kLines = {"a b c", "", "j i h g f", "d", "e f g h", "a a", "b", "c d e f g h i j"};
@@ -92,4 +92,4 @@ TEST_CASE("translate's stream stops at a stop flag, the lines written complete",
   std::fclose(out);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -13,7 +13,7 @@
 #include "decode/translation_writer.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 text::Vocabulary letters() {
@@ -138,4 +138,4 @@ TEST_CASE("translate's output file appears, complete, only when committed", "[de
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

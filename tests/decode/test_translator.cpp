@@ -12,7 +12,7 @@
 #include "device/cpu/threads.h"
 #include "train/train_testing.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 namespace {
 
 const std::vector<std::string> kLines = {
@@ -201,4 +201,4 @@ TEST_CASE("translator: options and vocabulary are checked", "[decode]") {
                     Catch::Matchers::Contains("25 (source) and 25 (target) pieces"));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -13,7 +13,7 @@
 #include "decode/word_level.h"
 #include "text/vocabulary.h"
 
-namespace dragoman {
+namespace dragoman::decode {
 
 using Spans = std::vector<std::pair<std::size_t, std::size_t>>;
 
@@ -118,4 +118,4 @@ TEST_CASE("SentencePiece spans map a vocabulary's pieces to the words of the inp
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::decode

@@ -46,13 +46,13 @@ struct LettersModel {
   }
   text::Vocabulary vocabulary;
   model::Transformer model;
-  TransformerDecoding decoding;
+  decode::TransformerDecoding decoding;
 };
 
 }  // namespace
 
 TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input named", "[serve]") {
-  SearchOptions defaults;
+  decode::SearchOptions defaults;
   defaults.beam = 5;
   const serve::RequestLimits limits{3, 16};
   const serve::TranslateRequest r = serve::parse_translate_request(
@@ -64,13 +64,13 @@ TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input 
   CHECK(r.search.nbest == 2);
   CHECK(r.search.alpha == 1.0);
   CHECK(r.search.record_attention);
-  CHECK(r.output.format == OutputFormat::kJson);
+  CHECK(r.output.format == decode::OutputFormat::kJson);
   CHECK(r.output.word_scores);
-  CHECK(r.output.alignment == AlignmentKind::kSoft);
+  CHECK(r.output.alignment == decode::AlignmentKind::kSoft);
   const serve::TranslateRequest one =
       serve::parse_translate_request(R"({"text": "x", "alignment": true})", defaults, limits);
   CHECK(one.texts == std::vector<std::string>{"x"});
-  CHECK(one.output.alignment == AlignmentKind::kHard);
+  CHECK(one.output.alignment == decode::AlignmentKind::kHard);
   CHECK(one.search.nbest == 1);
 
   const std::vector<std::tuple<std::string, int, std::string>> bad = {
@@ -135,22 +135,22 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
           "[serve]") {
   const LettersModel m("serve-batching");
   const text::Vocabulary& vocabulary = m.vocabulary;
-  const TransformerDecoding& decoding = m.decoding;
+  const decode::TransformerDecoding& decoding = m.decoding;
   const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g"};
   std::vector<std::vector<std::int32_t>> sources;
   for (const std::string& line : lines) sources.push_back(vocabulary.encode(line));
-  TranslatorOptions base;
-  SearchOptions beam2, beam3;
+  decode::TranslatorOptions base;
+  decode::SearchOptions beam2, beam3;
   beam2.beam = 2;
   beam2.max_length_b = 4;
   beam3 = beam2;
   beam3.beam = 3;
-  const auto expected = [&](const SearchOptions& search) {
-    TranslatorOptions o = base;
+  const auto expected = [&](const decode::SearchOptions& search) {
+    decode::TranslatorOptions o = base;
     o.search = search;
-    return Translator(decoding, vocabulary, o).translate_ids(sources);
+    return decode::Translator(decoding, vocabulary, o).translate_ids(sources);
   };
-  const std::vector<Translation> want2 = expected(beam2), want3 = expected(beam3);
+  const std::vector<decode::Translation> want2 = expected(beam2), want3 = expected(beam3);
 
   std::mutex mutex;
   std::vector<serve::StepReport> steps;
@@ -163,7 +163,7 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
   std::atomic<bool> finished{false};
   std::thread runner([&] { batcher.run([&] { return finished.load(); }); });
   // 12 requests from 12 threads: each one sentence, beam 2 or 3 alternately.
-  std::vector<std::vector<Translation>> answers(12);
+  std::vector<std::vector<decode::Translation>> answers(12);
   std::vector<std::thread> clients;
   for (std::size_t i = 0; i < 12; ++i) {
     clients.emplace_back([&, i] {
@@ -177,7 +177,7 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
   for (std::size_t i = 0; i < 12; ++i) {
     INFO("request " << i);
     REQUIRE(answers[i].size() == 1);
-    const Translation& want = (i % 2 == 0 ? want2 : want3)[i % sources.size()];
+    const decode::Translation& want = (i % 2 == 0 ? want2 : want3)[i % sources.size()];
     CHECK(answers[i][0].nbest.front().tokens == want.nbest.front().tokens);
     CHECK(answers[i][0].nbest.front().log_prob == want.nbest.front().log_prob);
   }
@@ -198,15 +198,15 @@ TEST_CASE("batching translator: concurrent requests get what a Translator gives 
 TEST_CASE("batching translator: a bounded queue, and nothing taken once draining", "[serve]") {
   const LettersModel m("serve-queue");
   const text::Vocabulary& vocabulary = m.vocabulary;
-  const TransformerDecoding& decoding = m.decoding;
+  const decode::TransformerDecoding& decoding = m.decoding;
   serve::BatchingOptions options;
   options.max_wait = std::chrono::milliseconds(300);  // the first request waits: the queue holds it
   options.max_queue_sentences = 3;
-  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, TranslatorOptions{}, options);
+  serve::BatchingTranslator batcher({{&decoding, &vocabulary}}, decode::TranslatorOptions{}, options);
   std::atomic<bool> finished{false};
   std::thread runner([&] { batcher.run([&] { return finished.load(); }); });
   const std::vector<std::int32_t> s = vocabulary.encode("a b");
-  SearchOptions search;
+  decode::SearchOptions search;
   search.max_length_b = 3;
   auto first = batcher.submit(0, {s, s}, search);
   auto second = batcher.submit(0, {s}, search);
@@ -230,10 +230,10 @@ TEST_CASE("batching translator: a long request joins the search as it has room, 
   const std::vector<std::string> lines = {"a b c", "d", "e f g h", "i j", "a a b", "c d e f g", "b"};
   std::vector<std::vector<std::int32_t>> sources;
   for (const std::string& line : lines) sources.push_back(m.vocabulary.encode(line));
-  TranslatorOptions limits;
+  decode::TranslatorOptions limits;
   limits.batch_sentences = 2;
   limits.search.max_length_b = 6;
-  const std::vector<Translation> want = Translator(m.decoding, m.vocabulary, limits).translate_ids(sources);
+  const std::vector<decode::Translation> want = decode::Translator(m.decoding, m.vocabulary, limits).translate_ids(sources);
   std::mutex mutex;
   std::int64_t most = 0, finished = 0;
   serve::BatchingOptions options;
@@ -251,7 +251,7 @@ TEST_CASE("batching translator: a long request joins the search as it has room, 
   gone->abandoned = true;
   std::atomic<bool> done{false};
   std::thread runner([&] { batcher.run([&] { return done.load(); }); });
-  const std::vector<Translation> got = job->result.get_future().get();
+  const std::vector<decode::Translation> got = job->result.get_future().get();
   CHECK_THROWS_AS(gone->result.get_future().get(), Error);
   done = true;
   runner.join();

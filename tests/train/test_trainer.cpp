@@ -71,11 +71,11 @@ TEST_CASE("train: a tiny model learns to reverse sequences, and translates the d
 
   // The trained model translates: beam search over the model file reverses the dev sentences.
   const text::Vocabulary vocab = text::Vocabulary::load(task.vocab);
-  TranslatorOptions o;
+  decode::TranslatorOptions o;
   o.search.beam = 4;
   const std::vector<std::string> sources = test::read_lines(task.valid.source);
   const std::vector<std::string> references = test::read_lines(task.valid.target);
-  const std::vector<Translation> translations = Translator(model, vocab, o).translate(sources);
+  const std::vector<decode::Translation> translations = decode::Translator(model, vocab, o).translate(sources);
   REQUIRE(translations.size() == 100);
   std::vector<std::string> hypotheses;
   int exact = 0;
