@@ -21,22 +21,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string path = fuzz::write_temp("config.yaml", parts[0]);
   try {
-    const TrainConfig config = TrainConfig::load(path, overrides);
+    const train::TrainConfig config = train::TrainConfig::load(path, overrides);
     try {
       config.validate();
     } catch (const Error&) {
     }
     const nlohmann::json json = config.to_json();
-    const std::string again = fuzz::write_temp("again.yaml", to_yaml(json));
-    TrainConfig reloaded;
+    const std::string again = fuzz::write_temp("again.yaml", train::to_yaml(json));
+    train::TrainConfig reloaded;
     try {
-      reloaded = TrainConfig::load(again, {});
+      reloaded = train::TrainConfig::load(again, {});
     } catch (const Error& e) {
-      fuzz::fail(std::string("the written config does not load: ") + e.what() + "\n" + to_yaml(json));
+      fuzz::fail(std::string("the written config does not load: ") + e.what() + "\n" + train::to_yaml(json));
     }
     if (reloaded.to_json() != json) {
-      fuzz::fail("the written config loads differently:\n" + to_yaml(json) + "\nbecame\n" +
-                 to_yaml(reloaded.to_json()));
+      fuzz::fail("the written config loads differently:\n" + train::to_yaml(json) + "\nbecame\n" +
+                 train::to_yaml(reloaded.to_json()));
     }
   } catch (const Error&) {
   }

@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
   }
   try {
-    (void)load_train_state(path);
+    (void)train::load_train_state(path);
   } catch (const Error&) {
   }
   return 0;

@@ -21,14 +21,14 @@ struct AverageOptions {
 
 // The last `n` numbered checkpoints of a run directory (checkpoint-last/-best excluded).
 std::vector<std::string> last_checkpoints(const std::string& run, int n) {
-  const std::vector<std::int64_t> steps = checkpoint_steps(run);
+  const std::vector<std::int64_t> steps = train::checkpoint_steps(run);
   if (static_cast<int>(steps.size()) < n) {
     throw Error("average-checkpoints: " + run + " has " + std::to_string(steps.size()) +
                 " complete checkpoints, fewer than --last " + std::to_string(n));
   }
   std::vector<std::string> paths;
   for (std::size_t i = steps.size() - static_cast<std::size_t>(n); i < steps.size(); ++i) {
-    paths.push_back(checkpoint_model_path(run, steps[i]));
+    paths.push_back(train::checkpoint_model_path(run, steps[i]));
   }
   return paths;
 }

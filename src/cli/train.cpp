@@ -30,7 +30,7 @@ struct TrainCliOptions {
 
 // The config of the command line: -c FILE, or the run's own config.yaml when resuming without one;
 // --set on top of either.
-TrainConfig resolve_config(const TrainCliOptions& o) {
+train::TrainConfig resolve_config(const TrainCliOptions& o) {
   std::string path = o.config;
   if (path.empty()) {
     path = (std::filesystem::path(o.run) / "config.yaml").string();
@@ -39,7 +39,7 @@ TrainConfig resolve_config(const TrainCliOptions& o) {
     }
     spdlog::info("train: no --config: using the run's {}", path);
   }
-  TrainConfig config = TrainConfig::load(path, o.overrides);
+  train::TrainConfig config = train::TrainConfig::load(path, o.overrides);
   if (!o.devices.empty()) config.training.devices = o.devices;
   if (o.max_minutes >= 0) config.training.max_minutes = o.max_minutes;
   config.make_paths_absolute();
@@ -71,7 +71,7 @@ Subcommand add_train(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             try {
-              parse_devices(text, 1);  // the syntax ("all" is resolved when training starts)
+              train::parse_devices(text, 1);  // the syntax ("all" is resolved when training starts)
             } catch (const Error& e) {
               return e.what();
             }
@@ -82,18 +82,18 @@ Subcommand add_train(CLI::App& app) {
   sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
   return {sub, [o] {
             // Under mpirun/srun, process 0 speaks for the run; the others report only errors.
-            if (ProcessGroup::from_environment().rank != 0) spdlog::set_level(spdlog::level::err);
-            const TrainConfig config = resolve_config(*o);
+            if (train::ProcessGroup::from_environment().rank != 0) spdlog::set_level(spdlog::level::err);
+            const train::TrainConfig config = resolve_config(*o);
             if (o->dump_config) {
-              std::fputs(to_yaml(config.to_json()).c_str(), stdout);
+              std::fputs(train::to_yaml(config.to_json()).c_str(), stdout);
               return 0;
             }
             const StopSignals signals;
-            TrainOptions options;
+            train::TrainOptions options;
             options.run_dir = o->run;
             options.overwrite = o->overwrite;
             options.stop_signal = signals.flag();
-            const TrainResult result = train(config, options);
+            const train::TrainResult result = train::train(config, options);
             if (result.interrupted) {
               // The signal this process received, or (in a multi-process run) one another received.
               const int signal = result.stop_signal > 0 ? result.stop_signal : signals.received();

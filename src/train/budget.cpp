@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 double budget_seconds_at(const BudgetInputs& in, std::int64_t total) {
   const std::int64_t updates = total - in.step;
@@ -45,4 +45,4 @@ std::int64_t updates_that_fit(const BudgetInputs& in) {
   return low;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

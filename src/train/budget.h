@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace dragoman {
+namespace dragoman::train {
 
 // The calibration window, in the budget's clock: it opens at the end of the first update past
 // kCalibrationOpens of the budget (the first updates are slow: kernels and buffers are made then)
@@ -58,4 +58,4 @@ double budget_seconds_at(const BudgetInputs& inputs, std::int64_t total);
 // capped at max_steps; inputs.step when no further update fits.
 std::int64_t updates_that_fit(const BudgetInputs& inputs);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -16,7 +16,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 // Everything the child wrote to the pipe (its error message, if any).
@@ -126,4 +126,4 @@ bool run_in_child_process(const std::function<void()>& work, const std::atomic<i
   throw Error("the child process building it exited with code " + std::to_string(WEXITSTATUS(status)));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <functional>
 
-namespace dragoman {
+namespace dragoman::train {
 
 // Runs `work` in a child process and waits for it, checking `stop` (may be nullptr) every 50 ms.
 // Returns true when the work finished; false when `stop` became non-zero (the child is killed and
@@ -16,4 +16,4 @@ namespace dragoman {
 // runs in this process (and cannot be interrupted).
 bool run_in_child_process(const std::function<void()>& work, const std::atomic<int>* stop);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -14,7 +14,7 @@
 #include "device/cuda/nccl.h"
 #include "train/mpi.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 std::optional<int> environment_int(const char* name) {
@@ -249,4 +249,4 @@ std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& local
   return std::make_unique<LocalCommunicator>(static_cast<int>(local_devices.size()));
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -22,7 +22,7 @@
 #include "device/device.h"
 #include "core/tensor.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 // Where this process stands among the processes of an MPI launch (rank 0 of 1 when not launched
 // by MPI). Read from the launcher's environment (OpenMPI's OMPI_COMM_WORLD_*, PMI/PMIx's, Slurm's).
@@ -81,4 +81,4 @@ class Communicator {
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& local_devices,
                                                 const ProcessGroup& processes);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -17,7 +17,7 @@
 #include "io/text_lines.h"
 #include "base/utf8.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 // "SOURCE:LINE" of a node (its line when yaml-cpp knows it).
@@ -536,4 +536,4 @@ std::string to_yaml(const nlohmann::json& json) {
   return std::string(out.c_str()) + "\n";
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -13,7 +13,7 @@
 #include "device/device.h"
 #include "model/config.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 struct DataConfig {
   std::string train_source, train_target;             // line-aligned text files ...
@@ -122,4 +122,4 @@ std::vector<Device> parse_devices(const std::string& text, int visible_gpus);
 // The YAML text of a JSON value (the resolved config written into the run directory).
 std::string to_yaml(const nlohmann::json& json);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

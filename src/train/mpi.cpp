@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 
-namespace dragoman::mpi {
+namespace dragoman::train::mpi {
 namespace {
 
 void check(int status, const char* call) {
@@ -78,4 +78,4 @@ void abort(const std::string& why) noexcept {
   std::_Exit(1);
 }
 
-}  // namespace dragoman::mpi
+}  // namespace dragoman::train::mpi

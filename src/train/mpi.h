@@ -9,7 +9,7 @@
 
 #include "base/dtype.h"
 
-namespace dragoman::mpi {
+namespace dragoman::train::mpi {
 
 bool built_with_mpi();
 // MPI_Init_thread once per process (MPI_Finalize at exit); checks that MPI's world is `size`
@@ -23,4 +23,4 @@ void broadcast(void* data, std::size_t bytes, int root);
 // Prints `why` and ends every process of the launch (MPI_Abort). Never returns.
 [[noreturn]] void abort(const std::string& why) noexcept;
 
-}  // namespace dragoman::mpi
+}  // namespace dragoman::train::mpi

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "train/mpi.h"
 
-namespace dragoman::mpi {
+namespace dragoman::train::mpi {
 namespace {
 
 [[noreturn]] void no_mpi() {
@@ -27,4 +27,4 @@ void abort(const std::string& why) noexcept {
   std::_Exit(1);
 }
 
-}  // namespace dragoman::mpi
+}  // namespace dragoman::train::mpi

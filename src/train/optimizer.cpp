@@ -7,7 +7,7 @@
 #include "ops/adam.h"
 #include "ops/muon.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 bool muon_updates(const model::ParameterEntry& entry) {
   return entry.spec.init == model::ParameterInit::kXavierUniform && entry.spec.shape.size() == 2 &&
@@ -57,4 +57,4 @@ void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops
   adam_over(run_begin, params.size());
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -7,7 +7,7 @@
 #include "ops/adam.h"
 #include "ops/muon.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 // Whether Muon updates this parameter under training.optimizer muon: a linear layer's [out, in]
 // weight inside the encoder or decoder (not the embeddings, not a separate output projection).
@@ -22,4 +22,4 @@ bool muon_updates(const model::ParameterEntry& entry);
 void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam, const ops::MuonHyper* muon,
                     const Tensor* grad_factor = nullptr);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

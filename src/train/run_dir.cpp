@@ -20,7 +20,7 @@
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 namespace fs = std::filesystem;
 
@@ -150,4 +150,4 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace dragoman {
+namespace dragoman::train {
 
 enum class CheckpointKind { kRegular, kInterrupted };
 
@@ -66,4 +66,4 @@ class RunLock {
   int fd_ = -1;
 };
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace dragoman {
+namespace dragoman::train {
 
 inline double noam_learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double factor) {
   const double s = static_cast<double>(std::max<std::int64_t>(step, 1));
@@ -100,4 +100,4 @@ inline bool budget_rate_held(std::int64_t step, std::int64_t warmup, std::int64_
   return decay_share_left(step, from_warmup ? warmup : fixed_at, total, hold) >= 1.0;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "io/safetensors.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 constexpr const char* kFormat = "dragoman-train-state";
@@ -137,4 +137,4 @@ TrainState load_train_state(const std::string& path) {
   return s;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -9,7 +9,7 @@
 
 #include "core/tensor.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 struct TrainState {
   std::int64_t step = 0;         // updates done
@@ -47,4 +47,4 @@ void save_train_state(const std::string& path, const TrainState& state);
 // Throws dragoman::Error naming the file when it is not a state file or is damaged.
 TrainState load_train_state(const std::string& path);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -15,7 +15,7 @@
 #include "train/optimizer.h"
 #include "train/schedule.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 namespace {
 
@@ -249,14 +249,14 @@ TrainResult Trainer::run() {
   return result;
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail
 
-namespace dragoman {
+namespace dragoman::train {
 
 TrainResult train(const TrainConfig& config, const TrainOptions& options) {
   config.validate();
   if (options.run_dir.empty()) throw Error("train: no run directory");
-  trainer_detail::Trainer trainer(config, options);
+  detail::Trainer trainer(config, options);
   try {
     return trainer.run();
   } catch (const std::exception& e) {
@@ -265,4 +265,4 @@ TrainResult train(const TrainConfig& config, const TrainOptions& options) {
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -27,7 +27,7 @@
 #include "train/config.h"
 #include "train/run_dir.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 struct TrainOptions {
   std::string run_dir;
@@ -72,4 +72,4 @@ struct TrainResult {
 // once it would go below training.min_loss_scale).
 TrainResult train(const TrainConfig& config, const TrainOptions& options);
 
-}  // namespace dragoman
+}  // namespace dragoman::train

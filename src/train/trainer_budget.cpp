@@ -9,7 +9,7 @@
 #include "train/budget.h"
 #include "train/schedule.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 namespace {
 
@@ -217,4 +217,4 @@ void Trainer::refine_budget() {
                   {"refine_update_seconds", in.update_seconds}});
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "ops/elementwise.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 // What a run that stops on an error leaves to resume from.
 std::string Trainer::last_good_state() const {
@@ -115,4 +115,4 @@ void Trainer::grow_loss_scale() {
   spdlog::debug("train: loss scale now {}", state_.loss_scale);
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

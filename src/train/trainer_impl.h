@@ -32,7 +32,7 @@
 #include "train/train_state.h"
 #include "train/trainer.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 namespace fs = std::filesystem;
 
@@ -172,4 +172,4 @@ class Trainer {
   double refine_clock_ = 0, refine_pauses_ = 0;
 };
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

@@ -18,7 +18,7 @@
 #include "model/checkpoint.h"
 #include "ops/elementwise.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 namespace {
 
@@ -267,4 +267,4 @@ void Trainer::log_window(double loss, double nll, double lr, double grad_norm, d
   append_metrics(metrics);
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

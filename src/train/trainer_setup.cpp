@@ -21,7 +21,7 @@
 #include "text/vocabulary.h"
 #include "train/child_process.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 namespace {
 
@@ -395,4 +395,4 @@ void Trainer::load_corpora() {
   }
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

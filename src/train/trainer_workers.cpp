@@ -10,7 +10,7 @@
 #include "data/batching.h"
 #include "train/update.h"
 
-namespace dragoman::trainer_detail {
+namespace dragoman::train::detail {
 
 model::Batch Trainer::on_device(model::Batch batch, Device device) const {
   return device.is_cpu() ? batch : batch.to(device, config_.model);
@@ -189,4 +189,4 @@ void Trainer::agree_on_stop(TrainResult& result) {
   result.budget_spent = spent > 0 && !result.interrupted;
 }
 
-}  // namespace dragoman::trainer_detail
+}  // namespace dragoman::train::detail

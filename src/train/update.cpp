@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 UpdateLoss accumulate_gradients(model::Transformer& model, const std::vector<model::Batch>& batches, bool training,
                                 std::uint64_t seed, std::uint64_t first_stream, double loss_scale,
@@ -30,4 +30,4 @@ UpdateLoss accumulate_gradients(model::Transformer& model, const std::vector<mod
   return total;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

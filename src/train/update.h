@@ -9,7 +9,7 @@
 #include "model/batch.h"
 #include "model/transformer.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 struct UpdateLoss {
   double loss_sum = 0;  // label-smoothed, summed over the update's target tokens
@@ -31,4 +31,4 @@ UpdateLoss accumulate_gradients(model::Transformer& model, const std::vector<mod
                                 Tensor* loss_sums = nullptr, std::int64_t update_tokens = 0,
                                 const model::GradientReady& ready = {});
 
-}  // namespace dragoman
+}  // namespace dragoman::train

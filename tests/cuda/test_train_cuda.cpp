@@ -38,8 +38,8 @@ std::vector<double> train_losses(const std::string& run_dir) {
 
 // resume_config (dropout, label smoothing, accumulation, clipping) for `steps` updates, the dev loss
 // deciding (no validation BLEU).
-TrainConfig nll_config(const test::ReversalTask& task, std::int64_t steps) {
-  TrainConfig c = test::resume_config(task);
+train::TrainConfig nll_config(const test::ReversalTask& task, std::int64_t steps) {
+  train::TrainConfig c = test::resume_config(task);
   c.training.valid_bleu = false;
   c.training.best_metric = "nll";
   c.training.max_steps = steps;
@@ -58,10 +58,10 @@ double last_valid_loss(const std::string& run_dir) {
 
 TEST_CASE("train on cuda:0 follows the same run on the CPU (f32)", "[cuda][train]") {
   const test::ReversalTask task("cuda-follows-cpu", 400);
-  TrainConfig config = nll_config(task, 40);
-  train(config, task.options("cpu"));
+  train::TrainConfig config = nll_config(task, 40);
+  train::train(config, task.options("cpu"));
   config.training.devices = "cuda:0";
-  const TrainResult gpu = train(config, task.options("gpu"));
+  const train::TrainResult gpu = train::train(config, task.options("gpu"));
   CHECK(gpu.step == 40);
   const std::vector<double> expected = train_losses(task.options("cpu").run_dir);
   const std::vector<double> got = train_losses(task.options("gpu").run_dir);
@@ -83,14 +83,14 @@ TEST_CASE("train on cuda:0 follows the same run on the CPU (f32)", "[cuda][train
 
 TEST_CASE("a GPU run resumes bit-identically (f32)", "[cuda][train]") {
   const test::ReversalTask task("cuda-resume-f32", 200);
-  TrainConfig config = test::resume_config(task);
+  train::TrainConfig config = test::resume_config(task);
   config.training.devices = "cuda:0";
   test::check_resume_is_bit_identical(task, config);
 }
 
 TEST_CASE("a GPU run resumes bit-identically (bf16)", "[cuda][train]") {
   const test::ReversalTask task("cuda-resume-bf16", 200);
-  TrainConfig config = test::resume_config(task);
+  train::TrainConfig config = test::resume_config(task);
   config.training.devices = "cuda:0";
   config.training.precision = "bf16";
   config.training.max_steps = 16;
@@ -99,23 +99,23 @@ TEST_CASE("a GPU run resumes bit-identically (bf16)", "[cuda][train]") {
 
 TEST_CASE("checkpoints move between CPU and GPU runs", "[cuda][train]") {
   const test::ReversalTask task("cuda-cpu-moves", 200);
-  TrainConfig config = nll_config(task, 16);
-  train(config, task.options("cpu"));
+  train::TrainConfig config = nll_config(task, 16);
+  train::train(config, task.options("cpu"));
   // Half on the GPU, the rest on the CPU; and half on the CPU, the rest on the GPU.
   for (const auto& [first, second] : {std::pair<const char*, const char*>{"cuda:0", "cpu"}, {"cpu", "cuda:0"}}) {
     const std::string run = std::string("from-") + first;
     INFO(run);
-    TrainConfig half = config;
+    train::TrainConfig half = config;
     half.training.max_steps = 8;
     half.training.devices = first;
-    CHECK(train(half, task.options(run)).step == 8);
-    TrainConfig rest = config;
+    CHECK(train::train(half, task.options(run)).step == 8);
+    train::TrainConfig rest = config;
     rest.training.devices = second;
-    const TrainResult result = train(rest, task.options(run));
+    const train::TrainResult result = train::train(rest, task.options(run));
     CHECK(result.resumed_from == 8);
     CHECK(result.step == 16);
-    const std::vector<float> got = test::weights(checkpoint_model_path(task.options(run).run_dir, 16));
-    const std::vector<float> expected = test::weights(checkpoint_model_path(task.options("cpu").run_dir, 16));
+    const std::vector<float> got = test::weights(train::checkpoint_model_path(task.options(run).run_dir, 16));
+    const std::vector<float> expected = test::weights(train::checkpoint_model_path(task.options("cpu").run_dir, 16));
     REQUIRE(got.size() == expected.size());
     double diff = 0, norm = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
@@ -128,7 +128,7 @@ TEST_CASE("checkpoints move between CPU and GPU runs", "[cuda][train]") {
 
 TEST_CASE("bf16 training on the GPU tracks f32, and validation BLEU comes from the GPU decoder", "[cuda][train]") {
   const test::ReversalTask task("cuda-bf16-tracks", 1000);
-  TrainConfig config = task.config();
+  train::TrainConfig config = task.config();
   config.model.label_smoothing = 0.1;
   config.training.devices = "cuda:0";
   config.training.max_steps = 600;
@@ -136,11 +136,11 @@ TEST_CASE("bf16 training on the GPU tracks f32, and validation BLEU comes from t
   config.training.valid_bleu = true;
   config.training.valid_beam = 4;
   double dev_loss[2] = {0, 0};
-  TrainResult results[2];
+  train::TrainResult results[2];
   int i = 0;
   for (const std::string precision : {"fp32", "bf16"}) {
     config.training.precision = precision;
-    results[i] = train(config, task.options(precision));
+    results[i] = train::train(config, task.options(precision));
     dev_loss[i++] = last_valid_loss(task.options(precision).run_dir);
   }
   INFO("dev loss: fp32 " << dev_loss[0] << ", bf16 " << dev_loss[1]);
@@ -152,15 +152,15 @@ TEST_CASE("bf16 training on the GPU tracks f32, and validation BLEU comes from t
 
 TEST_CASE("train on every visible GPU (devices: all, NCCL) follows one GPU with update_freq N", "[cuda][train]") {
   const test::ReversalTask task("cuda-all-gpus", 300);
-  TrainConfig config = nll_config(task, 16);
+  train::TrainConfig config = nll_config(task, 16);
   const int gpus = cuda::device_count();
-  TrainConfig one = config;
+  train::TrainConfig one = config;
   one.training.devices = "cuda:0";
   one.training.update_freq = 2 * gpus;
-  train(one, task.options("one"));
-  TrainConfig all = config;
+  train::train(one, task.options("one"));
+  train::TrainConfig all = config;
   all.training.devices = "all";  // one NCCL communicator per GPU, summed by ncclAllReduce
-  CHECK(train(all, task.options("all")).step == 16);
+  CHECK(train::train(all, task.options("all")).step == 16);
   const std::vector<double> expected = train_losses(task.options("one").run_dir);
   const std::vector<double> got = train_losses(task.options("all").run_dir);
   REQUIRE(got.size() == expected.size());
@@ -169,14 +169,14 @@ TEST_CASE("train on every visible GPU (devices: all, NCCL) follows one GPU with 
 
 TEST_CASE("a GPU run reads its gradient norm one update late and stops at a non-finite one unsaved", "[cuda][train]") {
   const test::ReversalTask task("cuda-deferred-norm", 200);
-  TrainConfig config = test::resume_config(task);  // clipping included
+  train::TrainConfig config = test::resume_config(task);  // clipping included
   config.training.devices = "cuda:0";
   config.training.max_steps = 8;
   config.training.log_every = 1;
   config.checkpoint.every_steps = 2;
   // The GPU's default: every update's norm is read behind it, and each log line has its own.
-  const TrainOptions late = task.options("late");
-  REQUIRE(train(config, late).step == 8);
+  const train::TrainOptions late = task.options("late");
+  REQUIRE(train::train(config, late).step == 8);
   int norms = 0;
   for (const nlohmann::json& line : read_metrics(late.run_dir)) {
     if (!line.contains("gnorm")) continue;
@@ -185,11 +185,11 @@ TEST_CASE("a GPU run reads its gradient norm one update late and stops at a non-
     ++norms;
   }
   CHECK(norms == 8);
-  TrainOptions bad = task.options("bad");
+  train::TrainOptions bad = task.options("bad");
   bad.inject_overflow_at = {3};
-  CHECK_THROWS_WITH(train(config, bad),
+  CHECK_THROWS_WITH(train::train(config, bad),
                     Contains("update 3 gave a non-finite gradient norm") && Contains("stopping without applying it"));
-  CHECK(checkpoint_steps(bad.run_dir) == std::vector<std::int64_t>{2});
+  CHECK(train::checkpoint_steps(bad.run_dir) == std::vector<std::int64_t>{2});
 }
 
 TEST_CASE("a batch too large for the GPU stops with a message naming training.max_tokens", "[cuda][train]") {
@@ -206,7 +206,7 @@ TEST_CASE("a batch too large for the GPU stops with a message naming training.ma
   }
   test::write_text(dir + "/t.src", source);
   test::write_text(dir + "/t.tgt", target);
-  TrainConfig config;
+  train::TrainConfig config;
   config.data.train_source = dir + "/t.src";
   config.data.train_target = dir + "/t.tgt";
   config.data.vocabulary = test::write_letters_vocabulary(dir);
@@ -218,9 +218,9 @@ TEST_CASE("a batch too large for the GPU stops with a message naming training.ma
   config.training.devices = "cuda:0";
   config.training.max_tokens = 1000000;
   config.training.max_steps = 1;
-  TrainOptions options;
+  train::TrainOptions options;
   options.run_dir = dir + "/run";
-  CHECK_THROWS_WITH(train(config, options), Contains("update 1 ran out of memory on cuda:0") &&
+  CHECK_THROWS_WITH(train::train(config, options), Contains("update 1 ran out of memory on cuda:0") &&
                                                 Contains("training.max_tokens 1000000") &&
                                                 Contains("no checkpoint was written yet"));
 }

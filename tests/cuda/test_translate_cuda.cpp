@@ -35,10 +35,10 @@ struct TrainedModel {
   test::ReversalTask task{"cuda-translate", 2000};
   std::string path;
   TrainedModel() {
-    TrainConfig config = task.config();
+    train::TrainConfig config = task.config();
     config.training.max_steps = 400;
-    train(config, task.options("run"));
-    path = checkpoint_model_path(task.options("run").run_dir, 400);
+    train::train(config, task.options("run"));
+    path = train::checkpoint_model_path(task.options("run").run_dir, 400);
   }
 };
 

@@ -245,10 +245,10 @@ TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with i
       {"encoder.0.ffn.w2.weight", {4, 6}, model::ParameterInit::kXavierUniform, 0},
       {"output.weight", {10, 4}, model::ParameterInit::kXavierUniform, 0},
   };
-  CHECK(!muon_updates({specs[0], 0, 40}));
-  CHECK(muon_updates({specs[1], 40, 24}));
-  CHECK(!muon_updates({specs[2], 64, 6}));
-  CHECK(!muon_updates({specs[5], 98, 40}));
+  CHECK(!train::muon_updates({specs[0], 0, 40}));
+  CHECK(train::muon_updates({specs[1], 40, 24}));
+  CHECK(!train::muon_updates({specs[2], 64, 6}));
+  CHECK(!train::muon_updates({specs[5], 98, 40}));
   for (const DType compute : {DType::kF32, DType::kBF16}) {
     INFO("compute " << dtype_name(compute));
     model::ParameterSet muon_set(specs, model::ParameterPrecision::training(compute), Device::cpu());
@@ -268,14 +268,14 @@ TEST_CASE("optimizer_step: Muon takes the layers' matrices, Adam the rest with i
     ops::MuonHyper muon;
     muon.lr = 0.02;
     const std::vector<float> before = muon_set.values().to_vector<float>();
-    optimizer_step(muon_set, m_muon, v_muon, adam, &muon);
-    optimizer_step(adam_set, m_adam, v_adam, adam, nullptr);
+    train::optimizer_step(muon_set, m_muon, v_muon, adam, &muon);
+    train::optimizer_step(adam_set, m_adam, v_adam, adam, nullptr);
     const std::vector<float> w_muon = muon_set.values().to_vector<float>(),
                              w_adam = adam_set.values().to_vector<float>();
     const std::vector<float> vm = v_muon.to_vector<float>();
     for (const model::ParameterEntry& e : muon_set.entries()) {
       INFO(e.spec.name);
-      if (muon_updates(e)) {
+      if (train::muon_updates(e)) {
         // The slice equals cpu::muon_step on it alone, and Adam's second moment stays untouched.
         std::vector<float> w(before.begin() + e.offset, before.begin() + e.offset + e.numel), m(e.numel, 0.0f);
         const std::vector<float> gs(g.begin() + e.offset, g.begin() + e.offset + e.numel);

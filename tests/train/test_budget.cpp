@@ -23,7 +23,7 @@
 #include "train/train_testing.h"
 #include "train/trainer.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 namespace fs = std::filesystem;
@@ -357,4 +357,4 @@ TEST_CASE("budget: a signal inside the calibration saves the run, which calibrat
   CHECK(std::abs(resumed.step - 114) <= 2);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -24,7 +24,7 @@
 #include "train/trainer.h"
 #include "train/update.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -272,4 +272,4 @@ TEST_CASE("data parallel: a worker that fails ends the run at once, naming it, a
   CHECK(train(config, options).resumed_from == 4);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -13,7 +13,7 @@
 #include "train/train_testing.h"
 #include "train/trainer.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 using Catch::Matchers::Contains;
 
@@ -112,4 +112,4 @@ TEST_CASE("train: a non-finite gradient norm read one update late is found befor
   CHECK(checkpoint_steps(options.run_dir) == std::vector<std::int64_t>{1, 2});
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -13,7 +13,7 @@
 #include "train/train_testing.h"
 #include "train/trainer.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 namespace fs = std::filesystem;
@@ -94,4 +94,4 @@ TEST_CASE("train: a moving average decay outside 0 <= d < 1 is refused", "[train
   }
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -14,7 +14,7 @@
 #error "DRAGOMAN_SOURCE_DIR must point at the repository (for configs/)"
 #endif
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -318,4 +318,4 @@ TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
                     .validate());
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

@@ -23,7 +23,7 @@
 #include "train/trainer.h"
 #include "train/update.h"
 
-namespace dragoman {
+namespace dragoman::train {
 namespace {
 
 namespace fs = std::filesystem;
@@ -597,4 +597,4 @@ TEST_CASE("train: k accumulated batches give the gradient of one batch k times l
   CHECK(worst <= 1e-12 * largest);
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

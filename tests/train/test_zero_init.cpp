@@ -11,7 +11,7 @@
 #include "train/train_testing.h"
 #include "train/trainer.h"
 
-namespace dragoman {
+namespace dragoman::train {
 
 TEST_CASE("train: training.zero_init_residual starts the residual branches' last matrices at zero", "[train]") {
   const test::ReversalTask task("zero-init-residual", 200);
@@ -50,4 +50,4 @@ TEST_CASE("train: training.zero_init_residual starts the residual branches' last
   CHECK(zeroed == 2 * 2 + 3 * 2);  // 2 + 2 layers
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::train

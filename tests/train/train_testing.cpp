@@ -110,8 +110,8 @@ std::string write_letters_vocabulary(const std::string& dir) {
   return dir + "/letters.model";
 }
 
-TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab) {
-  TrainConfig c;
+train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab) {
+  train::TrainConfig c;
   c.model.encoder_layers = c.model.decoder_layers = 2;
   c.model.d_model = 32;
   c.model.d_ff = 64;
@@ -143,8 +143,8 @@ ReversalTask::ReversalTask(const std::string& name, int lines)
       valid(write_reversal_corpus(dir, "valid", 100, 2)),
       vocab(write_letters_vocabulary(dir)) {}
 
-TrainOptions ReversalTask::options(const std::string& run) const {
-  TrainOptions o;
+train::TrainOptions ReversalTask::options(const std::string& run) const {
+  train::TrainOptions o;
   o.run_dir = dir + "/" + run;
   return o;
 }
@@ -160,8 +160,8 @@ std::vector<float> weights(const std::string& path) {
   return model::load_model(path).parameters().values().to_vector<float>();
 }
 
-TrainConfig resume_config(const ReversalTask& task) {
-  TrainConfig c = task.config();
+train::TrainConfig resume_config(const ReversalTask& task) {
+  train::TrainConfig c = task.config();
   c.model.dropout = 0.1;
   c.model.attention_dropout = 0.1;
   c.model.label_smoothing = 0.1;
@@ -177,23 +177,23 @@ TrainConfig resume_config(const ReversalTask& task) {
   return c;
 }
 
-void check_resume_is_bit_identical(const ReversalTask& task, TrainConfig config) {
+void check_resume_is_bit_identical(const ReversalTask& task, train::TrainConfig config) {
   config.training.threads = 2;  // same thread count in both runs (OpenBLAS may round differently on others)
   const std::int64_t steps = config.training.max_steps;
-  const TrainOptions straight = task.options("straight");
-  train(config, straight);
+  const train::TrainOptions straight = task.options("straight");
+  train::train(config, straight);
 
   // Stopped halfway (a checkpoint is written at the end), then resumed.
-  const TrainOptions resumed = task.options("resumed");
-  TrainConfig first = config;
+  const train::TrainOptions resumed = task.options("resumed");
+  train::TrainConfig first = config;
   first.training.max_steps = steps / 2;
-  CHECK(train(first, resumed).step == steps / 2);
-  CHECK(train(config, resumed).step == steps);
+  CHECK(train::train(first, resumed).step == steps / 2);
+  CHECK(train::train(config, resumed).step == steps);
 
-  CHECK(weights(checkpoint_model_path(resumed.run_dir, steps)) ==
-        weights(checkpoint_model_path(straight.run_dir, steps)));
-  const TrainState a = load_train_state(checkpoint_state_path(straight.run_dir, steps));
-  const TrainState b = load_train_state(checkpoint_state_path(resumed.run_dir, steps));
+  CHECK(weights(train::checkpoint_model_path(resumed.run_dir, steps)) ==
+        weights(train::checkpoint_model_path(straight.run_dir, steps)));
+  const train::TrainState a = train::load_train_state(train::checkpoint_state_path(straight.run_dir, steps));
+  const train::TrainState b = train::load_train_state(train::checkpoint_state_path(resumed.run_dir, steps));
   CHECK(a.adam_m.to_vector<float>() == b.adam_m.to_vector<float>());
   CHECK(a.adam_v.to_vector<float>() == b.adam_v.to_vector<float>());
   CHECK(a.epoch == b.epoch);
@@ -219,8 +219,8 @@ void check_resume_is_bit_identical(const ReversalTask& task, TrainConfig config)
   REQUIRE(b.ema.defined() == a.ema.defined());
   if (a.ema.defined()) {
     CHECK(a.ema.to_vector<float>() == b.ema.to_vector<float>());
-    CHECK(weights(ema_model_path(checkpoint_model_path(resumed.run_dir, steps))) ==
-          weights(ema_model_path(checkpoint_model_path(straight.run_dir, steps))));
+    CHECK(weights(train::ema_model_path(train::checkpoint_model_path(resumed.run_dir, steps))) ==
+          weights(train::ema_model_path(train::checkpoint_model_path(straight.run_dir, steps))));
   }
 }
 

@@ -35,7 +35,7 @@ ReversalFiles write_reversal_corpus(const std::string& dir, const std::string& n
 std::string write_letters_vocabulary(const std::string& dir);
 
 // A tiny training config for the reversal task (2+2 layers, d_model 32) on the given files.
-TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab);
+train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab);
 
 // The reversal task in a scratch directory: `lines` training pairs, 100 dev pairs, the letters
 // vocabulary, and run directories under it.
@@ -44,8 +44,8 @@ struct ReversalTask {
   ReversalFiles train, valid;
   std::string vocab;
   explicit ReversalTask(const std::string& name, int lines = 2000);
-  TrainConfig config() const { return tiny_reversal_config(train, valid, vocab); }
-  TrainOptions options(const std::string& run) const;
+  train::TrainConfig config() const { return tiny_reversal_config(train, valid, vocab); }
+  train::TrainOptions options(const std::string& run) const;
 };
 
 // The lines of RUN/metrics.jsonl.
@@ -56,11 +56,11 @@ std::vector<float> weights(const std::string& path);
 // A config where resuming has the most to get wrong: dropout, label smoothing, accumulation over
 // 2 batches, clipping, epochs crossed (200 pairs), validation BLEU deciding the best checkpoint, and
 // a few checkpoints.
-TrainConfig resume_config(const ReversalTask& task);
+train::TrainConfig resume_config(const ReversalTask& task);
 
 // Trains `config` straight to its max_steps (run "straight"), and again stopped halfway and resumed
 // (run "resumed"): the two runs must agree bit for bit (weights, Adam moments, data position,
 // history, metrics). Catch2 checks.
-void check_resume_is_bit_identical(const ReversalTask& task, TrainConfig config);
+void check_resume_is_bit_identical(const ReversalTask& task, train::TrainConfig config);
 
 }  // namespace dragoman::test
