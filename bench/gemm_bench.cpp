@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
     }
   }
   if (threads < 1 || windows < 1) usage();
-  dragoman::set_compute_threads(threads);
+  dragoman::cpu::set_compute_threads(threads);
 
-  std::printf("%s\n", dragoman::cpu_kernels_info().c_str());
+  std::printf("%s\n", dragoman::ops::cpu_kernels_info().c_str());
   std::printf(
       "y = x W^T, x [m, k], W [n, k], f32 (int8: rows quantized, products in int32, scaled back); %d "
       "thread(s); GFLOP/s, the best of %d windows of about 50 ms\n\n",

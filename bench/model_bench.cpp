@@ -127,7 +127,7 @@ double peak_rss_mib() {
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::int64_t sentences = o.tokens / o.length;
-  std::printf("%s\n", dragoman::cpu_kernels_info().c_str());
+  std::printf("%s\n", dragoman::ops::cpu_kernels_info().c_str());
   std::printf(
       "Training step on %s: %lld sentences x %lld tokens (%lld source + %lld target tokens), vocabulary %lld, "
       "dropout on; median of %d steps after one warm-up step\n\n",
@@ -168,7 +168,7 @@ int run(int argc, char** argv) {
         }
       };
       for (const int threads : o.threads) {
-        dragoman::set_compute_threads(threads);
+        dragoman::cpu::set_compute_threads(threads);
         dragoman::allocator_for(o.device).reset_peak();
         std::vector<double> fwd, bwd, adam;
         for (int step = 0; step <= o.steps; ++step) {

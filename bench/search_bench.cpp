@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     if (flag == "--threads") threads = std::atoi(value.c_str());
     if (flag == "--batch-sentences") batch_sentences = std::atoll(value.c_str());
   }
-  dragoman::set_compute_threads(threads);
+  dragoman::cpu::set_compute_threads(threads);
   dragoman::cpu::set_row_invariant_products(true);
   const dragoman::decode::DecodingModels models = dragoman::decode::load_decoding_models({model_path}, "fp32", dragoman::Device::cpu());
   std::vector<std::string> lines;

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
        }},
   };
 
-  std::printf("%s", dragoman::cpu_kernels_info().c_str());
+  std::printf("%s", dragoman::ops::cpu_kernels_info().c_str());
   std::printf("\nf32 row kernels, 1 thread: millions of elements per second, the best of %d windows of about 20 ms\n\n",
               windows);
   std::string header = "| kernel (row size) |", rule = "|---|";

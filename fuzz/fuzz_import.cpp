@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (data[0] % 5) {
       case 0: check_tensors(io::decode_npz("fuzz.npz", input)); break;
       case 1: check_tensors(io::decode_torch_state_dict("fuzz.bin", input)); break;
-      case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", SinusoidLayout::kTensor2Tensor); break;
+      case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", ops::SinusoidLayout::kTensor2Tensor); break;
       case 3: (void)convert::hf_marian_config(std::string(input), "config.json"); break;
       default: {
         const text::PieceTable t = text::PieceTable::from_json(std::string(input), "fuzz.pieces");

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   // subcommands inherit fallthrough and hand options they do not know to their parent.
   app.fallthrough();
   app.set_version_flag("--version", [] {
-    std::string info = dragoman::build_info();
+    std::string info = dragoman::ops::build_info();
     info.pop_back();  // CLI11 adds the final newline
     return info;
   });

@@ -50,7 +50,7 @@ Subcommand add_build_vocab(CLI::App& app) {
             // Both files are checked before the training, which can take minutes.
             io::check_writable(*output + ".model");
             io::check_writable(*output + ".vocab");
-            o->threads = resolve_threads(o->threads, "build-vocab: --threads");
+            o->threads = cpu::resolve_threads(o->threads, "build-vocab: --threads");
             o->verbose = spdlog::get_level() <= spdlog::level::debug;
             spdlog::info("build-vocab: training a {} vocabulary of {} pieces on {} file(s)", o->model_type,
                          o->vocab_size, o->inputs.size());

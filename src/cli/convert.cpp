@@ -62,7 +62,7 @@ Subcommand add_convert(CLI::App& app) {
             } else {
               model = convert::read_marian(
                   {o->input, o->vocabs, o->spms,
-                   o->sinusoids == "tensor2tensor" ? SinusoidLayout::kTensor2Tensor : SinusoidLayout::kConcatenated});
+                   o->sinusoids == "tensor2tensor" ? ops::SinusoidLayout::kTensor2Tensor : ops::SinusoidLayout::kConcatenated});
             }
             convert::write_imported_model(model, o->output, o->input);
             const model::ModelConfig& c = model.config;

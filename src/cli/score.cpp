@@ -57,7 +57,7 @@ struct ScoreOptions {
 };
 
 int run_score(const ScoreOptions& o) {
-  set_compute_threads(resolve_threads(o.decoding.threads, "score: --threads"));
+  cpu::set_compute_threads(cpu::resolve_threads(o.decoding.threads, "score: --threads"));
   ops::set_row_invariant_products(o.deterministic);
   const io::TextLines sources = io::read_text_lines(o.source), targets = io::read_text_lines(o.target);
   if (sources.lines.size() != targets.lines.size()) {

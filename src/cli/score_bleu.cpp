@@ -117,7 +117,7 @@ void run_score_bleu(ScoreBleuOptions o) {
     }
   }
 
-  const int threads = resolve_threads(o.threads, "score-bleu: --threads");
+  const int threads = cpu::resolve_threads(o.threads, "score-bleu: --threads");
   const int width = o.width_given || !o.score_only ? o.width : 4;
   const std::size_t nrefs = corpus.refs.size();
 

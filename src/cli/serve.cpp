@@ -47,8 +47,8 @@ std::pair<std::string, std::string> name_and_path(const std::string& spec) {
 int run_serve(const ServeCliOptions& o) {
   check_decoding_device("serve", o.decoding.device, o.decoding.precision);
   const Device device = Device::parse(o.decoding.device);
-  const int threads = resolve_threads(o.decoding.threads, "serve: --threads");
-  set_compute_threads(threads);
+  const int threads = cpu::resolve_threads(o.decoding.threads, "serve: --threads");
+  cpu::set_compute_threads(threads);
   // Batch-invariant answers (a sentence's translation does not depend on who shared its batch),
   // unless --nondeterministic; a GPU has no such mode.
   ops::set_row_invariant_products(!o.nondeterministic && device.is_cpu());

@@ -94,7 +94,7 @@ void check_options(const TranslateCliOptions& o) {
 
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
-  set_compute_threads(resolve_threads(o.decoding.threads, "translate: --threads"));
+  cpu::set_compute_threads(cpu::resolve_threads(o.decoding.threads, "translate: --threads"));
   ops::set_row_invariant_products(o.deterministic);
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
@@ -125,7 +125,7 @@ int run_translate(const TranslateCliOptions& o) {
   spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {}",
                effective.beam, effective.length_normalization, effective.length_penalty, effective.max_length_a,
                effective.max_length_b,
-               device.is_cpu() ? fmt::format("{} thread(s)", compute_threads())
+               device.is_cpu() ? fmt::format("{} thread(s)", cpu::compute_threads())
                                : fmt::format("on {} in {}", device.str(), effective.precision));
 
   decode::ChunkOptions chunks = o.chunks;

@@ -114,7 +114,7 @@ CLI::Validator device_name() {
 
 CLI::Option* add_threads_option(CLI::App* sub, int& threads, const std::string& what) {
   return sub->add_option("--threads", threads, what + " (0: OMP_NUM_THREADS if set, else all cores)")
-      ->check(integer_in(0, kMaxThreads))
+      ->check(integer_in(0, cpu::kMaxThreads))
       ->capture_default_str();
 }
 
@@ -124,7 +124,7 @@ void check_decoding_device(const std::string& command, const std::string& device
     throw CLI::ValidationError("--precision int8 runs on the CPU (on a GPU use bf16 or fp16)");
   }
   if (device.is_cpu()) return;
-  if (!built_with_cuda()) {
+  if (!ops::built_with_cuda()) {
     throw Error(command + ": --device " + device_name +
                 ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit)");
   }

@@ -90,7 +90,7 @@ model::ModelConfig model_config(const json& j, const std::string& file) {
   c.attention_dropout = number("attention_dropout", 0.0);
   c.relu_dropout = number("activation_dropout", 0.0);
   c.positions = model::PositionKind::kSinusoidal;
-  c.sinusoids = SinusoidLayout::kConcatenated;
+  c.sinusoids = ops::SinusoidLayout::kConcatenated;
   c.max_positions = integer("max_position_embeddings");
   c.scale_embeddings = boolean("scale_embedding", false);
   c.output_bias = true;  // final_logits_bias
@@ -176,7 +176,7 @@ void check_positions(const io::SafeTensor& t, const model::ModelConfig& c, const
   if (t.dtype != DType::kF32 || t.shape != std::vector<std::int64_t>{c.max_positions, c.d_model}) {
     throw Error(file + ": '" + t.name + "' is not an F32 [max_position_embeddings, d_model] table");
   }
-  const Tensor table = ops::sinusoidal_positions(c.max_positions, c.d_model, DType::kF64, SinusoidLayout::kConcatenated);
+  const Tensor table = ops::sinusoidal_positions(c.max_positions, c.d_model, DType::kF64, ops::SinusoidLayout::kConcatenated);
   const double* expected = table.data<double>();
   const auto* values = reinterpret_cast<const float*>(t.data.data());
   for (std::size_t i = 0; i < static_cast<std::size_t>(table.numel()); ++i) {

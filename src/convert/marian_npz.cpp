@@ -34,7 +34,7 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 
 bool is_yaml(const std::string& path) { return has_suffix(path, ".yml") || has_suffix(path, ".yaml"); }
 
-model::ModelConfig marian_config(const YAML::Node& y, const std::string& where, SinusoidLayout sinusoids) {
+model::ModelConfig marian_config(const YAML::Node& y, const std::string& where, ops::SinusoidLayout sinusoids) {
   const auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
   if (!y.IsMap()) fail("not a YAML map of settings");
   const auto text = [&](const char* key, const std::string& fallback) {
@@ -197,7 +197,7 @@ io::SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> sha
 
 }  // namespace
 
-model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, SinusoidLayout sinusoids) {
+model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, ops::SinusoidLayout sinusoids) {
   try {
     return marian_config(parse_yaml(model_yml, where), where, sinusoids);
   } catch (const YAML::Exception& e) {  // a value of the wrong type

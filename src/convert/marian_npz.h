@@ -18,12 +18,12 @@ struct MarianInputs {
                                     // target.spm beside the vocabulary (or the model)
   // The sinusoids' frequencies: those of the Hugging Face and CTranslate2 conversions of Marian
   // models (concatenated: the paper's frequencies), or Marian's own (tensor2tensor) (docs/MODELS.md).
-  SinusoidLayout sinusoids = SinusoidLayout::kConcatenated;
+  ops::SinusoidLayout sinusoids = ops::SinusoidLayout::kConcatenated;
 };
 
 // Marian's model.yml (the training config it keeps in model.npz) as a ModelConfig (vocabulary
 // sizes and special ids left to the vocabulary), or an Error naming the setting it cannot represent.
-model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, SinusoidLayout sinusoids);
+model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, ops::SinusoidLayout sinusoids);
 
 // The model, or an Error naming the file and the setting or tensor Dragoman cannot represent.
 ImportedModel read_marian(const MarianInputs& inputs);

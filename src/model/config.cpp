@@ -60,7 +60,7 @@ void ModelConfig::validate() const {
   if (positions == PositionKind::kSinusoidal && d_model % 2 != 0) {
     fail("sinusoidal positions need an even d_model, got " + std::to_string(d_model));
   }
-  if (positions == PositionKind::kSinusoidal && sinusoids == SinusoidLayout::kTensor2Tensor && d_model < 4) {
+  if (positions == PositionKind::kSinusoidal && sinusoids == ops::SinusoidLayout::kTensor2Tensor && d_model < 4) {
     fail("tensor2tensor sinusoids need d_model >= 4, got " + std::to_string(d_model));
   }
   if (!(layer_norm_eps > 0)) fail("layer_norm_eps must be > 0");
@@ -164,7 +164,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
       const auto* name = std::find_if(std::begin(kSinusoidNames), std::end(kSinusoidNames),
                                       [&](const char* n) { return value.is_string() && value == n; });
       if (name == std::end(kSinusoidNames)) wrong("\"interleaved\", \"concatenated\" or \"tensor2tensor\"");
-      c.sinusoids = static_cast<SinusoidLayout>(name - std::begin(kSinusoidNames));
+      c.sinusoids = static_cast<ops::SinusoidLayout>(name - std::begin(kSinusoidNames));
     } else if (key == "max_positions")
       integer(c.max_positions);
     else if (key == "scale_embeddings")

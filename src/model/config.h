@@ -32,7 +32,7 @@ struct ModelConfig {
   double relu_dropout = 0.0;
   double label_smoothing = 0.1;
   PositionKind positions = PositionKind::kSinusoidal;
-  SinusoidLayout sinusoids = SinusoidLayout::kInterleaved;
+  ops::SinusoidLayout sinusoids = ops::SinusoidLayout::kInterleaved;
   std::int64_t max_positions = 1024;
   bool scale_embeddings = true;  // token embeddings times sqrt(d_model)
   Activation activation = Activation::kRelu;

@@ -17,7 +17,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
-namespace dragoman {
+namespace dragoman::ops {
 
 const char* version() { return DRAGOMAN_VERSION; }
 
@@ -75,4 +75,4 @@ std::string build_info() {
   return text;
 }
 
-}  // namespace dragoman
+}  // namespace dragoman::ops

@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace dragoman {
+namespace dragoman::ops {
 
 const char* version();
 const char* git_revision();  // generated at build time by cmake/GitRevision.cmake
@@ -23,4 +23,4 @@ std::string openblas_core_hint(const std::string& core, bool coretype_set, bool 
 // The multi-line text of `dragoman --version`.
 std::string build_info();
 
-}  // namespace dragoman
+}  // namespace dragoman::ops

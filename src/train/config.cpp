@@ -423,8 +423,8 @@ void TrainConfig::validate() const {
   if (training.best_metric != "nll" && training.best_metric != "bleu") fail("training.best_metric must be nll or bleu");
   if (training.best_metric == "bleu" && !training.valid_bleu)
     fail("training.best_metric bleu needs training.valid_bleu");
-  if (training.threads < 0 || training.threads > kMaxThreads) {
-    fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(kMaxThreads));
+  if (training.threads < 0 || training.threads > cpu::kMaxThreads) {
+    fail("training.threads must be from 0 (OMP_NUM_THREADS or all cores) to " + std::to_string(cpu::kMaxThreads));
   }
   try {
     parse_devices(training.devices, 1);  // the syntax ("all" is resolved by the trainer)

@@ -62,12 +62,12 @@ TrainResult Trainer::run() {
   config_.make_paths_absolute();
   run_ = options_.run_dir;
   check_inputs();
-  const int threads = resolve_threads(static_cast<int>(t.threads), "train: training.threads");
+  const int threads = cpu::resolve_threads(static_cast<int>(t.threads), "train: training.threads");
   worker_threads_ = device_.is_cpu() ? std::max(1, threads / static_cast<int>(devices_.size())) : threads;
   // fp16 decides on the host (an overflowed update is skipped, the loss scale halved), Muon takes
   // its gradients scaled: both keep the norm read at once. On the CPU that read costs nothing.
   defer_grad_norm_ = !fp16 && t.optimizer != "muon" && (!device_.is_cpu() || options_.defer_grad_norm);
-  set_compute_threads(worker_threads_);
+  cpu::set_compute_threads(worker_threads_);
   std::optional<RunLock> lock;
   std::optional<RunLogFile> log_file;
   std::optional<QuietLog> quiet;

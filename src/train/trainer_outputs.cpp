@@ -117,7 +117,7 @@ double Trainer::translate_valid() {
   io::write_file_atomically(step_file.string(), text);
   link_atomically(step_file.string(), (fs::path(run_) / "valid-translation.txt").string());
   keep_newest_files(kept, static_cast<std::size_t>(config_.checkpoint.keep_last));
-  return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, compute_threads()).score;
+  return eval::corpus_score(eval::Bleu(eval::BleuOptions{}), corpus, cpu::compute_threads()).score;
 }
 
 // With a moving average (training.ema_decay) validation judges it, not the last weights: its loss

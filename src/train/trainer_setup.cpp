@@ -91,7 +91,7 @@ data::CorpusOptions corpus_options(const std::string& source, const std::string&
 
 data::EncodedCorpus load_corpus(const data::CorpusOptions& o, const text::Vocabulary& vocab, const std::string& cache,
                                 const char* what, const std::atomic<int>* stop, std::uint64_t checked_hash) {
-  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, compute_threads(), stop, checked_hash);
+  data::EncodedCorpus corpus = data::load_parallel_corpus(o, vocab, cache, cpu::compute_threads(), stop, checked_hash);
   const data::FilterCounts& n = corpus.counts;
   spdlog::info(
       "train: {} pairs: {} read, {} kept; dropped {} empty, {} longer than {} tokens, {} with length ratio "
@@ -131,7 +131,7 @@ void Trainer::check_inputs() {
           "kernel yet); train on " +
           d.str() + " with training.optimizer adam");
     }
-    if (!built_with_cuda()) {
+    if (!ops::built_with_cuda()) {
       throw Error(
           "training.devices " + d.str() +
           ": this build of dragoman has no CUDA (build it on a machine with the CUDA toolkit), or train on cpu");
@@ -233,7 +233,7 @@ void Trainer::build_vocabulary(const fs::path& prefix) {
   v.character_coverage = config_.data.character_coverage;
   v.input_sentence_size = config_.data.vocab_sample;
   v.seed = static_cast<std::uint32_t>(config_.training.seed);
-  v.threads = compute_threads();
+  v.threads = cpu::compute_threads();
   // Everything the child writes goes to a scratch directory that is removed however the build ends
   // (a killed child leaves its temporary files there too); the result is moved into place after.
   const fs::path scratch = fs::path(run_) / "vocab-build.tmp";

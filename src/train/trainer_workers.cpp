@@ -45,7 +45,7 @@ Tensor& Trainer::worker_adam_v(std::size_t w) { return w == 0 ? state_.adam_v : 
 void Trainer::for_each_worker(const std::function<void(std::size_t)>& fn) {
   const std::size_t n = devices_.size();
   parallel_for(n, static_cast<int>(n), [&](std::size_t begin, std::size_t end) {
-    if (begin != 0) use_compute_threads_here(worker_threads_);
+    if (begin != 0) cpu::use_compute_threads_here(worker_threads_);
     for (std::size_t w = begin; w < end; ++w) fn(w);
   });
 }

@@ -50,7 +50,7 @@ TEST_CASE("convert hf: MarianMT's encoding, greedy and beam-4 translations and l
   const decode::DecodingModels models = decode::load_decoding_models({converted("hf-tiny")}, "fp32", Device::cpu());
   const model::ModelConfig& c = models.models.front()->config();
   CHECK(c.activation == model::Activation::kSwish);
-  CHECK(c.sinusoids == SinusoidLayout::kConcatenated);
+  CHECK(c.sinusoids == ops::SinusoidLayout::kConcatenated);
   CHECK(c.output_bias);
   CHECK(c.bos_id == c.pad_id);  // decoding starts from <pad>
   const std::vector<std::string> lines = read_lines(kFixtures / "input.en");

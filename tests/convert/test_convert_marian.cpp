@@ -85,9 +85,9 @@ void check_translations(const std::string& model_file, const std::string& refere
 
 TEST_CASE("convert marian: with Marian's sinusoids, translations and scores are Marian's own", "[convert]") {
   const std::string file = converted(
-      {(kFixtures / "marian-tiny" / "decoder.yml").string(), {}, {}, SinusoidLayout::kTensor2Tensor}, "marian");
+      {(kFixtures / "marian-tiny" / "decoder.yml").string(), {}, {}, ops::SinusoidLayout::kTensor2Tensor}, "marian");
   const model::ModelConfig c = decode::load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config();
-  CHECK(c.sinusoids == SinusoidLayout::kTensor2Tensor);
+  CHECK(c.sinusoids == ops::SinusoidLayout::kTensor2Tensor);
   CHECK(c.layer_norm_eps == 1e-6);
   CHECK(c.activation == model::Activation::kSwish);
   check_translations(file, "marian");
@@ -100,7 +100,7 @@ TEST_CASE("convert marian: by default, translations are transformers' and CTrans
                             {(dir / "source.spm").string(), (dir / "target.spm").string()}};
   const std::string file = converted(inputs, "default");
   CHECK(decode::load_decoding_models({file}, "fp32", Device::cpu()).models.front()->config().sinusoids ==
-        SinusoidLayout::kConcatenated);
+        ops::SinusoidLayout::kConcatenated);
   check_translations(file, "transformers");
   check_translations(file, "ctranslate2");
 }
@@ -119,7 +119,7 @@ TEST_CASE("convert marian: settings Dragoman cannot represent are refused by nam
     for (const auto& [key, value] : settings) {
       if (more.find(key + ":") == std::string::npos) yaml += key + ": " + value + "\n";
     }
-    return marian_model_config(yaml, "model.yml", SinusoidLayout::kTensor2Tensor);
+    return marian_model_config(yaml, "model.yml", ops::SinusoidLayout::kTensor2Tensor);
   };
   const model::ModelConfig c = config("");
   CHECK(c.d_model == 32);

@@ -11,7 +11,7 @@ TEST_CASE("runtime_info lists every device", "[cuda]") {
   const std::string info = dragoman::cuda::runtime_info();
   CHECK(info.find("CUDA devices: " + std::to_string(devices)) != std::string::npos);
   CHECK(info.find("cuda:0 ") != std::string::npos);
-  CHECK(dragoman::build_info().find("CUDA: yes") != std::string::npos);
+  CHECK(dragoman::ops::build_info().find("CUDA: yes") != std::string::npos);
 }
 
 TEST_CASE("a failing CUDA call throws dragoman::Error naming the call", "[cuda]") {

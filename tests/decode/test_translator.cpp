@@ -142,9 +142,9 @@ TEST_CASE("translator: batch size and thread count do not change the output", "[
     INFO("batch sentences " << batch_sentences);
     require_same(Translator(model, vocab, options(4, 1, 1 << 20, batch_sentences)).translate(lines), reference);
   }
-  set_compute_threads(2);
+  cpu::set_compute_threads(2);
   const std::vector<Translation> two_threads = Translator(model, vocab, options(4, 1, 40)).translate(lines);
-  set_compute_threads(1);
+  cpu::set_compute_threads(1);
   require_same(two_threads, reference);
 }
 

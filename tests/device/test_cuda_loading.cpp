@@ -27,7 +27,7 @@ bool mapped(const std::string& library) {
 
 TEST_CASE("cuBLAS is loaded on first use, not at start-up", "[kernels]") {
   // --version's text (with no device here) must not load it either.
-  const std::string info = build_info();
+  const std::string info = ops::build_info();
   CHECK_FALSE(mapped("libcublasLt.so"));
   CHECK_FALSE(mapped("libcublas.so"));
   if constexpr (kWithCuda) {

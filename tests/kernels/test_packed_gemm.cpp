@@ -148,12 +148,12 @@ TEST_CASE("Packed s8 weights: linear_int8 gives the same bits as the plain loop"
       std::vector<float> spec(static_cast<std::size_t>(s.rows * s.out)), fast(spec.size());
       cpu::linear_int8_reference(x.data(), s.rows, s.in, qw.data(), sw.data(), s.out, bias.data(), relu, spec.data());
       for (const int threads : {1, 2}) {
-        use_compute_threads_here(threads);
+        cpu::use_compute_threads_here(threads);
         cpu::linear_int8(x.data(), s.rows, s.in, qw.data(), sw.data(), s.out, bias.data(), relu, fast.data(),
                          packed.get());
         CHECK(fast == spec);
       }
-      use_compute_threads_here(1);
+      cpu::use_compute_threads_here(1);
     }
     std::vector<float> y(static_cast<std::size_t>(s.out));
     CHECK_THROWS_WITH(packed->linear_f32(x.data(), 1, s.in, nullptr, false, y.data()),
@@ -187,7 +187,7 @@ TEST_CASE("Packed weights serve several threads at once", "[kernels]") {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      use_compute_threads_here(1);
+      cpu::use_compute_threads_here(1);
       for (int i = 0; i < 20; ++i) {
         again->linear_f32(x.data(), 10 + t, in, nullptr, false, parallel[static_cast<std::size_t>(t)].data());
       }

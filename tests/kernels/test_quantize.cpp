@@ -83,12 +83,12 @@ TEST_CASE("linear_int8 equals its plain-loop spec bit for bit, and approximates 
       std::vector<float> spec(static_cast<std::size_t>(s.rows * s.out));
       cpu::linear_int8_reference(x.data(), s.rows, s.in, qw.data(), sw.data(), s.out, bias.data(), relu, spec.data());
       for (const int threads : {1, 2}) {  // the fast path's buffers are the caller's, its loops OpenMP's
-        use_compute_threads_here(threads);
+        cpu::use_compute_threads_here(threads);
         std::vector<float> fast(spec.size());
         cpu::linear_int8(x.data(), s.rows, s.in, qw.data(), sw.data(), s.out, bias.data(), relu, fast.data());
         CHECK(fast == spec);
       }
-      use_compute_threads_here(1);
+      cpu::use_compute_threads_here(1);
       // Against the f32 product: each of the `in` terms is off by at most half a step of x's and of
       // w's scale (and their product), so the error is a small fraction of sum |x| |w|.
       double worst = 0;

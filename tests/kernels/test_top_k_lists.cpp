@@ -1,5 +1,5 @@
 // The one-pass top-k of kernels/cuda/top_k.cu, run on the CPU: every thread's sorted list of its
-// entries (ids t, t + threads, ...) built with the kernel's own top_k::insert, then the kernel's
+// entries (ids t, t + threads, ...) built with the kernel's own common::top_k::insert, then the kernel's
 // merge (k rounds, each taking the best head of all lists), against the spec: the CPU op
 // (cpu::top_k_row). This checks the algorithm and the shared list code here;
 // tests/cuda/test_ops_top_k.cpp checks the kernel itself on a GPU.
@@ -34,13 +34,13 @@ Picks one_pass(const std::vector<float>& row, int threads, std::int64_t k, std::
     std::int32_t ids[kList];
     for (int j = 0; j < kList; ++j) {
       values[j] = -std::numeric_limits<float>::infinity();
-      ids[j] = top_k::kNoId;
+      ids[j] = common::top_k::kNoId;
     }
     for (std::int64_t i = t; i < v; i += threads) {
       const auto id = static_cast<std::int32_t>(i);
-      if (top_k::candidate(row[i], id, skip_a, skip_b)) top_k::insert(values, ids, row[i], id);
+      if (common::top_k::candidate(row[i], id, skip_a, skip_b)) common::top_k::insert(values, ids, row[i], id);
     }
-    for (int j = 1; j < kList; ++j) REQUIRE_FALSE(top_k::before(values[j], ids[j], values[j - 1], ids[j - 1]));
+    for (int j = 1; j < kList; ++j) REQUIRE_FALSE(common::top_k::before(values[j], ids[j], values[j - 1], ids[j - 1]));
     list_value[t].assign(values, values + kList);
     list_id[t].assign(ids, ids + kList);
   }
@@ -48,28 +48,28 @@ Picks one_pass(const std::vector<float>& row, int threads, std::int64_t k, std::
   std::vector<int> head(static_cast<std::size_t>(threads), 0);
   for (std::int64_t j = 0; j < k; ++j) {
     float value = -std::numeric_limits<float>::infinity();
-    std::int32_t id = top_k::kNoId;
+    std::int32_t id = common::top_k::kNoId;
     int owner = -1;
     for (int t = 0; t < threads; ++t) {
       if (head[t] == kList) continue;
       const float mine = list_value[t][head[t]];
       const std::int32_t mine_id = list_id[t][head[t]];
-      if (top_k::before(mine, mine_id, value, id)) {
+      if (common::top_k::before(mine, mine_id, value, id)) {
         value = mine;
         id = mine_id;
         owner = t;
       }
     }
-    if (id != top_k::kNoId) ++head[owner];
-    out.values.push_back(id == top_k::kNoId ? -std::numeric_limits<float>::infinity() : value);
-    out.ids.push_back(id == top_k::kNoId ? -1 : id);
+    if (id != common::top_k::kNoId) ++head[owner];
+    out.values.push_back(id == common::top_k::kNoId ? -std::numeric_limits<float>::infinity() : value);
+    out.ids.push_back(id == common::top_k::kNoId ? -1 : id);
   }
   return out;
 }
 
 Picks one_pass_for(const std::vector<float>& row, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b) {
-  const int list = top_k::list_length(k);
-  const int threads = top_k::list_threads(list);
+  const int list = common::top_k::list_length(k);
+  const int threads = common::top_k::list_threads(list);
   switch (list) {
     case 2: return one_pass<2>(row, threads, k, skip_a, skip_b);
     case 4: return one_pass<4>(row, threads, k, skip_a, skip_b);
@@ -90,15 +90,15 @@ Picks spec(const std::vector<float>& row, std::int64_t k, std::int32_t skip_a, s
 }  // namespace
 
 TEST_CASE("The one-pass top-k's lists list_length and list_threads", "[top_k]") {
-  CHECK(top_k::list_length(1) == 2);
-  CHECK(top_k::list_length(2) == 2);
-  CHECK(top_k::list_length(3) == 4);
-  CHECK(top_k::list_length(8) == 8);
-  CHECK(top_k::list_length(9) == 16);
-  CHECK(top_k::list_length(32) == 32);
-  CHECK(top_k::list_length(33) == 0);  // k passes instead
-  CHECK(top_k::list_threads(16) == 256);
-  CHECK(top_k::list_threads(32) == 128);
+  CHECK(common::top_k::list_length(1) == 2);
+  CHECK(common::top_k::list_length(2) == 2);
+  CHECK(common::top_k::list_length(3) == 4);
+  CHECK(common::top_k::list_length(8) == 8);
+  CHECK(common::top_k::list_length(9) == 16);
+  CHECK(common::top_k::list_length(32) == 32);
+  CHECK(common::top_k::list_length(33) == 0);  // k passes instead
+  CHECK(common::top_k::list_threads(16) == 256);
+  CHECK(common::top_k::list_threads(32) == 128);
 }
 
 TEST_CASE("The one-pass top-k's algorithm picks what cpu top_k_row picks", "[top_k]") {
@@ -110,7 +110,7 @@ TEST_CASE("The one-pass top-k's algorithm picks what cpu top_k_row picks", "[top
       for (int pattern = 0; pattern < 4; ++pattern) {
         INFO("V " << v << ", k " << k << ", pattern " << pattern);
         std::vector<float> row(static_cast<std::size_t>(v));
-        const int threads = top_k::list_threads(top_k::list_length(k));
+        const int threads = common::top_k::list_threads(common::top_k::list_length(k));
         for (std::int64_t i = 0; i < v; ++i) {
           switch (pattern) {
             case 0: row[i] = static_cast<float>(coarse(rng)) * 0.25f; break;           // ties

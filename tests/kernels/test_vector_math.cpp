@@ -394,14 +394,14 @@ TEST_CASE("vector_math: adam_f32 at every level gives common::adam_update's bits
 }
 
 TEST_CASE("build_info: an OpenBLAS that does not know the CPU is told which kernels to take", "[kernels]") {
-  CHECK(openblas_core_hint("Prescott", false, true, false) ==
+  CHECK(ops::openblas_core_hint("Prescott", false, true, false) ==
         ": it does not know this CPU; OPENBLAS_CORETYPE=Haswell gives it faster ones");
-  CHECK(openblas_core_hint("Prescott", false, true, true).find("OPENBLAS_CORETYPE=SkylakeX") != std::string::npos);
-  CHECK(openblas_core_hint("Nehalem", false, true, false).find("Haswell") != std::string::npos);
-  CHECK(openblas_core_hint("Prescott", true, true, true).empty());     // the user chose it
-  CHECK(openblas_core_hint("Prescott", false, false, false).empty());  // an SSE-only CPU: right as it is
-  CHECK(openblas_core_hint("Haswell", false, true, true).empty());
-  CHECK(openblas_core_hint("Cooperlake", false, true, true).empty());
+  CHECK(ops::openblas_core_hint("Prescott", false, true, true).find("OPENBLAS_CORETYPE=SkylakeX") != std::string::npos);
+  CHECK(ops::openblas_core_hint("Nehalem", false, true, false).find("Haswell") != std::string::npos);
+  CHECK(ops::openblas_core_hint("Prescott", true, true, true).empty());     // the user chose it
+  CHECK(ops::openblas_core_hint("Prescott", false, false, false).empty());  // an SSE-only CPU: right as it is
+  CHECK(ops::openblas_core_hint("Haswell", false, true, true).empty());
+  CHECK(ops::openblas_core_hint("Cooperlake", false, true, true).empty());
 }
 
 TEST_CASE("cpu_isa: the level picked is the best the CPU's features allow, DRAGOMAN_CPU_ISA lowers it", "[kernels]") {

@@ -19,7 +19,7 @@ TEST_CASE("initialize draws each element from its own Philox words, whatever the
   // 2 i and 2 i + 1 (Box-Muller normal); zeros and ones as named.
   ModelConfig c = test::fixture_config("pre_untied_learned");
   for (const int threads : {1, 2}) {
-    use_compute_threads_here(threads);
+    cpu::use_compute_threads_here(threads);
     Transformer model(c, DType::kF64);
     model.initialize(11);
     const std::vector<double> values = model.parameters().values().to_vector<double>();
@@ -53,7 +53,7 @@ TEST_CASE("initialize draws each element from its own Philox words, whatever the
     CHECK(checked == values.size());
     CHECK(mismatches == 0);
   }
-  use_compute_threads_here(1);
+  cpu::use_compute_threads_here(1);
 }
 
 TEST_CASE("initialize with zero_residual: the residual branches' last matrices start at zero and the rest is unchanged",

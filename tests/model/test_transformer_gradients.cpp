@@ -62,12 +62,12 @@ TEST_CASE("Transformer gradients match finite differences with the imported mode
   config.activation = Activation::kSwish;
   config.output_bias = true;
   SECTION("marian") {
-    config.sinusoids = SinusoidLayout::kTensor2Tensor;
+    config.sinusoids = ops::SinusoidLayout::kTensor2Tensor;
     config.bos_id = config.pad_id;
     check_every_parameter(config);
   }
   SECTION("marianmt unscaled, separate vocabularies") {
-    config.sinusoids = SinusoidLayout::kConcatenated;
+    config.sinusoids = ops::SinusoidLayout::kConcatenated;
     config.scale_embeddings = false;
     config.share_embeddings = false;
     config.tie_output = false;

@@ -214,8 +214,8 @@ double tolerance() {
 // Sets the compute thread count for one scope and restores the default afterwards.
 class ScopedThreads {
  public:
-  explicit ScopedThreads(int n) { set_compute_threads(n); }
-  ~ScopedThreads() { set_compute_threads(0); }
+  explicit ScopedThreads(int n) { cpu::set_compute_threads(n); }
+  ~ScopedThreads() { cpu::set_compute_threads(0); }
   ScopedThreads(const ScopedThreads&) = delete;
   ScopedThreads& operator=(const ScopedThreads&) = delete;
 };

@@ -116,8 +116,8 @@ DRAGOMAN_CPU_TEST_CASE("cpu::bias_backward gives the same bits with 1 and 2 thre
     for (int64_t c = 0; c < cols; ++c) ref_db[at(c)] += dy[at(r * cols + c)];
   }
   CHECK(max_abs_difference(db1, ref_db) < 1e-4);
-  CHECK(compute_threads() ==
-        resolve_threads(0, ""));  // ScopedThreads restored the default (OMP_NUM_THREADS or all cores)
+  CHECK(cpu::compute_threads() ==
+        cpu::resolve_threads(0, ""));  // ScopedThreads restored the default (OMP_NUM_THREADS or all cores)
 }
 
 DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the thread count", "[kernels]", float,

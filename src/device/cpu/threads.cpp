@@ -13,7 +13,7 @@
 
 #include "base/parallel.h"
 
-namespace dragoman {
+namespace dragoman::cpu {
 namespace {
 
 // OMP_NUM_THREADS as OpenMP reads it (the first number of a list); nothing when unset or invalid.
@@ -49,4 +49,4 @@ int compute_threads() { return omp_get_max_threads(); }
 
 void use_compute_threads_here(int n) { omp_set_num_threads(std::max(n, 1)); }
 
-}  // namespace dragoman
+}  // namespace dragoman::cpu

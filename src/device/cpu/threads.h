@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace dragoman {
+namespace dragoman::cpu {
 
 // The most threads any command accepts: far above any machine this runs on, and below the point
 // where a typo (threads: 10000) would start that many threads.
@@ -22,4 +22,4 @@ int compute_threads();
 // thread of its own; set_compute_threads sets the main thread's and OpenBLAS's).
 void use_compute_threads_here(int n);
 
-}  // namespace dragoman
+}  // namespace dragoman::cpu

@@ -9,7 +9,7 @@
 
 #include "base/host_device.h"
 
-namespace dragoman::top_k {
+namespace dragoman::common::top_k {
 
 // The id of an empty list entry (its value is -inf): after every real entry.
 inline constexpr std::int32_t kNoId = std::numeric_limits<std::int32_t>::max();
@@ -52,4 +52,4 @@ constexpr int list_length(std::int64_t k) {
 }
 constexpr int list_threads(int list_length) { return list_length <= 16 ? 256 : 128; }
 
-}  // namespace dragoman::top_k
+}  // namespace dragoman::common::top_k

@@ -10,9 +10,9 @@
 namespace dragoman::cuda {
 namespace {
 
-using top_k::before;
-using top_k::candidate;
-using top_k::kNoId;
+using common::top_k::before;
+using common::top_k::candidate;
+using common::top_k::kNoId;
 
 constexpr int kWarp = 32;
 
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t i = tid; i < v; i += kThreads) {
     const auto id = static_cast<std::int32_t>(i);
     const float value = row[i];
-    if (candidate(value, id, skip_a, skip_b)) top_k::insert(best_value, best_id, value, id);
+    if (candidate(value, id, skip_a, skip_b)) common::top_k::insert(best_value, best_id, value, id);
   }
 #pragma unroll
   for (int j = 0; j < kList; ++j) {
@@ -145,7 +145,7 @@ template <int kList>
 void launch_one_pass(const float* x, std::int64_t rows, std::int64_t v, std::int64_t k, std::int32_t skip_a,
                      std::int32_t skip_b, std::int32_t eos, float* values, std::int32_t* ids, float* eos_values,
                      Stream stream) {
-  constexpr int kThreads = top_k::list_threads(kList);
+  constexpr int kThreads = common::top_k::list_threads(kList);
   top_k_one_pass_kernel<kList, kThreads>
       <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, v, k, skip_a, skip_b, eos, values, ids, eos_values);
 }
@@ -156,7 +156,7 @@ void top_k_rows(const float* x, std::int64_t rows, std::int64_t v, std::int64_t 
                 std::int32_t skip_b, std::int32_t eos, float* values, std::int32_t* ids, float* eos_values,
                 Stream stream) {
   if (rows == 0) return;
-  switch (top_k::list_length(k)) {
+  switch (common::top_k::list_length(k)) {
     case 2: launch_one_pass<2>(x, rows, v, k, skip_a, skip_b, eos, values, ids, eos_values, stream); break;
     case 4: launch_one_pass<4>(x, rows, v, k, skip_a, skip_b, eos, values, ids, eos_values, stream); break;
     case 8: launch_one_pass<8>(x, rows, v, k, skip_a, skip_b, eos, values, ids, eos_values, stream); break;
