@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Checks that src/'s layers depend one way: every #include "..." of a file in src/ names a header of
-its own directory or of a directory its layer may use (LAYERS below, docs/ARCHITECTURE.md draws it).
+its own directory or of a directory its layer may use (LAYERS below, docs/ARCHITECTURE.md draws it);
+and that each file opens only its directory's namespaces (NAMESPACES below).
 
     scripts/check-layers.py [SRC_DIR]     exit 1 and one line per violation (file:line: what and why)
     scripts/check-layers.py --self-test   the checker on small trees it makes: it must refuse an
-                                          upward include, a cycle in LAYERS and an unknown directory
+                                          upward include, a cycle in LAYERS, an unknown directory
+                                          and another directory's namespace
 
 Run by ctest (the `layers` test) and so by scripts/test.sh and CI. Needs only Python 3's standard
 library: it is test tooling, the toolkit itself never runs it.
@@ -48,6 +50,35 @@ LAYERS = {
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+# The namespaces each directory's files may open (docs/ARCHITECTURE.md, "Conventions"): the
+# foundation is `dragoman`, every other directory `dragoman::<directory>`, a backend one namespace
+# across its runtime and kernels. "X::*" allows X and any namespace nested in it.
+NAMESPACES = {
+    "base": ["dragoman", "dragoman::philox", "dragoman::utf8"],
+    "core": ["dragoman"],
+    "device": ["dragoman"],
+    "device/cpu": ["dragoman::cpu::*"],
+    "device/cuda": ["dragoman::cuda::*"],
+    "kernels": ["dragoman::cpu::*", "dragoman::cuda::*"],
+    "kernels/common": ["dragoman::common::*"],
+    "kernels/cpu": ["dragoman::cpu::*"],
+    "kernels/cuda": ["dragoman::cuda::*"],
+    ".": None,  # main.cpp
+}
+NAMESPACE = re.compile(r"^namespace (dragoman(?:::\w+)*) \{")
+
+
+def namespace_allowed(directory, namespace):
+    allowed = NAMESPACES.get(directory, [f"dragoman::{directory}::*"])
+    if allowed is None:
+        return True
+    for a in allowed:
+        if a.endswith("::*") and (namespace == a[:-3] or namespace.startswith(a[:-1])):
+            return True
+        if namespace == a:
+            return True
+    return False
 
 
 def find_cycle(layers):
@@ -97,6 +128,11 @@ def check(src, layers):
             allowed = layers[here]
             with open(path, encoding="utf-8", errors="replace") as f:
                 for number, line in enumerate(f, 1):
+                    n = NAMESPACE.match(line)
+                    if n and not namespace_allowed(here, n.group(1)):
+                        problems.append(f"{rel}:{number}: namespace {n.group(1)} in {here}/, which holds "
+                                        f"{', '.join(NAMESPACES.get(here, [f'dragoman::{here}::*']))}"
+                                        " (namespaces follow the directories)")
                     m = INCLUDE.match(line)
                     if not m:
                         continue
@@ -133,9 +169,14 @@ def self_test():
         with open(os.path.join(src, "other", "d.cpp"), "w") as f:
             f.write("\n")
         assert any("other/ is not in LAYERS" in p for p in check(src, layers))
+        with open(os.path.join(src, "high", "e.cpp"), "w") as f:
+            f.write("namespace dragoman::high::detail {\n}\nnamespace dragoman::low {\n}\n")
+        found = [p for p in check(src, layers) if p.startswith("high/e.cpp")]
+        assert len(found) == 1 and found[0].startswith("high/e.cpp:3: namespace dragoman::low in high/"), found
     assert find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) is not None
     assert find_cycle(LAYERS) is None
-    print("check-layers self-test: an upward include, an unknown directory and a cycle are refused")
+    print("check-layers self-test: an upward include, an unknown directory, a cycle and a namespace "
+          "that is not its directory's are refused")
 
 
 def main():
@@ -149,7 +190,7 @@ def main():
     if problems:
         print(f"check-layers: {len(problems)} violation(s) of the layers (docs/ARCHITECTURE.md)")
         return 1
-    print(f"check-layers: src/ follows its {len(LAYERS)} layers")
+    print(f"check-layers: src/ follows its {len(LAYERS)} layers, and each directory its namespace")
     return 0
 
 
