@@ -1,7 +1,8 @@
-// Adam: cpu::adam_step against a hand-computed two-step update, with and without weight decay; for
-// every OpCase, the fp32 masters' compute-dtype mirror (bf16/f16) is store<M>(master) bit for bit and
-// leaves the masters' update unchanged; ops::grad_norm_factor's values, and adam_step with its factor
-// equals scaling the gradients first (a NaN factor: nothing changes).
+// Adam: cpu::adam_step against a hand-computed two-step update, with and without weight decay; the
+// fp32 masters' compute-dtype mirror (bf16/f16) is store<M>(master) bit for bit and leaves the
+// masters' update unchanged (the CPU's tests). For every op case (each device and dtype of the test
+// binary): ops::adam_step's mirror and its dtype checks, ops::grad_norm_factor's values, and
+// adam_step with its factor equals scaling the gradients first (a NaN factor: nothing changes).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -21,7 +22,7 @@ using std::int64_t;
 
 // ---- Adam ---------------------------------------------------------------------------------------
 
-TEMPLATE_TEST_CASE("cpu::adam_step matches a hand-computed two-step update", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::adam_step matches a hand-computed two-step update", "[kernels]", float, double) {
   using T = TestType;
   // lr 0.1, beta1 0.9, beta2 0.98, eps 1e-9. Element 0: param 1, gradients 0.5 then -0.25.
   //   step 1: m = 0.05, v = 0.02 * 0.25 = 0.005; m^ = 0.05 / 0.1 = 0.5, v^ = 0.005 / 0.02 = 0.25
@@ -115,7 +116,7 @@ void check_mirror(int64_t n) {
 
 }  // namespace
 
-TEST_CASE("cpu::adam_step refreshes a bf16/f16 mirror of fp32 masters in the same pass", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::adam_step refreshes a bf16/f16 mirror of fp32 masters in the same pass", "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       // The masters are accumulator_dtype(compute dtype); only bf16 and f16 have a mirror.
@@ -130,79 +131,105 @@ TEST_CASE("cpu::adam_step refreshes a bf16/f16 mirror of fp32 masters in the sam
   }
 }
 
+// The masters of an op case are accumulator_dtype(c.dtype) on c.device (f32 or f64); a bf16 or f16
+// case also has its mirror.
 TEST_CASE("ops::adam_step with a mirror checks its dtypes and fills it", "[ops]") {
-  const int64_t n = 33;
-  Tensor param = test::from_doubles(test::random_doubles(n, 1), {n}, DType::kF32, Device::cpu());
-  const Tensor grad = test::from_doubles(test::random_doubles(n, 2), {n}, DType::kF32, Device::cpu());
-  Tensor m = Tensor::zeros({n}, DType::kF32), v = Tensor::zeros({n}, DType::kF32);
-  ops::AdamHyper hyper;
-  hyper.lr = 0.01;
-  for (const DType dtype : {DType::kBF16, DType::kF16}) {
-    Tensor mirror = Tensor::zeros({n}, dtype);
-    ops::adam_step(param, grad, m, v, hyper, &mirror);
-    CHECK(test::to_doubles(mirror) == test::rounded_to(test::to_doubles(param), dtype));
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const int64_t n = 33;
+      const DType master = accumulator_dtype(c.dtype);
+      Tensor param = test::from_doubles(test::random_doubles(n, 1), {n}, master, c.device);
+      const Tensor grad = test::from_doubles(test::random_doubles(n, 2), {n}, master, c.device);
+      Tensor m = Tensor::zeros({n}, master, c.device), v = Tensor::zeros({n}, master, c.device);
+      ops::AdamHyper hyper;
+      hyper.lr = 0.01;
+      if (c.dtype == DType::kBF16 || c.dtype == DType::kF16) {
+        Tensor mirror = Tensor::zeros({n}, c.dtype, c.device);
+        ops::adam_step(param, grad, m, v, hyper, &mirror);
+        CHECK(test::to_doubles(mirror) == test::rounded_to(test::to_doubles(param), c.dtype));
+        Tensor wrong = Tensor::zeros({n}, DType::kF32, c.device);
+        CHECK_THROWS_WITH(ops::adam_step(param, grad, m, v, hyper, &wrong), Catch::Contains("bf16 or f16"));
+      } else {
+        // An f32 or f64 case has no mirror; its masters refuse one of another accumulator.
+        Tensor mirror = Tensor::zeros({n}, DType::kBF16, c.device);
+        if (master == DType::kF64) {
+          CHECK_THROWS_WITH(ops::adam_step(param, grad, m, v, hyper, &mirror), Catch::Contains("accumulator dtype"));
+        } else {
+          ops::adam_step(param, grad, m, v, hyper, &mirror);  // f32 masters of a bf16 mirror: allowed
+          CHECK(test::to_doubles(mirror) == test::rounded_to(test::to_doubles(param), DType::kBF16));
+        }
+      }
+    }
   }
-  Tensor wrong = Tensor::zeros({n}, DType::kF32);
-  CHECK_THROWS_WITH(ops::adam_step(param, grad, m, v, hyper, &wrong), Catch::Contains("bf16 or f16"));
-  Tensor param64 = Tensor::zeros({n}, DType::kF64), grad64 = Tensor::zeros({n}, DType::kF64);
-  Tensor m64 = Tensor::zeros({n}, DType::kF64), v64 = Tensor::zeros({n}, DType::kF64);
-  Tensor mirror = Tensor::zeros({n}, DType::kBF16);
-  CHECK_THROWS_WITH(ops::adam_step(param64, grad64, m64, v64, hyper, &mirror), Catch::Contains("accumulator dtype"));
 }
-
 
 // ---- The gradient factor (ops::grad_norm_factor) --------------------------------------------------
 
 TEST_CASE("ops::grad_norm_factor gives the norm and the unscaling and clipping factor", "[ops]") {
-  const Tensor g = Tensor::from_vector(std::vector<float>{3.0f, 4.0f, 0.0f}, {3});  // norm 5
-  const auto nf = [&](double clip, double scale) { return ops::grad_norm_factor(g, clip, scale).to_vector<double>(); };
-  CHECK(nf(0.0, 1.0) == std::vector<double>{5.0, 1.0});    // no clipping
-  CHECK(nf(10.0, 1.0) == std::vector<double>{5.0, 1.0});   // below the threshold
-  CHECK(nf(2.0, 1.0) == std::vector<double>{5.0, 0.4});    // clipped to norm 2
-  CHECK(nf(0.0, 4.0) == std::vector<double>{1.25, 0.25});  // an fp16 loss scale of 4: unscaled
-  CHECK(nf(1.0, 4.0) == std::vector<double>{1.25, 0.25 * (1.0 / 1.25)});
-  const Tensor inf = Tensor::from_vector(std::vector<float>{1.0f, std::numeric_limits<float>::infinity()}, {2});
-  const std::vector<double> bad = ops::grad_norm_factor(inf, 1.0, 1.0).to_vector<double>();
-  CHECK(std::isinf(bad[0]));
-  CHECK(std::isnan(bad[1]));
-  CHECK_THROWS_WITH(ops::grad_norm_factor(g, 1.0, 0.0), Catch::Contains("loss scale"));
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      // Gradients are parameter gradients: the accumulator dtype of the case.
+      const DType dtype = accumulator_dtype(c.dtype);
+      const Tensor g = test::from_doubles({3.0, 4.0, 0.0}, {3}, dtype, c.device);  // norm 5
+      const auto nf = [&](double clip, double scale) {
+        const Tensor factor = ops::grad_norm_factor(g, clip, scale);
+        CHECK(factor.device() == c.device);  // stays where the gradients are
+        return factor.to(Device::cpu()).to_vector<double>();
+      };
+      CHECK(nf(0.0, 1.0) == std::vector<double>{5.0, 1.0});    // no clipping
+      CHECK(nf(10.0, 1.0) == std::vector<double>{5.0, 1.0});   // below the threshold
+      CHECK(nf(2.0, 1.0) == std::vector<double>{5.0, 0.4});    // clipped to norm 2
+      CHECK(nf(0.0, 4.0) == std::vector<double>{1.25, 0.25});  // an fp16 loss scale of 4: unscaled
+      CHECK(nf(1.0, 4.0) == std::vector<double>{1.25, 0.25 * (1.0 / 1.25)});
+      const Tensor inf = test::from_doubles({1.0, std::numeric_limits<double>::infinity()}, {2}, dtype, c.device);
+      const std::vector<double> bad = ops::grad_norm_factor(inf, 1.0, 1.0).to(Device::cpu()).to_vector<double>();
+      CHECK(std::isinf(bad[0]));
+      CHECK(std::isnan(bad[1]));
+      CHECK_THROWS_WITH(ops::grad_norm_factor(g, 1.0, 0.0), Catch::Contains("loss scale"));
+    }
+  }
 }
 
 TEST_CASE("adam_step with a gradient factor equals scaling the gradients first and a NaN factor changes nothing",
           "[ops]") {
   const int64_t n = 10007;  // crosses the f32 kernel's blocks of 4,096
-  for (const DType dtype : {DType::kF32, DType::kF64}) {
-    for (const bool with_mirror : {false, true}) {
-      if (with_mirror && dtype == DType::kF64) continue;
-      INFO(dtype_name(dtype) << (with_mirror ? " with a bf16 mirror" : ""));
-      const Tensor param0 = test::from_doubles(test::random_doubles(n, 71), {n}, dtype, Device::cpu());
-      const Tensor grad = test::from_doubles(test::random_doubles(n, 72, 3.0), {n}, dtype, Device::cpu());
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const DType dtype = accumulator_dtype(c.dtype);  // the masters'; bf16 and f16 cases have a mirror
+      const bool with_mirror = dtype != c.dtype;
+      const Tensor param0 = test::from_doubles(test::random_doubles(n, 71), {n}, dtype, c.device);
+      const Tensor grad = test::from_doubles(test::random_doubles(n, 72, 3.0), {n}, dtype, c.device);
       ops::AdamHyper hyper;
       hyper.lr = 1e-2;
       hyper.step = 3;
       const auto run = [&](const Tensor& g, const Tensor* factor, std::vector<Tensor>& state) {
-        state = {param0.clone(), Tensor::zeros({n}, dtype), Tensor::zeros({n}, dtype), Tensor::zeros({n}, DType::kBF16)};
+        state = {param0.clone(), Tensor::zeros({n}, dtype, c.device), Tensor::zeros({n}, dtype, c.device),
+                 Tensor::zeros({n}, with_mirror ? c.dtype : DType::kBF16, c.device)};
         for (int i = 0; i < 2; ++i) {
           ops::adam_step(state[0], g, state[1], state[2], hyper, with_mirror ? &state[3] : nullptr, factor);
         }
       };
       const Tensor nf = ops::grad_norm_factor(grad, 1.0, 1.0);  // clipped: the factor is below 1
-      REQUIRE(nf.to_vector<double>()[1] < 1.0);
+      const double factor = nf.to(Device::cpu()).to_vector<double>()[1];
+      REQUIRE(factor < 1.0);
       Tensor scaled = grad.clone();
-      ops::scale_(scaled, nf.to_vector<double>()[1]);
+      ops::scale_(scaled, factor);
       std::vector<Tensor> with_factor, prescaled, untouched;
       run(grad, &nf, with_factor);
       run(scaled, nullptr, prescaled);
-      for (std::size_t i = 0; i < 4; ++i) {
-        CHECK(with_factor[i].to(DType::kF64).to_vector<double>() == prescaled[i].to(DType::kF64).to_vector<double>());
-      }
-      const Tensor nan = Tensor::from_vector(std::vector<double>{std::nan(""), std::nan("")}, {2});
+      for (std::size_t i = 0; i < 4; ++i) CHECK(test::to_doubles(with_factor[i]) == test::to_doubles(prescaled[i]));
+      const Tensor nan = Tensor::from_vector(std::vector<double>{std::nan(""), std::nan("")}, {2}).to(c.device);
       run(grad, &nan, untouched);
-      CHECK(untouched[0].to(DType::kF64).to_vector<double>() == param0.to(DType::kF64).to_vector<double>());
-      CHECK(untouched[1].to(DType::kF64).to_vector<double>() == std::vector<double>(n, 0.0));
-      const Tensor misplaced = Tensor::from_vector(std::vector<double>{1.0}, {1});
+      CHECK(test::to_doubles(untouched[0]) == test::to_doubles(param0));
+      CHECK(test::to_doubles(untouched[1]) == std::vector<double>(n, 0.0));
+      const Tensor misplaced = Tensor::from_vector(std::vector<double>{1.0}, {1}).to(c.device);
       CHECK_THROWS_WITH(ops::adam_step(untouched[0], grad, untouched[1], untouched[2], hyper, nullptr, &misplaced),
                         Catch::Contains("grad_factor"));
+      if (!c.device.is_cpu()) {  // a factor on another device than the parameters
+        const Tensor on_host = Tensor::from_vector(std::vector<double>{1.0, 1.0}, {2});
+        CHECK_THROWS_WITH(ops::adam_step(untouched[0], grad, untouched[1], untouched[2], hyper, nullptr, &on_host),
+                          Catch::Contains("on param's device"));
+      }
     }
   }
 }

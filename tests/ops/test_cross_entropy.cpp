@@ -2,7 +2,8 @@
 // docs/MODEL.md, and ops::cross_entropy_fused_'s gradient against float64 central finite differences;
 // for every OpCase at awkward and vocabulary-sized rows, the log-probabilities and dlogits rounded
 // once from a double reference of the rounded logits (and the gradient scaled in the kernel), sentinels
-// after the rows, the same sums from both kernels.
+// after the rows, the same sums from both kernels (the CPU's tests); for every op case (each device
+// and dtype of the test binary), the device forms' sums added into a tensor on the logits' device.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ using namespace test;  // the shared helpers of tests/ops/op_testing.h
 
 // ---- log-softmax and cross-entropy --------------------------------------------------------------
 
-TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "[kernels]", float, double) {
   using T = TestType;
   const int64_t rows = 4, v = 9;
   const std::vector<T> x0 = random_values<T>(rows * v, 50, 5.0, 40.0);  // large logits: needs the max shift
@@ -44,7 +45,8 @@ TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "[kernels]", f
   }
 }
 
-TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the formula of docs/MODEL.md", "[kernels]",
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the formula of docs/MODEL.md",
+          "[kernels]",
                    float, double) {
   using T = TestType;
   const int64_t rows = 5, v = 7;
@@ -95,7 +97,8 @@ TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the
   }
 }
 
-TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradient (finite differences)", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradient (finite differences)",
+          "[ops]") {
   const std::int32_t pad = 0;
   Tensor logits = random64({5, 7}, 60, 2.0);                  // perturbed by check_gradient
   const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5});  // row 1 is padding
@@ -118,31 +121,35 @@ TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradi
 }
 
 TEST_CASE("ops cross-entropy's device forms add their sums into a tensor, never reading them back", "[ops]") {
-  const std::int32_t pad = 0;
-  const Tensor logits = random64({5, 7}, 61, 2.0);
-  const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5});
-  for (const bool fused : {false, true}) {
-    INFO((fused ? "fused" : "evaluation"));
-    Tensor once = logits.clone();
-    const ops::CrossEntropySums expected =
-        fused ? ops::cross_entropy_fused_(once, targets, pad, 0.1) : ops::cross_entropy_(once, targets, pad, 0.1);
-    // Two calls add into one accumulator that already holds something.
-    Tensor sums = Tensor::from_vector(std::vector<double>{1.0, 2.0}, {2});
-    for (int call = 0; call < 2; ++call) {
-      Tensor l = logits.clone();
-      if (fused) {
-        ops::cross_entropy_fused_(l, targets, pad, 0.1, sums);
-      } else {
-        ops::cross_entropy_(l, targets, pad, 0.1, sums);
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const std::int32_t pad = 0;
+      const Tensor logits = test::from_doubles(test::random_doubles(5 * 7, 61, 2.0), {5, 7}, c.dtype, c.device);
+      const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5}).to(c.device);  // on the logits' device
+      for (const bool fused : {false, true}) {
+        INFO((fused ? "fused" : "evaluation"));
+        Tensor once = logits.clone();
+        const ops::CrossEntropySums expected =
+            fused ? ops::cross_entropy_fused_(once, targets, pad, 0.1) : ops::cross_entropy_(once, targets, pad, 0.1);
+        // Two calls add into one accumulator (f64 [2] on the logits' device) that already holds something.
+        Tensor sums = Tensor::from_vector(std::vector<double>{1.0, 2.0}, {2}).to(c.device);
+        for (int call = 0; call < 2; ++call) {
+          Tensor l = logits.clone();
+          if (fused) {
+            ops::cross_entropy_fused_(l, targets, pad, 0.1, sums);
+          } else {
+            ops::cross_entropy_(l, targets, pad, 0.1, sums);
+          }
+          CHECK(test::to_doubles(l) == test::to_doubles(once));  // the same kernel: the same bits
+        }
+        const std::vector<double> got = sums.to(Device::cpu()).to_vector<double>();
+        CHECK(got[0] == Approx(1.0 + 2 * expected.loss).epsilon(1e-14));
+        CHECK(got[1] == Approx(2.0 + 2 * expected.nll).epsilon(1e-14));
+        Tensor l = logits.clone();
+        Tensor wrong = Tensor::zeros({2}, DType::kF32, c.device);
+        CHECK_THROWS_WITH(ops::cross_entropy_(l, targets, pad, 0.1, wrong), Catch::Contains("f64 [2]"));
       }
-      CHECK(l.to_vector<double>() == once.to_vector<double>());
     }
-    const std::vector<double> got = sums.to_vector<double>();
-    CHECK(got[0] == Approx(1.0 + 2 * expected.loss).epsilon(1e-14));
-    CHECK(got[1] == Approx(2.0 + 2 * expected.nll).epsilon(1e-14));
-    Tensor l = logits.clone();
-    Tensor wrong = Tensor::zeros({2}, DType::kF32);
-    CHECK_THROWS_WITH(ops::cross_entropy_(l, targets, pad, 0.1, wrong), Catch::Contains("f64 [2]"));
   }
 }
 
@@ -232,7 +239,8 @@ void check_cross_entropy_rounding(DType dtype, int64_t v) {
 
 }  // namespace
 
-TEST_CASE("cpu cross-entropy kernels round each log-probability and gradient once, for every dtype", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu cross-entropy kernels round each log-probability and gradient once, for every dtype",
+          "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {

@@ -44,7 +44,8 @@ DRAGOMAN_CPU_TEST_CASE("cpu::embedding_forward scales the table rows and adds po
   }
 }
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids",
+          "[kernels]", float, double) {
   using T = TestType;
   const int64_t positions = 6, d = 8;
   std::vector<T> out(at(positions * d));
@@ -65,7 +66,8 @@ DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's inter
   CHECK(out[at(5 * d + 3)] == Approx(0.8775825618903728).margin(1e-7));
 }
 
-DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts",
+          "[kernels]") {
   const int64_t positions = 6, d = 8, half = d / 2;
   std::vector<double> concatenated(at(positions * d)), t2t(at(positions * d));
   cpu::sinusoidal_positions<double>(concatenated.data(), positions, d, 1);

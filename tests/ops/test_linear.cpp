@@ -310,7 +310,8 @@ TEST_CASE("ops::linear_relu_masked and linear_backward_relu give linear_relu and
 
 // ---- gemm ---------------------------------------------------------------------------------------
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination",
+          "[kernels]", float, double) {
   using T = TestType;
   const int64_t m = 5, n = 4, k = 3;
   const T alpha = T(1.5), beta = T(0.5);
