@@ -3,7 +3,9 @@
 // against float64 central finite differences (padding, causal, attention dropout, three heads with
 // K != Kv and T != S, a query offset, strided cache views); for every OpCase at awkward key counts
 // and head sizes, forward and backward against a double reference from the rounded inputs, each
-// output rounded once (the log-sum-exp kept in the accumulator type), with sentinels.
+// output rounded once (the log-sum-exp kept in the accumulator type), with sentinels (the CPU's
+// tests); for every op case (each device and dtype of the test binary), strided cache views of k and
+// v give the bits of contiguous ones.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -107,7 +109,7 @@ std::vector<double> probabilities_from_lse(const NaiveAttention& ref, const std:
   return probs;
 }
 
-TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[kernels]", float, double) {
   using T = TestType;
   const int64_t B = 3, H = 2, K = 3, Kv = 2;
   struct Case {
@@ -161,7 +163,8 @@ TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head softmax", "[
   }
 }
 
-TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities", "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities",
+          "[kernels]", float, double) {
   using T = TestType;
   const int64_t B = 3, H = 2, K = 3;
   for (const bool causal : {false, true}) {
@@ -207,7 +210,7 @@ TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities
   }
 }
 
-TEST_CASE("cpu::attention_forward of a fully masked row gives zero output and log-sum-exp", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::attention_forward of a fully masked row gives zero output and log-sum-exp", "[kernels]") {
   cpu::AttentionShape a = contiguous_shape(1, 2, 2, 3, 2, 2);
   const std::vector<double> q = random_values<double>(8, 20), k = random_values<double>(12, 21),
                             v = random_values<double>(12, 22);
@@ -226,7 +229,7 @@ TEST_CASE("cpu::attention_forward of a fully masked row gives zero output and lo
   CHECK(dv == std::vector<double>(12, 0.0));
 }
 
-TEST_CASE("cpu::attention_forward of one query against a strided key/value cache", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu::attention_forward of one query against a strided key/value cache", "[kernels]") {
   // Incremental decoding: the cache has capacity P, the first S rows are filled, and the query at
   // position S - 1 sees all of them (query_offset = S - 1, causal).
   const int64_t B = 2, H = 2, K = 3, Kv = 4, P = 7, S = 4;
@@ -272,7 +275,7 @@ TEST_CASE("cpu::attention_forward of one query against a strided key/value cache
   }
 }
 
-TEST_CASE("ops::attention gradients match finite differences", "[ops]") {
+DRAGOMAN_CPU_TEST_CASE("ops::attention gradients match finite differences", "[ops]") {
   struct Case {
     const char* name;
     int64_t batch, heads, queries, keys, key_size, value_size;
@@ -317,28 +320,36 @@ TEST_CASE("ops::attention gradients match finite differences", "[ops]") {
 }
 
 TEST_CASE("ops::attention reads k and v through strided cache views", "[ops]") {
-  // A [B, P, H*K] cache narrowed to its first S rows gives what contiguous k and v give.
-  const int64_t B = 2, H = 2, K = 3, P = 6, S = 4;
-  const Tensor k_cache = random64({B, P, H * K}, 40), v_cache = random64({B, P, H * K}, 41);
-  const Tensor k = k_cache.narrow(1, 0, S), v = v_cache.narrow(1, 0, S);
-  REQUIRE_FALSE(k.is_contiguous());
-  const Tensor q = random64({B, 1, H * K}, 42), r = random64({B, 1, H * K}, 43);
-  const Tensor lengths = ids_tensor({S, S - 1}, {B});
-  ops::AttentionOptions options;
-  options.heads = H;
-  options.causal = true;
-  options.query_offset = S - 1;
-  ops::AttentionSaved saved, saved_c;
-  const Tensor out = ops::attention(q, k, v, lengths, options, &saved);
-  const Tensor out_c = ops::attention(q, k.contiguous(), v.contiguous(), lengths, options, &saved_c);
-  CHECK(out.to_vector<double>() == out_c.to_vector<double>());
-  const ops::AttentionGrads g = ops::attention_backward(q, k, v, lengths, options, saved, r);
-  const ops::AttentionGrads gc =
-      ops::attention_backward(q, k.contiguous(), v.contiguous(), lengths, options, saved_c, r);
-  CHECK(g.dq.to_vector<double>() == gc.dq.to_vector<double>());
-  CHECK(g.dk.to_vector<double>() == gc.dk.to_vector<double>());
-  CHECK(g.dv.to_vector<double>() == gc.dv.to_vector<double>());
-  CHECK(g.dk.shape() == k.shape());
+  for (const test::OpCase& c : test::op_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      // A [B, P, H*K] cache narrowed to its first S rows gives what contiguous k and v give: the
+      // same kernel on the same rows, so the same bits.
+      const int64_t B = 2, H = 2, K = 3, P = 6, S = 4;
+      const auto random = [&](const Shape& shape, std::uint64_t rng_stream) {
+        return test::from_doubles(test::random_doubles(shape_numel(shape), rng_stream), shape, c.dtype, c.device);
+      };
+      const Tensor k_cache = random({B, P, H * K}, 40), v_cache = random({B, P, H * K}, 41);
+      const Tensor k = k_cache.narrow(1, 0, S), v = v_cache.narrow(1, 0, S);
+      REQUIRE_FALSE(k.is_contiguous());
+      const Tensor q = random({B, 1, H * K}, 42), r = random({B, 1, H * K}, 43);
+      const Tensor lengths = ids_tensor({S, S - 1}, {B});  // on the CPU: the op takes them there too
+      ops::AttentionOptions options;
+      options.heads = H;
+      options.causal = true;
+      options.query_offset = S - 1;
+      ops::AttentionSaved saved, saved_c;
+      const Tensor out = ops::attention(q, k, v, lengths, options, &saved);
+      const Tensor out_c = ops::attention(q, k.contiguous(), v.contiguous(), lengths, options, &saved_c);
+      CHECK(test::to_doubles(out) == test::to_doubles(out_c));
+      const ops::AttentionGrads g = ops::attention_backward(q, k, v, lengths, options, saved, r);
+      const ops::AttentionGrads gc =
+          ops::attention_backward(q, k.contiguous(), v.contiguous(), lengths, options, saved_c, r);
+      CHECK(test::to_doubles(g.dq) == test::to_doubles(gc.dq));
+      CHECK(test::to_doubles(g.dk) == test::to_doubles(gc.dk));
+      CHECK(test::to_doubles(g.dv) == test::to_doubles(gc.dv));
+      CHECK(g.dk.shape() == k.shape());
+    }
+  }
 }
 
 // ---- every storage type --------------------------------------------------------------------------
@@ -437,7 +448,7 @@ void check_attention_rounding(DType dtype, int64_t Tq, int64_t S, int64_t K, boo
 
 }  // namespace
 
-TEST_CASE("cpu attention kernels round each stored element once, for every dtype", "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE("cpu attention kernels round each stored element once, for every dtype", "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {
