@@ -21,27 +21,12 @@
 #include "core/allocator.h"
 #include "ops/build_info.h"
 #include "base/error.h"
+#include "base/spelling.h"
 #include "device/cpu/cpu_isa.h"
 
 namespace {
 
 using dragoman::cli::Subcommand;
-
-// Edit distance with a swap of two neighbours counted as one edit ("trian" is 1 from "train").
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t substitute = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, substitute});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
 
 // The first argument that is neither an option nor the value of --log-level (the one global
 // option with a value): the subcommand's name, or "" when there is none.
@@ -65,21 +50,36 @@ std::string subcommand_list(const std::vector<Subcommand>& commands) {
 }
 
 // "unknown subcommand 'trian'; did you mean 'train'?", or the list of subcommands when none is
-// close (at most 2 edits, and fewer than half the name's letters).
+// close (base/spelling.h).
 std::string unknown_subcommand_message(const std::string& name, const std::vector<Subcommand>& commands) {
-  std::string nearest;
-  std::size_t best = name.size() / 2;
-  for (const Subcommand& command : commands) {
-    const std::string& candidate = command.app->get_name();
-    const std::size_t distance = edit_distance(name, candidate);
-    if (distance <= std::min<std::size_t>(best, 2) && (nearest.empty() || distance < best)) {
-      nearest = candidate;
-      best = distance;
-    }
-  }
+  std::vector<std::string> names;
+  for (const Subcommand& command : commands) names.push_back(command.app->get_name());
+  const std::string nearest = dragoman::nearest_name(name, names);
   const std::string message = "unknown subcommand '" + name + "'";
   return nearest.empty() ? message + " (expected one of: " + subcommand_list(commands) + ")"
                          : message + "; did you mean '" + nearest + "'?";
+}
+
+// CLI11's "The following argument was not expected: small.en" with what the user most likely
+// meant: the subcommands take their files with options, so a file given bare was meant for one
+// (translate -m model small.en: the input; score-bleu takes its hypotheses with -i too).
+std::string unexpected_arguments_message(const CLI::App& app, const std::string& what) {
+  const auto chosen = app.get_subcommands();
+  const std::vector<std::string> extras = app.remaining();
+  if (chosen.empty() || extras.empty()) return what;
+  const CLI::App& sub = *chosen.front();
+  std::string message = what;
+  for (const std::string& extra : extras) {
+    if (extra.empty() || extra.front() == '-') continue;  // an unknown option: CLI11 said so
+    if (sub.get_option_no_throw("--input") != nullptr) {
+      message += "; did you mean -i " + extra + "? (" + sub.get_name() + " reads its input with --input/-i)";
+    } else {
+      message += "; " + sub.get_name() + " takes no bare arguments: give '" + extra +
+                 "' with its option (a second model is a second -m)";
+    }
+    break;  // one hint is enough
+  }
+  return message;
 }
 
 // A usage error: "error: MESSAGE" and the help to read (the subcommand's, once one is chosen).
@@ -161,9 +161,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    return usage_error(app, e.get_name() == "RequiredError" && app.get_subcommands().empty()
-                                ? "a subcommand is required (one of: " + subcommand_list(commands) + ")"
-                                : std::string(e.what()));
+    if (e.get_name() == "RequiredError" && app.get_subcommands().empty()) {
+      return usage_error(app, "a subcommand is required (one of: " + subcommand_list(commands) + ")");
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      return usage_error(app, unexpected_arguments_message(app, e.what()));
+    }
+    return usage_error(app, e.what());
   }
 
   auto logger = spdlog::stderr_color_mt("dragoman");

@@ -135,6 +135,7 @@ Subcommand add_score(CLI::App& app) {
       "sentence pair, for filtering data and reranking");
   sub->add_option("--model,-m", o->models, "Model file; more than once for an ensemble (as translate)")
       ->required()
+      ->allow_extra_args(false)  // one file a flag, as translate
       ->check(CLI::ExistingFile);
   sub->add_option("--source,-s", o->source, "Source sentences, one per line ('-': standard input)")->required();
   sub->add_option("--target,-t", o->target, "Their translations, one per line")->required();

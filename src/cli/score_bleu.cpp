@@ -1,4 +1,6 @@
 // `dragoman score-bleu`: sacreBLEU 2.x BLEU and chrF on files (options -> eval library calls).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -82,6 +84,17 @@ void run_score_bleu(ScoreBleuOptions o) {
   }
   if (o.sentence_level && !o.paper_lang.empty()) {
     throw CLI::ValidationError("--paper", "is a corpus score: it does not go with --sentence-level");
+  }
+  if (o.input == "-" && ::isatty(STDIN_FILENO) != 0) {
+    // Waiting for hypotheses typed on a terminal is never what was meant: usually a file given
+    // without -i was taken for another reference.
+    std::string message = "no hypotheses: they are read from standard input, which is a terminal; give -i FILE or "
+                          "pipe them in";
+    if (o.refs.size() > 1) {
+      message += " (--ref took " + std::to_string(o.refs.size()) + " files; if '" + o.refs.back() +
+                 "' holds the hypotheses, give it with -i)";
+    }
+    throw CLI::ValidationError("--input", message);
   }
   const io::TextLines hyps = io::read_text_lines(o.input);
   std::vector<io::TextLines> refs;
@@ -172,7 +185,7 @@ Subcommand add_score_bleu(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "score-bleu",
       "BLEU and chrF exactly as sacreBLEU 2.x computes them (same inputs, same numbers, sacreBLEU's signature)");
-  sub->add_option("--input,-i", o->input, "Hypotheses, one per line ('-' or absent: standard input)");
+  sub->add_option("--input,-i", o->input, "Hypotheses, one per line ('-' or absent: standard input, not a terminal)");
   sub->add_option("--ref,-r", o->refs, "Reference file(s), one segment per line; repeat for several references")
       ->required()
       ->expected(1, -1);

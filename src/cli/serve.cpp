@@ -115,7 +115,8 @@ Subcommand add_serve(CLI::App& app) {
   sub->add_option("--model,-m", o->models,
                   "A model file, or NAME=FILE (a name like en-de also gives LibreTranslate its languages); more than "
                   "one: chosen per request by \"model\", the first is the default")
-      ->required();
+      ->required()
+      ->allow_extra_args(false);  // one a flag: -m en-de=a -m de-en=b
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "Port to listen on (0: any free port, logged)")
       ->check(integer_in(0, 65535))

@@ -163,6 +163,7 @@ Subcommand add_translate(CLI::App& app) {
                   "Model file (from train or average-checkpoints; holds the vocabulary); give it more than once "
                   "(-m a -m b) for an ensemble, which averages the models' log-probabilities")
       ->required()
+      ->allow_extra_args(false)  // one file a flag: `-m model small.en` does not take small.en as a model
       ->check(CLI::ExistingFile);
   sub->add_option("--input,-i", o->input, "Input text, one sentence per line ('-': standard input)")
       ->capture_default_str();

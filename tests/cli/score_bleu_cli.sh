@@ -26,6 +26,10 @@ expect corpus-bleu 0 "^BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|$
   -- "$dragoman" score-bleu -r "$ref" -i "$hyp"
 expect two-refs 0 "^BLEU\|nrefs:2\|" -- "$dragoman" score-bleu -r "$ref" -r "$ref2" -i "$hyp"
 expect two-refs-one-flag 0 "^BLEU\|nrefs:2\|" -- "$dragoman" score-bleu -r "$ref" "$ref2" -i "$hyp"
+# Hypotheses forgotten (or given without -i, so --ref took them) with a terminal on standard input:
+# an error at once, not a silent wait for typed lines (script(1) gives the command a terminal).
+expect terminal-stdin 2 "no hypotheses: .*terminal.*--ref took 2 files; if '$ref2' holds the hypotheses, give it with -i" \
+  -- script -qec "'$dragoman' score-bleu -r '$ref' '$ref2'" /dev/null
 expect score-only 0 "^[0-9]+\.[0-9]{4}$" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --score-only
 expect score-only-width 0 "^[0-9]+\.[0-9]{2}$" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" -b -w 2
 expect short-signature 0 "^BLEU\|#:1\|c:mixed\|e:no\|tok:13a\|s:exp\|v:2\.5\.1\+dragoman = " \

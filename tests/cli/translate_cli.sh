@@ -53,6 +53,14 @@ model=$tmp/run/checkpoints/checkpoint-last.safetensors
   echo "f"
 } >"$tmp/in.txt"
 expect translate 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out.txt"
+# A file given bare after -m is not read as a second model: a usage error that names the likely
+# mistake (translate, score and serve take one file a -m).
+expect bare-input 2 "not expected: $tmp/in.txt; did you mean -i $tmp/in.txt\?" -- \
+  "$dragoman" translate -m "$model" "$tmp/in.txt"
+expect score-bare 2 "not expected: $tmp/in.txt; score takes no bare arguments" -- \
+  "$dragoman" score -m "$model" "$tmp/in.txt" -s "$tmp/in.txt" -t "$tmp/in.txt"
+expect serve-bare 2 "not expected: $tmp/in.txt; serve takes no bare arguments: .*a second model is a second -m" -- \
+  "$dragoman" serve -m "$model" "$tmp/in.txt"
 check line-count test "$(wc -l <"$tmp/out.txt")" -eq 8
 check empty-lines-stay-empty test -z "$(sed -n '2p;5p;7p' "$tmp/out.txt" | tr -d '\n')"
 check others-translated test -n "$(sed -n '1p;4p;6p;8p' "$tmp/out.txt" | tr -d ' \n')"
