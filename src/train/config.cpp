@@ -13,12 +13,25 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/spelling.h"
 #include "device/cpu/threads.h"
 #include "io/text_lines.h"
 #include "base/utf8.h"
 
 namespace dragoman::train {
 namespace {
+
+// "unknown config key 'training.max_step'; did you mean 'training.max_steps'?", or the section's
+// keys when none is close.
+std::string unknown_key_message(const std::string& section, const std::string& key, std::vector<std::string> keys) {
+  std::sort(keys.begin(), keys.end());
+  const std::string nearest = nearest_name(key, keys);
+  std::string message = "unknown config key '" + section + "." + key + "'";
+  if (!nearest.empty()) return message + "; did you mean '" + section + "." + nearest + "'?";
+  message += " (the keys of " + section + ":";
+  for (const std::string& k : keys) message += " " + k;
+  return message + ")";
+}
 
 // "SOURCE:LINE" of a node (its line when yaml-cpp knows it).
 std::string where(const YAML::Node& node, const std::string& source) {
@@ -164,7 +177,11 @@ class SectionReader {
   // Every key of the section must have been read.
   void finish() const {
     for (const auto& [key, value] : section_.items()) {
-      if (known_.count(key) == 0) throw Error(source_ + ": unknown config key '" + name_ + "." + key + "'");
+      if (known_.count(key) == 0) {
+        std::vector<std::string> keys;
+        for (const auto& [known, read] : known_) keys.push_back(known);
+        throw Error(source_ + ": " + unknown_key_message(name_, key, keys));
+      }
     }
   }
 
@@ -254,7 +271,12 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       if (!section.is_object()) throw Error(source + ": section 'model' must be a mapping");
       for (const auto& [key, value] : section.items()) merged[key] = value;
       for (const auto& [key, value] : section.items()) {
-        if (!c.model.to_json().contains(key)) throw Error(source + ": unknown config key 'model." + key + "'");
+        if (!c.model.to_json().contains(key)) {
+          std::vector<std::string> keys;
+          const nlohmann::json defaults = c.model.to_json();
+          for (const auto& [known, default_value] : defaults.items()) keys.push_back(known);
+          throw Error(source + ": " + unknown_key_message("model", key, keys));
+        }
       }
       c.model = model::ModelConfig::from_json(merged, source, false);
     } else if (name == "data") {
@@ -319,7 +341,11 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.integer("keep_last", c.checkpoint.keep_last);
       r.finish();
     } else {
-      throw Error(source + ": unknown config section '" + name + "' (expected model, data, training, checkpoint)");
+      const std::string nearest = nearest_name(name, {"model", "data", "training", "checkpoint"});
+      throw Error(source + ": unknown config section '" + name + "'" +
+                  (nearest.empty() ? " (expected model, data, training, checkpoint)"
+                                   : "; did you mean '" + nearest + "'? (the sections: model, data, training, "
+                                                                      "checkpoint)"));
     }
   }
   return c;

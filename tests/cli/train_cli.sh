@@ -79,7 +79,7 @@ check average-nothing-written test ! -e "$tmp/x.safetensors"
 
 # Errors: exit 1 and a message naming what is wrong and where.
 printf 'training:\n  max_step: 5\n' >"$tmp/bad.yaml"
-expect unknown-key 1 "bad.yaml.*training.max_step" -- "$dragoman" train -c "$tmp/bad.yaml" --run "$tmp/x"
+expect unknown-key 1 "bad.yaml.*training.max_step'; did you mean 'training.max_steps'\?" -- "$dragoman" train -c "$tmp/bad.yaml" --run "$tmp/x"
 expect bad-set 1 "--set model.heads=two" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/x" --set model.heads=two
 expect model-too-large 1 "the model config has .* parameters .* lower model.d_model" -- "$dragoman" train \
   -c "$tmp/c.yaml" --run "$tmp/too-large" --set model.d_model=1048576 --set model.d_ff=1048576

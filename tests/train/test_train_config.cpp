@@ -71,9 +71,15 @@ TEST_CASE("train config: errors name the key and the file", "[train]") {
   const auto load = [&](const std::string& yaml, const std::vector<std::string>& overrides = {}) {
     return TrainConfig::load(write_config(dir, "bad.yaml", yaml), overrides);
   };
-  CHECK_THROWS_WITH(load("training:\n  max_step: 10\n"), Contains("bad.yaml") && Contains("training.max_step"));
-  CHECK_THROWS_WITH(load("model:\n  d_modell: 10\n"), Contains("bad.yaml") && Contains("model.d_modell"));
-  CHECK_THROWS_WITH(load("optimizer:\n  lr: 1\n"), Contains("bad.yaml") && Contains("optimizer"));
+  CHECK_THROWS_WITH(load("training:\n  max_step: 10\n"),
+                    Contains("bad.yaml") && Contains("'training.max_step'; did you mean 'training.max_steps'?"));
+  CHECK_THROWS_WITH(load("model:\n  d_modell: 10\n"),
+                    Contains("bad.yaml") && Contains("'model.d_modell'; did you mean 'model.d_model'?"));
+  CHECK_THROWS_WITH(load("training:\n  zzzzzzzz: 10\n"),  // close to no key: the section's keys
+                    Contains("'training.zzzzzzzz' (the keys of training: adam_beta1 ") && Contains(" max_steps "));
+  CHECK_THROWS_WITH(load("optimizer:\n  lr: 1\n"),
+                    Contains("bad.yaml") && Contains("'optimizer' (expected model, data, training, checkpoint)"));
+  CHECK_THROWS_WITH(load("trainnig:\n  lr: 1\n"), Contains("section 'trainnig'; did you mean 'training'?"));
   CHECK_THROWS_WITH(load("training:\n  max_tokens: lots\n"), Contains("bad.yaml") && Contains("max_tokens"));
   CHECK_THROWS_WITH(load("training:\n  seed: -1\n"), Contains("seed"));
   CHECK_THROWS_WITH(load("model:\n  positions: rotary\n"), Contains("bad.yaml") && Contains("positions"));
@@ -106,7 +112,7 @@ TEST_CASE("train config: `--set section.key=` puts a key back to its default", "
   CHECK(c.model.d_model == 512);
   CHECK(c.training.valid_bleu);  // untouched
   CHECK_THROWS_WITH(TrainConfig::load(path, {"training.warmup="}), Contains("training.warmup"));
-  CHECK_THROWS_WITH(TrainConfig::load(path, {"trainings.max_steps="}), Contains("trainings"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"trainings.max_steps="}), Contains("'trainings'; did you mean 'training'?"));
 }
 
 TEST_CASE("train config: data paths are made absolute for the run directory", "[train]") {
