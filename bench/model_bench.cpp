@@ -20,21 +20,21 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
-#include "ops/build_info.h"
 #include "base/philox.h"
+#include "core/allocator.h"
 #include "device/cpu/threads.h"
 #include "device/cuda/context.h"
 #include "device/cuda/runtime_info.h"
 #include "model/transformer.h"
 #include "model_flops.h"
 #include "ops/adam.h"
+#include "ops/build_info.h"
 
 namespace {
 
+using dragoman::Tensor;
 using dragoman::model::Batch;
 using dragoman::model::ModelConfig;
-using dragoman::Tensor;
 
 struct Options {
   std::vector<std::string> models{"base", "big"};

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
   }
   dragoman::cpu::set_compute_threads(threads);
   dragoman::cpu::set_row_invariant_products(true);
-  const dragoman::decode::DecodingModels models = dragoman::decode::load_decoding_models({model_path}, "fp32", dragoman::Device::cpu());
+  const dragoman::decode::DecodingModels models =
+      dragoman::decode::load_decoding_models({model_path}, "fp32", dragoman::Device::cpu());
   std::vector<std::string> lines;
   std::ifstream in(lines_path);
   for (std::string line; std::getline(in, line);) lines.push_back(line);

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "best_rate.h"
-#include "ops/build_info.h"
-#include "kernels/common/adam.h"
 #include "device/cpu/cpu_isa.h"
+#include "kernels/common/adam.h"
 #include "kernels/cpu/vector_math.h"
+#include "ops/build_info.h"
 
 namespace {
 

@@ -7,10 +7,10 @@
 // validates; an encoded corpus is consistent (offsets, counts, ids within the vocabulary).
 // Seeds: fuzz/seeds/fuzz_corpus (lines of tests/fixtures: demo corpus, BLEU, alignment TSV).
 #include "base/error.h"
+#include "base/utf8.h"
 #include "data/corpus.h"
 #include "fuzz_common.h"
 #include "io/text_lines.h"
-#include "base/utf8.h"
 #include "text/vocabulary.h"
 
 using namespace dragoman;

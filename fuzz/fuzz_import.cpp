@@ -5,9 +5,9 @@
 // Checks besides the error contract: every tensor's bytes are its shape's size, and a piece
 // table that loads writes itself back the same.
 // Seeds: fuzz/seeds/fuzz_import (the fixtures of tests/fixtures/marian, a small torch.save file).
+#include "base/error.h"
 #include "convert/hf_marian.h"
 #include "convert/marian_npz.h"
-#include "base/error.h"
 #include "fuzz_common.h"
 #include "io/npz.h"
 #include "io/torch_pickle.h"
@@ -35,7 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (data[0] % 5) {
       case 0: check_tensors(io::decode_npz("fuzz.npz", input)); break;
       case 1: check_tensors(io::decode_torch_state_dict("fuzz.bin", input)); break;
-      case 2: (void)convert::marian_model_config(std::string(input), "fuzz.yml", ops::SinusoidLayout::kTensor2Tensor); break;
+      case 2:
+        (void)convert::marian_model_config(std::string(input), "fuzz.yml", ops::SinusoidLayout::kTensor2Tensor);
+        break;
       case 3: (void)convert::hf_marian_config(std::string(input), "config.json"); break;
       default: {
         const text::PieceTable t = text::PieceTable::from_json(std::string(input), "fuzz.pieces");

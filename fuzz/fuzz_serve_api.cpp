@@ -5,9 +5,9 @@
 // request holds 1 to max_sentences sentences of valid UTF-8 without line breaks and a beam within
 // the limit.
 // Seeds: fuzz/seeds/fuzz_serve_api (the requests of docs/SERVE.md and the serve tests).
+#include "base/utf8.h"
 #include "fuzz_common.h"
 #include "serve/api.h"
-#include "base/utf8.h"
 
 using namespace dragoman;
 

@@ -5,10 +5,10 @@
 // Seeds: fuzz/seeds/fuzz_translate (lines of the demo corpus and the BLEU fixtures, empty lines,
 // long lines, mixed scripts).
 #include "base/error.h"
+#include "base/utf8.h"
 #include "decode/translator.h"
 #include "fuzz_common.h"
 #include "io/text_lines.h"
-#include "base/utf8.h"
 
 using namespace dragoman;
 

@@ -16,13 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+#include "base/spelling.h"
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "core/allocator.h"
-#include "ops/build_info.h"
-#include "base/error.h"
-#include "base/spelling.h"
 #include "device/cpu/cpu_isa.h"
+#include "ops/build_info.h"
 
 namespace {
 

@@ -2,9 +2,9 @@
 // name or as the last N checkpoints of a training run, written as one model file.
 #include <spdlog/spdlog.h>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/validators.h"
-#include "base/error.h"
 #include "io/atomic_file.h"
 #include "model/average.h"
 #include "train/trainer.h"

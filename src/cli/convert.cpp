@@ -3,11 +3,11 @@
 // SentencePiece models and vocabulary.
 #include <spdlog/spdlog.h>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "convert/hf_marian.h"
 #include "convert/marian_npz.h"
-#include "base/error.h"
 #include "io/atomic_file.h"
 
 namespace dragoman::cli {
@@ -60,15 +60,16 @@ Subcommand add_convert(CLI::App& app) {
               }
               model = convert::read_hf_marian(o->input);
             } else {
-              model = convert::read_marian(
-                  {o->input, o->vocabs, o->spms,
-                   o->sinusoids == "tensor2tensor" ? ops::SinusoidLayout::kTensor2Tensor : ops::SinusoidLayout::kConcatenated});
+              model = convert::read_marian({o->input, o->vocabs, o->spms,
+                                            o->sinusoids == "tensor2tensor" ? ops::SinusoidLayout::kTensor2Tensor
+                                                                            : ops::SinusoidLayout::kConcatenated});
             }
             convert::write_imported_model(model, o->output, o->input);
             const model::ModelConfig& c = model.config;
             spdlog::info("convert: wrote {}: {} + {} layers, d_model {}, {} heads, d_ff {}, {}, vocabularies {} / {}",
                          o->output, c.encoder_layers, c.decoder_layers, c.d_model, c.heads, c.d_ff,
-                         c.activation == model::Activation::kRelu ? "relu" : "swish", c.src_vocab_size, c.tgt_vocab_size);
+                         c.activation == model::Activation::kRelu ? "relu" : "swish", c.src_vocab_size,
+                         c.tgt_vocab_size);
             return 0;
           }};
 }

@@ -29,7 +29,8 @@ void add_search_options(CLI::App* sub, decode::DecodingOptions& o, decode::Decod
       ->capture_default_str();
   sub->add_option("--length-normalization", o.length_normalization,
                   "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none")
-      ->check(CLI::IsMember({length_penalty_name(decode::LengthPenalty::kGnmt), length_penalty_name(decode::LengthPenalty::kPower),
+      ->check(CLI::IsMember({length_penalty_name(decode::LengthPenalty::kGnmt),
+                             length_penalty_name(decode::LengthPenalty::kPower),
                              length_penalty_name(decode::LengthPenalty::kNone)}))
       ->capture_default_str();
 }

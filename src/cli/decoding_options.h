@@ -20,7 +20,8 @@ enum DecodingOptionGroup : unsigned {
 // Adds the options of `groups` to `sub`, filling `o` (which must outlive the parse). `use`: a
 // server's search options are defaults that each request may change, its beam is at most
 // kMaxServeBeam, and its batches are one continuous search (their help says so).
-void add_decoding_options(CLI::App* sub, decode::DecodingOptions& o, unsigned groups, decode::DecodingUse use = decode::DecodingUse::kBatch);
+void add_decoding_options(CLI::App* sub, decode::DecodingOptions& o, unsigned groups,
+                          decode::DecodingUse use = decode::DecodingUse::kBatch);
 
 // Which of --beam, --length-penalty and --length-normalization `sub`'s command line gave (after
 // the parse): the others take the model file's recommendation (apply_model_defaults).

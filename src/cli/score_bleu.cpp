@@ -8,9 +8,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/validators.h"
-#include "base/error.h"
 #include "eval/bleu.h"
 #include "eval/chrf.h"
 #include "eval/corpus_score.h"
@@ -88,8 +88,9 @@ void run_score_bleu(ScoreBleuOptions o) {
   if (o.input == "-" && ::isatty(STDIN_FILENO) != 0) {
     // Waiting for hypotheses typed on a terminal is never what was meant: usually a file given
     // without -i was taken for another reference.
-    std::string message = "no hypotheses: they are read from standard input, which is a terminal; give -i FILE or "
-                          "pipe them in";
+    std::string message =
+        "no hypotheses: they are read from standard input, which is a terminal; give -i FILE or "
+        "pipe them in";
     if (o.refs.size() > 1) {
       message += " (--ref took " + std::to_string(o.refs.size()) + " files; if '" + o.refs.back() +
                  "' holds the hypotheses, give it with -i)";

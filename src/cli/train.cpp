@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
-#include "base/error.h"
 #include "train/communicator.h"
 #include "train/trainer.h"
 

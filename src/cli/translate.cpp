@@ -138,8 +138,8 @@ int run_translate(const TranslateCliOptions& o) {
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   decode::Progress progress(show_progress, show_progress ? io::count_lines(o.input) : -1);
   const Clock::time_point start = Clock::now();
-  decode::TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions, o.attention_dir,
-                           caption);
+  decode::TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions,
+                                   o.attention_dir, caption);
   if (translate_stream(translator, reader, chunks, needs_source_words(o), writer, progress, signals.flag()) ==
       decode::StreamEnd::kStopped) {
     spdlog::warn("translate: interrupted by signal {} after {} lines; {}", signals.received(), writer.totals().lines,

@@ -176,7 +176,8 @@ void check_positions(const io::SafeTensor& t, const model::ModelConfig& c, const
   if (t.dtype != DType::kF32 || t.shape != std::vector<std::int64_t>{c.max_positions, c.d_model}) {
     throw Error(file + ": '" + t.name + "' is not an F32 [max_position_embeddings, d_model] table");
   }
-  const Tensor table = ops::sinusoidal_positions(c.max_positions, c.d_model, DType::kF64, ops::SinusoidLayout::kConcatenated);
+  const Tensor table =
+      ops::sinusoidal_positions(c.max_positions, c.d_model, DType::kF64, ops::SinusoidLayout::kConcatenated);
   const double* expected = table.data<double>();
   const auto* values = reinterpret_cast<const float*>(t.data.data());
   for (std::size_t i = 0; i < static_cast<std::size_t>(table.numel()); ++i) {

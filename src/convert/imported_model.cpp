@@ -15,7 +15,7 @@
 namespace dragoman::convert {
 
 io::SafeTensor renamed_tensor(const io::SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
-                          bool transpose) {
+                              bool transpose) {
   io::SafeTensor t{name, source.dtype, std::move(shape), {}};
   if (t.numel() != source.numel()) {
     throw Error("tensor '" + source.name + "' has " + std::to_string(source.numel()) + " elements, '" + name +

@@ -34,6 +34,6 @@ void write_imported_model(const ImportedModel& model, const std::string& output,
 // A float tensor of `name` and `shape` with the data of `source` (same element count), keeping its
 // dtype; `transpose` swaps the two axes of a matrix (Marian stores [in, out]).
 io::SafeTensor renamed_tensor(const io::SafeTensor& source, const std::string& name, std::vector<std::int64_t> shape,
-                          bool transpose = false);
+                              bool transpose = false);
 
 }  // namespace dragoman::convert

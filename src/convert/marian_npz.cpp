@@ -197,7 +197,8 @@ io::SafeTensor f32_tensor(const std::string& name, std::vector<std::int64_t> sha
 
 }  // namespace
 
-model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, ops::SinusoidLayout sinusoids) {
+model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where,
+                                       ops::SinusoidLayout sinusoids) {
   try {
     return marian_config(parse_yaml(model_yml, where), where, sinusoids);
   } catch (const YAML::Exception& e) {  // a value of the wrong type

@@ -23,7 +23,8 @@ struct MarianInputs {
 
 // Marian's model.yml (the training config it keeps in model.npz) as a ModelConfig (vocabulary
 // sizes and special ids left to the vocabulary), or an Error naming the setting it cannot represent.
-model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where, ops::SinusoidLayout sinusoids);
+model::ModelConfig marian_model_config(const std::string& model_yml, const std::string& where,
+                                       ops::SinusoidLayout sinusoids);
 
 // The model, or an Error naming the file and the setting or tensor Dragoman cannot represent.
 ImportedModel read_marian(const MarianInputs& inputs);

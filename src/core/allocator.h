@@ -32,8 +32,8 @@
 #include <string>
 
 #include "core/block_pool.h"
-#include "device/device.h"
 #include "device/cuda/stream.h"
+#include "device/device.h"
 
 namespace dragoman {
 

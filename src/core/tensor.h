@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
 #include "base/dtype.h"
 #include "base/half.h"
+#include "device/device.h"
 
 namespace dragoman {
 

@@ -101,7 +101,8 @@ std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& c
   return batches;
 }
 
-model::Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs, const model::ModelConfig& config) {
+model::Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs,
+                        const model::ModelConfig& config) {
   if (pairs.empty()) throw Error("batching: an empty batch");
   std::vector<std::vector<std::int32_t>> src, tgt;
   src.reserve(pairs.size());

@@ -33,6 +33,7 @@ std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& c
                                                           const Curriculum& curriculum = {});
 
 // The padded batch of the given pairs (BOS/EOS added to the target).
-model::Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs, const model::ModelConfig& config);
+model::Batch make_batch(const EncodedCorpus& corpus, const std::vector<std::int64_t>& pairs,
+                        const model::ModelConfig& config);
 
 }  // namespace dragoman::data

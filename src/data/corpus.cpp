@@ -255,8 +255,8 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
 
 std::uint64_t check_parallel_corpus(const CorpusOptions& options) { return content_hash(read_raw(options)); }
 
-EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab, const std::string& cache_path,
-                                   int threads, const std::atomic<int>* stop,
+EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab,
+                                   const std::string& cache_path, int threads, const std::atomic<int>* stop,
                                    std::optional<std::uint64_t> checked_hash) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");
   if (options.max_ratio < 0) throw Error("corpus: max_ratio must be >= 0 (0: no ratio filter)");

@@ -57,8 +57,7 @@ struct EncodedCorpus {
 // checked_hash: what check_parallel_corpus returned for these inputs in this process; with it, a
 // valid cache is used without reading the inputs again.
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab,
-                                   const std::string& cache_path, int threads,
-                                   const std::atomic<int>* stop = nullptr,
+                                   const std::string& cache_path, int threads, const std::atomic<int>* stop = nullptr,
                                    std::optional<std::uint64_t> checked_hash = std::nullopt);
 
 // The checks of load_parallel_corpus without the encoding (so a run can refuse bad data before it

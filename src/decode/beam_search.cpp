@@ -40,8 +40,8 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
 // The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
 // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
 // (ops::top_k_row).
-void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only, const model::ModelConfig& c,
-                     std::vector<std::pair<double, std::int32_t>>& best) {
+void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only,
+                     const model::ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
   const std::int64_t vocab = logits.dim(1);
   const auto k = static_cast<std::int64_t>(count);
   switch (logits.dtype()) {

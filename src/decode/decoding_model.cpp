@@ -10,8 +10,8 @@ namespace dragoman::decode {
 namespace {
 
 // Starts `model`'s decoder state over the batch's sources, recording `attention` when given.
-model::DecoderState start_one(const model::Transformer& model, const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
-                       const AttentionChoice* attention) {
+model::DecoderState start_one(const model::Transformer& model, const model::Batch& batch, std::int64_t capacity,
+                              std::int64_t beams, const AttentionChoice* attention) {
   const Tensor memory = model.encode(batch.src, batch.src_lengths);
   model::DecoderState state = model.start_decoding(memory, batch.src_lengths, capacity, beams);
   if (attention != nullptr) {
@@ -97,7 +97,8 @@ Device EnsembleDecoding::device() const { return models_.front()->parameters().v
 DecodingState EnsembleDecoding::start(const model::Batch& batch, std::int64_t capacity, std::int64_t beams,
                                       const AttentionChoice* attention) const {
   DecodingState state;
-  for (const model::Transformer* model : models_) state.models.push_back(start_one(*model, batch, capacity, beams, attention));
+  for (const model::Transformer* model : models_)
+    state.models.push_back(start_one(*model, batch, capacity, beams, attention));
   return state;
 }
 

@@ -58,7 +58,8 @@ LineEncoder translator_encoder(const Translator& translator, bool with_words);
 // terminal fed a line at a time): those lines are translated instead of waiting for more. Empty
 // when the input has ended (or a wait was stopped) and no line was read. Invalid UTF-8 is an
 // error "FILE:LINE: invalid UTF-8 at byte B of the line ..." (base/error.h throw_input_error).
-std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool replace_invalid, const LineEncoder& encode);
+std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool replace_invalid,
+                                const LineEncoder& encode);
 
 // Reads and encodes the input one chunk ahead of the translation, on a thread of its own: the text
 // work (reading, UTF-8 checks, SentencePiece) of the next chunk overlaps the decoding of this one,

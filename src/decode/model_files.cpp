@@ -18,9 +18,10 @@ text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::s
   };
   const auto side = [&](const std::string& which) {
     const std::string prefix = "vocabulary." + which;
-    return text::Vocabulary::with_table(part(prefix + ".sentencepiece"),
-                                  text::PieceTable::from_json(part(prefix + ".pieces"), file + " (" + prefix + ".pieces)"),
-                                  file + " (" + prefix + ")");
+    return text::Vocabulary::with_table(
+        part(prefix + ".sentencepiece"),
+        text::PieceTable::from_json(part(prefix + ".pieces"), file + " (" + prefix + ".pieces)"),
+        file + " (" + prefix + ")");
   };
   return text::Vocabulary::pair(side("source"), side("target"));
 }
@@ -69,7 +70,8 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
   if (!int8 && !parse_precision(precision, dtype)) throw Error("translate: unknown precision " + precision);
   for (const std::string& file : files) {
     model::ModelFileInfo info;
-    auto model = std::make_unique<model::Transformer>(model::load_model(file, model::ParameterPrecision::decoding(dtype), &info, device));
+    auto model = std::make_unique<model::Transformer>(
+        model::load_model(file, model::ParameterPrecision::decoding(dtype), &info, device));
     if (info.vocabulary.empty() && info.imported.empty()) {
       throw Error(file +
                   ": the model file holds no vocabulary (vocabulary.sentencepiece); translate needs a model "

@@ -112,8 +112,8 @@ WordLevel word_level(const TranslatedHypothesis& h, const text::Vocabulary& voca
   return w;
 }
 
-std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const text::Vocabulary& vocabulary,
-                        const SourceWords* source) {
+std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o,
+                        const text::Vocabulary& vocabulary, const SourceWords* source) {
   std::string out;
   if (o.nbest > 0) {
     for (const TranslatedHypothesis& h : t.nbest) {
@@ -127,8 +127,8 @@ std::string format_text(const Translation& t, std::int64_t index, const OutputOp
   return out + best.text + text_extras(best, o, vocabulary, source) + "\n";
 }
 
-nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const text::Vocabulary& vocabulary,
-                                        const SourceWords* source) {
+nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o,
+                                        const text::Vocabulary& vocabulary, const SourceWords* source) {
   nlohmann::ordered_json j = hypothesis_json(t.nbest.front(), o, vocabulary, source);
   if (o.alignment != AlignmentKind::kNone && source != nullptr) j["source_words"] = source->words;
   if (o.nbest > 0) {

@@ -58,10 +58,10 @@ WordLevel word_level(const TranslatedHypothesis& h, const text::Vocabulary& voca
 
 // The output lines (each ending in '\n') of the translation of input line `index` (0-based);
 // `source` as word_level.
-std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o, const text::Vocabulary& vocabulary,
-                        const SourceWords* source);
-nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o, const text::Vocabulary& vocabulary,
-                                        const SourceWords* source);
+std::string format_text(const Translation& t, std::int64_t index, const OutputOptions& o,
+                        const text::Vocabulary& vocabulary, const SourceWords* source);
+nlohmann::ordered_json translation_json(const Translation& t, const OutputOptions& o,
+                                        const text::Vocabulary& vocabulary, const SourceWords* source);
 
 // A score as translate writes it in text: 6 decimals.
 std::string format_score(double score);

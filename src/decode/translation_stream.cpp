@@ -49,8 +49,9 @@ struct StopRequested {};
 
 }  // namespace
 
-StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks, bool with_words,
-                           TranslationWriter& writer, Progress& progress, const std::atomic<int>* stop) {
+StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
+                           bool with_words, TranslationWriter& writer, Progress& progress,
+                           const std::atomic<int>* stop) {
   const auto stop_requested = [stop] { return stop != nullptr && stop->load() != 0; };
   try {
     ChunkPrefetcher prefetcher(input, chunks, translator_encoder(translator, with_words));

@@ -47,8 +47,9 @@ enum class StreamEnd {
 // after every chunk is read and every batch is written; a wait for input it must cut short is the
 // input's business (LineSource::stop_waiting_when). Errors (a bad line, a failed read or write)
 // are thrown after the lines before them are written.
-StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks, bool with_words,
-                           TranslationWriter& writer, Progress& progress, const std::atomic<int>* stop);
+StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
+                           bool with_words, TranslationWriter& writer, Progress& progress,
+                           const std::atomic<int>* stop);
 
 // The summary translate logs at the end: lines, tokens, rates, the allocator's peak on `device`
 // (debug), and the counts of truncated lines and of lines with invalid UTF-8 replaced.

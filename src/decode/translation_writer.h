@@ -49,8 +49,9 @@ class TranslationWriter {
   // `input_name` and `max_positions` for the truncation warnings; with `attention_dir`, each
   // line's picture DIR/NNNNNN.svg captioned "line N: " + `picture_caption` (attention_caption).
   // The sink and the vocabulary must outlive the writer.
-  TranslationWriter(TranslationSink& sink, OutputOptions format, const text::Vocabulary& vocabulary, std::string input_name,
-                    std::int64_t max_positions, std::string attention_dir = "", std::string picture_caption = "");
+  TranslationWriter(TranslationSink& sink, OutputOptions format, const text::Vocabulary& vocabulary,
+                    std::string input_name, std::int64_t max_positions, std::string attention_dir = "",
+                    std::string picture_caption = "");
 
   // A new chunk, with its lines' words when the output needs them (alignments, pictures; else
   // nullptr). They must live until the chunk is written.

@@ -6,10 +6,10 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "eval/ngrams.h"
 #include "eval/report.h"
 #include "text/unicode.h"
-#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

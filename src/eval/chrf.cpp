@@ -2,9 +2,9 @@
 #include "eval/chrf.h"
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "eval/ngrams.h"
 #include "text/unicode.h"
-#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

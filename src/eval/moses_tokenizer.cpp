@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/utf8.h"
 #include "eval/moses_data.h"
 #include "text/unicode.h"
-#include "base/utf8.h"
 
 namespace dragoman::eval {
 namespace {

@@ -4,8 +4,8 @@
 #include "eval/tokenizers.h"
 
 #include "base/error.h"
-#include "text/unicode.h"
 #include "base/utf8.h"
+#include "text/unicode.h"
 
 namespace dragoman::eval {
 namespace {

@@ -2,8 +2,8 @@
 #include "io/text_lines.h"
 
 #include "base/error.h"
-#include "io/read_file.h"
 #include "base/utf8.h"
+#include "io/read_file.h"
 
 namespace dragoman::io {
 namespace {

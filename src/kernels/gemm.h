@@ -12,9 +12,9 @@
 //     between k blocks; a C of T is rounded once, with store<T>(), after the last one. A float C is
 //     the tile.
 // The libraries thread internally (oneDNN on the caller's OpenMP threads; OpenBLAS by
-// set_compute_threads in device/cpu/threads.h); the widening loops run on OpenMP threads between their calls, never around
-// them. Results may differ in the last bits between libraries and thread counts, never between runs
-// with the same ones.
+// set_compute_threads in device/cpu/threads.h); the widening loops run on OpenMP threads between their calls, never
+// around them. Results may differ in the last bits between libraries and thread counts, never between runs with the
+// same ones.
 //
 // CUDA (namespace cuda):
 // Matrix multiplication on CUDA through cuBLASLt, the twins of the CPU spec above (same names, same
@@ -64,7 +64,6 @@ void gemm_strided_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64
                           const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                           std::int64_t stride_b, acc_t<T> beta, T* c, std::int64_t ldc, std::int64_t stride_c,
                           std::int64_t batch);
-
 
 // Row-invariant products (translate --batch-invariant, docs/DECODING.md): a row of a product's
 // result then does not depend on the other rows it is computed with. oneDNN's f32 kernels choose

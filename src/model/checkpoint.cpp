@@ -26,7 +26,7 @@ bool is_imported_vocabulary(const std::string& name) {
 }  // namespace
 
 io::SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
-                                     std::optional<DType> file_dtype) {
+                                         std::optional<DType> file_dtype) {
   if (model.weights_discarded()) {
     throw Error("a model whose weights were given up for decoding (translate) cannot be saved");
   }

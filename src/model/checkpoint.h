@@ -38,7 +38,7 @@ struct ModelFileInfo {
 // The safetensors content of a model: its master weights in their dtype, or in `file_dtype` (F32,
 // F64, BF16 or F16: rounded to nearest even, half the size of F32 for the 16-bit types).
 io::SafeTensorsFile model_to_safetensors(const Transformer& model, const ModelFileInfo& info,
-                                     std::optional<DType> file_dtype = std::nullopt);
+                                         std::optional<DType> file_dtype = std::nullopt);
 // The model of a decoded file (F32, F64, BF16 or F16 tensors); `name` is used in messages.
 // Parameters are converted to `dtype` (widening a 16-bit file is exact).
 Transformer model_from_safetensors(const io::SafeTensorsFile& file, const std::string& name, DType dtype,

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "core/allocator.h"
 #include "base/error.h"
+#include "core/allocator.h"
 #include "model/transformer.h"
 #include "model/transformer_views.h"
 #include "ops/linear.h"

@@ -25,7 +25,7 @@ struct ApiError {
 
 struct RequestLimits {
   std::int64_t max_sentences = 1000;  // per request (413 beyond)
-  int max_beam = decode::kMaxServeBeam;       // decode/decoding_options.h says why a server's is lower than translate's
+  int max_beam = decode::kMaxServeBeam;  // decode/decoding_options.h says why a server's is lower than translate's
 };
 
 struct TranslateRequest {

@@ -27,8 +27,8 @@ bool same_batch(const TranslationJob& a, std::size_t model, const decode::Search
 
 }  // namespace
 
-BatchingTranslator::BatchingTranslator(std::vector<Model> models, decode::TranslatorOptions limits, BatchingOptions options,
-                                       StepObserver observer)
+BatchingTranslator::BatchingTranslator(std::vector<Model> models, decode::TranslatorOptions limits,
+                                       BatchingOptions options, StepObserver observer)
     : models_(std::move(models)), limits_(std::move(limits)), options_(options), observer_(std::move(observer)) {
   if (models_.empty()) throw Error("serve: no model to translate with");
   if (limits_.batch_tokens < 1 || limits_.batch_sentences < 1) {

@@ -54,7 +54,7 @@ std::size_t model_for_languages(Context& c, const std::string& source, const std
 // Translates `texts` (one sentence each) with `model`, through its batcher: the translations in
 // order. Throws ApiError 503 (queue full) or 504 (timeout).
 std::vector<decode::Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
-                                   const decode::SearchOptions& search) {
+                                           const decode::SearchOptions& search) {
   const text::Vocabulary& vocabulary = *c.models[model].models.vocabulary;
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(texts.size());
@@ -83,7 +83,8 @@ std::string v1_translate(Context& c, const httplib::Request& req) {
   ordered_json answer = {{"model", model.name}, {"translations", ordered_json::array()}};
   for (std::size_t i = 0; i < done.size(); ++i) {
     decode::SourceWords words;
-    if (r.output.alignment != decode::AlignmentKind::kNone) words = decode::source_words(r.texts[i], *model.models.vocabulary);
+    if (r.output.alignment != decode::AlignmentKind::kNone)
+      words = decode::source_words(r.texts[i], *model.models.vocabulary);
     answer["translations"].push_back(translation_json(done[i], r.output, *model.models.vocabulary, &words));
   }
   return answer.dump(-1, ' ', false, ordered_json::error_handler_t::replace);

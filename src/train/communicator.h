@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
 #include "core/tensor.h"
+#include "device/device.h"
 
 namespace dragoman::train {
 

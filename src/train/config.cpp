@@ -14,9 +14,9 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/spelling.h"
+#include "base/utf8.h"
 #include "device/cpu/threads.h"
 #include "io/text_lines.h"
-#include "base/utf8.h"
 
 namespace dragoman::train {
 namespace {
@@ -344,8 +344,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       const std::string nearest = nearest_name(name, {"model", "data", "training", "checkpoint"});
       throw Error(source + ": unknown config section '" + name + "'" +
                   (nearest.empty() ? " (expected model, data, training, checkpoint)"
-                                   : "; did you mean '" + nearest + "'? (the sections: model, data, training, "
-                                                                      "checkpoint)"));
+                                   : "; did you mean '" + nearest +
+                                         "'? (the sections: model, data, training, "
+                                         "checkpoint)"));
     }
   }
   return c;

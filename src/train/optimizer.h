@@ -19,7 +19,7 @@ bool muon_updates(const model::ParameterEntry& entry);
 // bits as under Adam alone. The compute mirror (mixed precision) follows the master weights.
 // grad_factor (Adam alone): ops::grad_norm_factor's {norm, factor}, which Adam applies to the
 // gradients where they are (ops::adam_step) instead of the caller scaling them first.
-void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam, const ops::MuonHyper* muon,
-                    const Tensor* grad_factor = nullptr);
+void optimizer_step(model::ParameterSet& params, Tensor& m, Tensor& v, const ops::AdamHyper& adam,
+                    const ops::MuonHyper* muon, const Tensor* grad_factor = nullptr);
 
 }  // namespace dragoman::train

@@ -9,8 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
-#include "device/cpu/threads.h"
 #include "data/batching.h"
+#include "device/cpu/threads.h"
 #include "ops/elementwise.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"

@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/allocator.h"
 #include "base/error.h"
 #include "base/timing.h"
+#include "core/allocator.h"
 #include "data/corpus.h"
 #include "device/cuda/readback.h"
 #include "model/checkpoint.h"

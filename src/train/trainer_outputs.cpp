@@ -9,9 +9,9 @@
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
-#include "device/cpu/threads.h"
 #include "data/batching.h"
 #include "decode/translator.h"
+#include "device/cpu/threads.h"
 #include "eval/bleu.h"
 #include "eval/corpus_score.h"
 #include "io/atomic_file.h"

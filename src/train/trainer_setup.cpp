@@ -9,15 +9,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "ops/build_info.h"
 #include "base/error.h"
-#include "device/device.h"
 #include "base/json_diff.h"
 #include "device/cpu/threads.h"
+#include "device/device.h"
 #include "io/atomic_file.h"
 #include "io/read_file.h"
 #include "io/text_lines.h"
 #include "model/checkpoint.h"
+#include "ops/build_info.h"
 #include "text/vocabulary.h"
 #include "train/child_process.h"
 

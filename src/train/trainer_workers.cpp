@@ -6,8 +6,8 @@
 
 #include "base/error.h"
 #include "base/parallel.h"
-#include "device/cpu/threads.h"
 #include "data/batching.h"
+#include "device/cpu/threads.h"
 #include "train/update.h"
 
 namespace dragoman::train::detail {
@@ -136,7 +136,8 @@ std::int64_t Trainer::compute_gradients(const std::vector<std::vector<std::int64
           throw Error("the failure TrainOptions::fail_worker_at asked for (tests)");
         }
         model::GradientReady ready;
-        if (overlap) ready = [&, w](const model::GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
+        if (overlap)
+          ready = [&, w](const model::GradientRange& range) { comm_->range_ready(w, range.first, range.second); };
         accumulate_gradients(worker_model(w), batches, true, t.seed, stream, loss_scale, &worker_sums, tokens, ready);
       } catch (const OutOfMemory& e) {
         fail_out_of_memory(e, "update " + std::to_string(state_.step + 1) +

@@ -7,8 +7,8 @@
 namespace dragoman::train {
 
 UpdateLoss accumulate_gradients(model::Transformer& model, const std::vector<model::Batch>& batches, bool training,
-                                std::uint64_t seed, std::uint64_t first_stream, double loss_scale,
-                                Tensor* loss_sums, std::int64_t update_tokens, const model::GradientReady& ready) {
+                                std::uint64_t seed, std::uint64_t first_stream, double loss_scale, Tensor* loss_sums,
+                                std::int64_t update_tokens, const model::GradientReady& ready) {
   UpdateLoss total;
   for (const model::Batch& batch : batches) total.tokens += batch.target_tokens();
   const std::int64_t normaliser = update_tokens > 0 ? update_tokens : total.tokens;

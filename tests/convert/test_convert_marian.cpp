@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "convert/convert_testing.h"
 #include "convert/marian_npz.h"
-#include "base/error.h"
 #include "decode/model_files.h"
 #include "decode/translator.h"
 #include "io/read_file.h"

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/allocator.h"
 #include "base/error.h"
+#include "core/allocator.h"
 #include "device/cuda/context.h"
 #include "device/cuda/deferred_error.h"
 

@@ -9,14 +9,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/allocator.h"
-#include "device/device.h"
 #include "base/error.h"
+#include "core/allocator.h"
 #include "core/strided_copy.h"
 #include "core/tensor.h"
 #include "device/cuda/context.h"
 #include "device/cuda/pinned.h"
 #include "device/cuda/runtime_info.h"
+#include "device/device.h"
 
 namespace dragoman {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/numeric.h"
-#include "kernels/comparisons.h"
 #include "device/cuda/check.h"
 #include "device/cuda/context.h"
+#include "kernels/comparisons.h"
 
 namespace dragoman::test {
 

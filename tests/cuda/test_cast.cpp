@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cast.h"
 #include "device/cuda/cast.h"
 #include "device/cuda/check.h"
 #include "device/cuda/context.h"
+#include "kernels/cpu/cast.h"
 
 namespace dragoman {
 namespace {

@@ -1,9 +1,9 @@
 // The CUDA runtime, cuBLAS and NCCL are linked and answer on a real GPU.
 #include <catch2/catch.hpp>
 
-#include "ops/build_info.h"
 #include "device/cuda/check.h"
 #include "device/cuda/runtime_info.h"
+#include "ops/build_info.h"
 
 TEST_CASE("runtime_info lists every device", "[cuda]") {
   const int devices = dragoman::cuda::device_count();

@@ -221,8 +221,8 @@ TEST_CASE("a batch too large for the GPU stops with a message naming training.ma
   train::TrainOptions options;
   options.run_dir = dir + "/run";
   CHECK_THROWS_WITH(train::train(config, options), Contains("update 1 ran out of memory on cuda:0") &&
-                                                Contains("training.max_tokens 1000000") &&
-                                                Contains("no checkpoint was written yet"));
+                                                       Contains("training.max_tokens 1000000") &&
+                                                       Contains("no checkpoint was written yet"));
 }
 
 }  // namespace dragoman

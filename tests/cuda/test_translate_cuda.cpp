@@ -71,7 +71,8 @@ TEST_CASE("translations on a GPU equal the CPU's (f32), and 16-bit ones score BL
   const std::vector<std::string> sources = test::read_lines(trained.task.valid.source);
   const text::Vocabulary vocabulary = text::Vocabulary::load(trained.task.vocab);
   const auto run = [&](Device device, DType precision, int beam, int nbest) {
-    const model::Transformer model = model::load_model(trained.path, model::ParameterPrecision::decoding(precision), nullptr, device);
+    const model::Transformer model =
+        model::load_model(trained.path, model::ParameterPrecision::decoding(precision), nullptr, device);
     decode::TranslatorOptions o;
     o.search.beam = beam;
     o.search.nbest = nbest;

@@ -26,7 +26,7 @@ inline std::vector<double> token_log_probs(const model::Transformer& model, cons
   const model::ModelConfig& c = model.config();
   const model::Batch batch = model::Batch::from_sentences({source}, {{}}, c);
   model::DecoderState state = model.start_decoding(model.encode(batch.src, batch.src_lengths), batch.src_lengths,
-                                            static_cast<std::int64_t>(tokens.size()) + 1);
+                                                   static_cast<std::int64_t>(tokens.size()) + 1);
   std::vector<double> out;
   std::int32_t previous = c.bos_id;
   for (std::size_t i = 0; i <= tokens.size(); ++i) {

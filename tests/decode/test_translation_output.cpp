@@ -11,7 +11,8 @@ namespace dragoman::decode {
 namespace {
 
 struct Example {
-  text::Vocabulary vocabulary = text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("output-formats")));
+  text::Vocabulary vocabulary =
+      text::Vocabulary::load(test::write_letters_vocabulary(test::scratch_dir("output-formats")));
   SourceWords source = source_words("a b  c", vocabulary);
   Translation translation;
 

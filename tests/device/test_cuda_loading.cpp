@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
-#include "ops/build_info.h"
 #include "device/cuda/runtime_info.h"
 #include "device/device.h"
+#include "ops/build_info.h"
 
 namespace dragoman {
 namespace {

@@ -21,8 +21,8 @@
 #include <cstring>
 #include <functional>
 
-#include "emulated_cuda/emulated_cuda_control.h"
 #include "device/cuda/stream.h"
+#include "emulated_cuda/emulated_cuda_control.h"
 
 #define __global__
 #define __device__

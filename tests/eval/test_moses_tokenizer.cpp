@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "eval/corpus_score.h"
 #include "eval/fixtures.h"
 #include "eval/moses_tokenizer.h"
 #include "eval/paper_bleu.h"
-#include "base/utf8.h"
 
 using namespace dragoman;
 using namespace dragoman::eval;

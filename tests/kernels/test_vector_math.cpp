@@ -17,10 +17,10 @@
 #include <sstream>
 #include <string>
 
-#include "ops/build_info.h"
-#include "kernels/common/adam.h"
 #include "device/cpu/cpu_isa.h"
+#include "kernels/common/adam.h"
 #include "kernels/cpu/vector_math.h"
+#include "ops/build_info.h"
 
 namespace dragoman {
 namespace {

@@ -42,10 +42,9 @@
 // binary; in the CUDA one its body is compiled (it stays well-formed) but not registered, so the GPU
 // machine does not run the CPU's tests a second time.
 #ifdef DRAGOMAN_OP_TESTS_ON_CUDA
-#define DRAGOMAN_CPU_TEST_CASE(...) \
-  [[maybe_unused]] static void INTERNAL_CATCH_UNIQUE_NAME(dragoman_cpu_test_case_)()
+#define DRAGOMAN_CPU_TEST_CASE(...) [[maybe_unused]] static void INTERNAL_CATCH_UNIQUE_NAME(dragoman_cpu_test_case_)()
 #define DRAGOMAN_CPU_TEMPLATE_TEST_CASE(...) \
-  template <typename TestType>              \
+  template <typename TestType>               \
   [[maybe_unused]] void INTERNAL_CATCH_UNIQUE_NAME(dragoman_cpu_test_case_)()
 #else
 #define DRAGOMAN_CPU_TEST_CASE(...) TEST_CASE(__VA_ARGS__)

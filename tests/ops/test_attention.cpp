@@ -163,8 +163,8 @@ DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::attention_forward matches a naive per-head
   }
 }
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities",
-          "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::attention_probabilities are the forward's probabilities", "[kernels]", float,
+                                double) {
   using T = TestType;
   const int64_t B = 3, H = 2, K = 3;
   for (const bool causal : {false, true}) {

@@ -46,8 +46,7 @@ DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::log_softmax rows are log-probabilities", "
 }
 
 DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fused match the formula of docs/MODEL.md",
-          "[kernels]",
-                   float, double) {
+                                "[kernels]", float, double) {
   using T = TestType;
   const int64_t rows = 5, v = 7;
   const double eps = 0.1;
@@ -98,7 +97,7 @@ DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::cross_entropy_forward and cross_entropy_fu
 }
 
 DRAGOMAN_CPU_TEST_CASE("ops::cross_entropy_fused_ gives cross_entropy_'s sums and their gradient (finite differences)",
-          "[ops]") {
+                       "[ops]") {
   const std::int32_t pad = 0;
   Tensor logits = random64({5, 7}, 60, 2.0);                  // perturbed by check_gradient
   const Tensor targets = ids_tensor({3, pad, 6, 3, 1}, {5});  // row 1 is padding
@@ -240,7 +239,7 @@ void check_cross_entropy_rounding(DType dtype, int64_t v) {
 }  // namespace
 
 DRAGOMAN_CPU_TEST_CASE("cpu cross-entropy kernels round each log-probability and gradient once, for every dtype",
-          "[kernels]") {
+                       "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {

@@ -50,8 +50,7 @@ DRAGOMAN_CPU_TEST_CASE("cpu element-wise kernels compute their one-line formulas
 // ---- dropout ------------------------------------------------------------------------------------
 
 DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::dropout is deterministic, keeps about 1 - p and scales by 1 / (1 - p)",
-          "[kernels]", float,
-                   double) {
+                                "[kernels]", float, double) {
   using T = TestType;
   const int64_t n = 100003;  // not a multiple of 4: the kernel takes Philox blocks of 4
   const double p = 0.3;
@@ -121,9 +120,8 @@ DRAGOMAN_CPU_TEST_CASE("cpu::bias_backward gives the same bits with 1 and 2 thre
         cpu::resolve_threads(0, ""));  // ScopedThreads restored the default (OMP_NUM_THREADS or all cores)
 }
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the thread count",
-          "[kernels]", float,
-                   double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sum_squares accumulates in double independently of the thread count", "[kernels]",
+                                float, double) {
   using T = TestType;
   const std::vector<T> small = {T(1), T(-2), T(3)};
   CHECK(cpu::sum_squares<T>(small.data(), 3) == 14.0);
@@ -167,7 +165,7 @@ DRAGOMAN_CPU_TEST_CASE("ops::swish gradients match finite differences", "[ops]")
 }
 
 DRAGOMAN_CPU_TEST_CASE("ops::dropout_add is ops::add after ops::dropout and its gradients match finite differences",
-          "[ops]") {
+                       "[ops]") {
   Tensor x = random64({4, 6}, 14), y = random64({4, 6}, 15);  // perturbed by check_gradient
   const Tensor r = random64({4, 6}, 16);
   const double p = 0.3;

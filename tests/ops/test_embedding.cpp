@@ -44,8 +44,8 @@ DRAGOMAN_CPU_TEST_CASE("cpu::embedding_forward scales the table rows and adds po
   }
 }
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids",
-          "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's interleaved sinusoids", "[kernels]", float,
+                                double) {
   using T = TestType;
   const int64_t positions = 6, d = 8;
   std::vector<T> out(at(positions * d));
@@ -67,7 +67,7 @@ DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::sinusoidal_positions are the paper's inter
 }
 
 DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions: MarianMT's concatenated and Marian's tensor2tensor layouts",
-          "[kernels]") {
+                       "[kernels]") {
   const int64_t positions = 6, d = 8, half = d / 2;
   std::vector<double> concatenated(at(positions * d)), t2t(at(positions * d));
   cpu::sinusoidal_positions<double>(concatenated.data(), positions, d, 1);
@@ -274,8 +274,8 @@ DRAGOMAN_CPU_TEST_CASE("cpu::embedding_forward and embedding_backward round once
   }
 }
 
-DRAGOMAN_CPU_TEST_CASE("cpu::sinusoidal_positions are the nearest elements to the double sinusoids, in every storage type",
-          "[kernels]") {
+DRAGOMAN_CPU_TEST_CASE(
+    "cpu::sinusoidal_positions are the nearest elements to the double sinusoids, in every storage type", "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {

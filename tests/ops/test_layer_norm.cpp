@@ -177,7 +177,7 @@ void check_layer_norm_kernels(int64_t d) {
 }  // namespace
 
 DRAGOMAN_CPU_TEST_CASE("cpu::layer_norm_forward and layer_norm_backward round each result once, in every storage type",
-          "[kernels]") {
+                       "[kernels]") {
   for (const test::OpCase& c : test::op_cases()) {
     DYNAMIC_SECTION(c.name) {
       test::with_storage_type(c.dtype, [&](auto zero) {

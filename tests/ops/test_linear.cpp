@@ -128,8 +128,8 @@ void check_linear_kernels(DType dtype, int64_t rows, int64_t in, int64_t out) {
 
 // |a| |b|^T in double: a [rows, inner], b [cols, inner] (a weight's layout), the scale of the
 // summation error of each element of a product.
-std::vector<double> abs_products(const std::vector<double>& a, const std::vector<double>& b, int64_t rows,
-                                 int64_t cols, int64_t inner) {
+std::vector<double> abs_products(const std::vector<double>& a, const std::vector<double>& b, int64_t rows, int64_t cols,
+                                 int64_t inner) {
   std::vector<double> s(at(rows * cols), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < cols; ++o) {
@@ -310,8 +310,8 @@ TEST_CASE("ops::linear_relu_masked and linear_backward_relu give linear_relu and
 
 // ---- gemm ---------------------------------------------------------------------------------------
 
-DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination",
-          "[kernels]", float, double) {
+DRAGOMAN_CPU_TEMPLATE_TEST_CASE("cpu::gemm matches a naive product for every transpose combination", "[kernels]", float,
+                                double) {
   using T = TestType;
   const int64_t m = 5, n = 4, k = 3;
   const T alpha = T(1.5), beta = T(0.5);

@@ -233,7 +233,8 @@ TEST_CASE("batching translator: a long request joins the search as it has room, 
   decode::TranslatorOptions limits;
   limits.batch_sentences = 2;
   limits.search.max_length_b = 6;
-  const std::vector<decode::Translation> want = decode::Translator(m.decoding, m.vocabulary, limits).translate_ids(sources);
+  const std::vector<decode::Translation> want =
+      decode::Translator(m.decoding, m.vocabulary, limits).translate_ids(sources);
   std::mutex mutex;
   std::int64_t most = 0, finished = 0;
   serve::BatchingOptions options;

@@ -2,9 +2,9 @@
 // examples and against Python itself (tokenize.json's "split" and "lower" lists).
 #include <catch2/catch.hpp>
 
+#include "base/utf8.h"
 #include "eval/fixtures.h"
 #include "text/unicode.h"
-#include "base/utf8.h"
 
 using namespace dragoman;
 using namespace dragoman::text;

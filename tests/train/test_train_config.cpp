@@ -112,7 +112,8 @@ TEST_CASE("train config: `--set section.key=` puts a key back to its default", "
   CHECK(c.model.d_model == 512);
   CHECK(c.training.valid_bleu);  // untouched
   CHECK_THROWS_WITH(TrainConfig::load(path, {"training.warmup="}), Contains("training.warmup"));
-  CHECK_THROWS_WITH(TrainConfig::load(path, {"trainings.max_steps="}), Contains("'trainings'; did you mean 'training'?"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"trainings.max_steps="}),
+                    Contains("'trainings'; did you mean 'training'?"));
 }
 
 TEST_CASE("train config: data paths are made absolute for the run directory", "[train]") {

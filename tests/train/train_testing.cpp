@@ -110,7 +110,8 @@ std::string write_letters_vocabulary(const std::string& dir) {
   return dir + "/letters.model";
 }
 
-train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab) {
+train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid,
+                                        const std::string& vocab) {
   train::TrainConfig c;
   c.model.encoder_layers = c.model.decoder_layers = 2;
   c.model.d_model = 32;

@@ -35,7 +35,8 @@ ReversalFiles write_reversal_corpus(const std::string& dir, const std::string& n
 std::string write_letters_vocabulary(const std::string& dir);
 
 // A tiny training config for the reversal task (2+2 layers, d_model 32) on the given files.
-train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid, const std::string& vocab);
+train::TrainConfig tiny_reversal_config(const ReversalFiles& train, const ReversalFiles& valid,
+                                        const std::string& vocab);
 
 // The reversal task in a scratch directory: `lines` training pairs, 100 dev pairs, the letters
 // vocabulary, and run directories under it.

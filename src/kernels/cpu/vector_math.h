@@ -23,8 +23,8 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/common/adam.h"
 #include "device/cpu/cpu_isa.h"
+#include "kernels/common/adam.h"
 
 namespace dragoman::cpu {
 

@@ -11,8 +11,8 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #if !defined(DRAGOMAN_CUDA_EMULATION)  // (tests/emulated_cuda/emulated_cuda.h has the launch)
-#include "kernels/cuda/attention_launch.cuh"
 #include "device/cuda/check.h"
+#include "kernels/cuda/attention_launch.cuh"
 #endif
 
 namespace dragoman::cuda::attention_detail {

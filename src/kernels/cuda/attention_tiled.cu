@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "device/cuda/check.h"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_launch.cuh"
-#include "device/cuda/check.h"
 
 namespace dragoman::cuda::attention_detail {
 namespace {
