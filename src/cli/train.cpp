@@ -79,12 +79,14 @@ Subcommand add_train(CLI::App& app) {
           },
           "DEVICE"));
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
-  sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML) and exit");
+  sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML, data paths absolute) and exit; checked as train checks it");
   return {sub, [o] {
             // Under mpirun/srun, process 0 speaks for the run; the others report only errors.
             if (train::ProcessGroup::from_environment().rank != 0) spdlog::set_level(spdlog::level::err);
             const train::TrainConfig config = resolve_config(*o);
-            if (o->dump_config) {
+            if (o->dump_config) {  // what train would run, so checked as train checks it
+              config.validate();
+              config.check_files();
               std::fputs(train::to_yaml(config.to_json()).c_str(), stdout);
               return 0;
             }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "base/dtype.h"
 #include "base/error.h"
@@ -20,6 +21,11 @@
 
 namespace dragoman::train {
 namespace {
+
+// The data section's keys that name files (made absolute: against the config file's directory when
+// a config file gives them, else the working directory).
+constexpr const char* kDataPathKeys[] = {"train_source", "train_target", "train_tsv", "valid_source",
+                                         "valid_target", "valid_tsv",    "vocabulary"};
 
 // "unknown config key 'training.max_step'; did you mean 'training.max_steps'?", or the section's
 // keys when none is close.
@@ -132,6 +138,18 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
     json.erase("base");
   }
   TrainConfig::from_json(json, path);  // checks names and types of this file alone
+  // A data path written in a config file is relative to that file's directory: a config copied
+  // elsewhere, or run from another directory, finds the same files (--set values stay relative to
+  // the working directory).
+  if (json.contains("data")) {
+    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+    for (const char* key : kDataPathKeys) {
+      const auto it = json["data"].find(key);
+      if (it == json["data"].end() || !it->is_string() || it->get<std::string>().empty()) continue;
+      const std::filesystem::path given = it->get<std::string>();
+      if (given.is_relative()) *it = (dir / given).lexically_normal().string();
+    }
+  }
   merge(merged, json);
   return merged;
 }
@@ -442,7 +460,8 @@ void TrainConfig::validate() const {
   if (!(training.lr_factor > 0) || !std::isfinite(training.lr_factor)) fail("training.lr_factor must be > 0");
   if (!(training.lr >= 0) || !std::isfinite(training.lr)) fail("training.lr must be >= 0 (0: use lr_factor)");
   if (training.lr > 0 && training.lr_factor != 1.0) {
-    fail("give training.lr (the peak learning rate) or training.lr_factor (the paper's factor), not both");
+    fail("give training.lr (the peak learning rate) or training.lr_factor (the paper's factor), not both "
+         "(to use training.lr over a config that sets the factor, clear it: --set training.lr_factor=)");
   }
   if (training.log_every < 1) fail("training.log_every must be >= 1");
   if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
@@ -467,6 +486,20 @@ void TrainConfig::validate() const {
   if (training.loss_scale_window < 1) fail("training.loss_scale_window must be >= 1");
   if (checkpoint.every_steps < 0 || checkpoint.every_minutes < 0) fail("checkpoint intervals must be >= 0");
   if (checkpoint.keep_last < 1) fail("checkpoint.keep_last must be >= 1");
+}
+
+void TrainConfig::check_files() const {
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"train_source", &data.train_source}, {"train_target", &data.train_target}, {"train_tsv", &data.train_tsv},
+      {"valid_source", &data.valid_source}, {"valid_target", &data.valid_target}, {"valid_tsv", &data.valid_tsv},
+      {"vocabulary", &data.vocabulary}};
+  for (const auto& [key, path] : paths) {
+    if (path->empty() || std::filesystem::is_regular_file(*path)) continue;
+    throw Error(std::string("config key data.") + key + ": " +
+                (std::filesystem::exists(*path) ? "not a regular file: " : "no such file: ") + *path +
+                " (a relative path in a config file is relative to that file's directory; in --set, to the "
+                "working directory)");
+  }
 }
 
 void TrainConfig::make_paths_absolute() {

@@ -101,14 +101,18 @@ struct TrainConfig {
 
   nlohmann::json to_json() const;
   // Parses a {model, data, training, checkpoint} object over the defaults; unknown keys and wrong
-  // types are errors naming `source`. Data paths are used as given (relative to the working
-  // directory); the trainer makes them absolute before it saves the config in the run directory.
+  // types are errors naming `source`. Data paths are used as given; load() makes those of a config
+  // file absolute against its directory, make_paths_absolute() the rest against the working one.
   static TrainConfig from_json(const nlohmann::json& json, const std::string& source);
   // defaults < the YAML file (and the `base:` files it names) < overrides "section.key=value".
   // An override with an empty value ("data.valid_source=") puts the key back to its default.
+  // A relative data path in a file is relative to that file's directory (a `base:` file's to its
+  // own); one given by an override stays as given (the working directory's).
   static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides);
   // Throws unless the config can train: data given, budgets positive, ...
   void validate() const;
+  // Throws, naming the config key, unless every data path given names a readable file.
+  void check_files() const;
   // The data file paths (and data.vocabulary) made absolute against the working directory.
   void make_paths_absolute();
 };

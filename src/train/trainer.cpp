@@ -255,6 +255,7 @@ namespace dragoman::train {
 
 TrainResult train(const TrainConfig& config, const TrainOptions& options) {
   config.validate();
+  config.check_files();
   if (options.run_dir.empty()) throw Error("train: no run directory");
   detail::Trainer trainer(config, options);
   try {

@@ -115,9 +115,13 @@ expect dump-config 0 "max_steps: 7" -- "$dragoman" train -c "$tmp/c.yaml" --run 
 expect dump-config-reset 0 'valid_source: ""' -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/dump" \
   --set data.valid_source= --set data.valid_target= --dump-config
 check dump-config-nothing-written test ! -e "$tmp/dump"
+# ... checked as train checks it: a combination train refuses is refused, saying how to clear it.
+expect dump-config-checked 1 "not both .*clear it: --set training.lr_factor=" -- "$dragoman" train -c "$tmp/c.yaml" \
+  --run "$tmp/dump" --set training.lr=0.001 --set training.lr_factor=0.5 --dump-config
 
 # A typo, then the corrected command: nothing of the failed start stands in the way.
-expect typo-path 1 "trian.src" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
+expect typo-path 1 "config key data.train_source: no such file: $tmp/trian.src" -- \
+  "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" \
   --set "data.train_source=$tmp/trian.src"
 expect typo-heads 1 "heads" -- "$dragoman" train -c "$tmp/c.yaml" --run "$tmp/typo" --set model.heads=3
 check typo-nothing-written test ! -e "$tmp/typo/config.yaml"
@@ -127,11 +131,16 @@ expect typo-fixed 0 "train: done at step 20" -- "$dragoman" train -c "$tmp/c.yam
   --set model.d_ff=48
 
 # Without -c, a run resumes from its own config.yaml, from any working directory (paths are stored
-# absolute); a relative path in the config is relative to where the run was started.
+# absolute); a relative path in a config file is relative to that file's directory, wherever train
+# is started (a copied config finds its corpus), one in --set to the working directory.
 mkdir -p "$tmp/rel"
 sed -e "s#$tmp/#../#" "$tmp/c.yaml" >"$tmp/rel/c.yaml"
 expect relative-start 0 "done at step 20" -- bash -c "cd '$tmp/rel' && '$dragoman' train -c c.yaml --run r"
 check relative-stored-absolute grep -q "train_source: \"$tmp/train.src\"" "$tmp/rel/r/config.yaml"
+expect relative-elsewhere 0 "train_source: \"$tmp/train.src\"" -- \
+  bash -c "cd / && '$dragoman' train -c '$tmp/rel/c.yaml' --run '$tmp/rel/r2' --dump-config"
+expect relative-set-cwd 1 "config key data.valid_source: no such file: /dev.src" -- \
+  bash -c "cd / && '$dragoman' train -c '$tmp/rel/c.yaml' --run '$tmp/rel/r2' --set data.valid_source=dev.src"
 expect resume-without-config 0 "done at step 30" -- bash -c "cd / && '$dragoman' train --run '$tmp/rel/r' \
   --set training.max_steps=30"
 expect no-config-no-run 1 "no --config given and .*nothing/config.yaml does not exist" -- \

@@ -45,7 +45,7 @@ TEST_CASE("train config: defaults < YAML < --set", "[train]") {
   CHECK(c.training.adam_beta2 == 0.98);  // the paper's defaults
   CHECK(c.training.adam_eps == 1e-9);
   CHECK(c.training.warmup_steps == 4000);
-  CHECK(c.data.train_source == "a.en");
+  CHECK(c.data.train_source == dir + "/a.en");  // a config file's path: relative to its directory
   c.validate();
   // The resolved config round-trips through the YAML written into the run directory.
   const std::string saved = write_config(dir, "saved.yaml", to_yaml(c.to_json()));
@@ -64,6 +64,44 @@ TEST_CASE("train config: a `base:` file is extended, relative to the including f
   CHECK(c.training.warmup_steps == 16);
   write_config(dir, "loop.yaml", "base: loop.yaml\n");
   CHECK_THROWS_WITH(TrainConfig::load(dir + "/loop.yaml", {}), Contains("cycle"));
+}
+
+TEST_CASE("train config: data paths are relative to the config file that gives them", "[train]") {
+  const std::string dir = test::scratch_dir("config_paths");
+  std::filesystem::create_directories(dir + "/shared/corpus");
+  std::filesystem::create_directories(dir + "/experiments");
+  // The base file names its corpus relative to itself; the child adds a dev set relative to itself.
+  write_config(dir, "shared/base.yaml", "data:\n  train_source: corpus/train.en\n  train_target: corpus/train.de\n");
+  const std::string child = write_config(
+      dir, "experiments/child.yaml",
+      "base: ../shared/base.yaml\ndata:\n  valid_source: dev.en\n  valid_target: /abs/dev.de\n  vocabulary: ''\n");
+  const TrainConfig c = TrainConfig::load(child, {"data.train_tsv=", "data.valid_tsv=rel/dev.tsv"});
+  CHECK(c.data.train_source == dir + "/shared/corpus/train.en");
+  CHECK(c.data.train_target == dir + "/shared/corpus/train.de");
+  CHECK(c.data.valid_source == dir + "/experiments/dev.en");
+  CHECK(c.data.valid_target == "/abs/dev.de");  // absolute stays
+  CHECK(c.data.vocabulary.empty());             // empty stays empty
+  CHECK(c.data.valid_tsv == "rel/dev.tsv");     // --set: the working directory's, made absolute later
+  // The same config from another working directory gives the same paths.
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::filesystem::current_path(dir + "/shared");
+  const TrainConfig again = TrainConfig::load("../experiments/child.yaml", {});
+  std::filesystem::current_path(here);
+  CHECK(again.data.train_source == c.data.train_source);
+  CHECK(again.data.valid_source == c.data.valid_source);
+}
+
+TEST_CASE("train config: check_files() names the key of a missing data file", "[train]") {
+  const std::string dir = test::scratch_dir("config_files");
+  test::write_text(dir + "/a.en", "a\n");
+  test::write_text(dir + "/a.de", "b\n");
+  const std::string path = write_config(dir, "c.yaml", kMinimal);
+  TrainConfig::load(path, {}).check_files();  // both there
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"data.valid_source=" + dir + "/missing.en"}).check_files(),
+                    Contains("config key data.valid_source: no such file: " + dir + "/missing.en") &&
+                        Contains("relative to that file's directory"));
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"data.vocabulary=" + dir}).check_files(),
+                    Contains("config key data.vocabulary: not a regular file: " + dir));
 }
 
 TEST_CASE("train config: errors name the key and the file", "[train]") {
@@ -107,7 +145,7 @@ TEST_CASE("train config: `--set section.key=` puts a key back to its default", "
       write_config(dir, "c.yaml", std::string(kMinimal) + "  warmup_steps: 100\n" + "  valid_bleu: true\n");
   const TrainConfig c = TrainConfig::load(path, {"data.train_target=", "training.warmup_steps=", "model.d_model="});
   CHECK(c.data.train_target.empty());
-  CHECK(c.data.train_source == "a.en");
+  CHECK(c.data.train_source == dir + "/a.en");
   CHECK(c.training.warmup_steps == 4000);
   CHECK(c.model.d_model == 512);
   CHECK(c.training.valid_bleu);  // untouched
@@ -216,9 +254,14 @@ TEST_CASE("train config: the shipped configs load and follow the paper", "[train
   CHECK(big.model.heads == 16);
   CHECK(big.model.dropout == 0.3);
   CHECK(big.training.max_steps == 300000);
-  for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml"}) {
+  for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml", "demo.yaml"}) {
     const TrainConfig c = TrainConfig::load(configs + recipe, {});
     c.validate();
+    // Their corpora are the repository's data/, from any working directory.
+    const std::string data = (std::filesystem::path(DRAGOMAN_SOURCE_DIR) / "data").lexically_normal().string();
+    INFO(recipe << ": " << c.data.train_source);
+    CHECK(c.data.train_source.rfind(data + "/", 0) == 0);
+    CHECK(c.data.valid_target.rfind(data + "/", 0) == 0);
   }
   const TrainConfig ende = TrainConfig::load(configs + "wmt14-en-de.yaml", {});
   CHECK(ende.data.vocab_size == 37000);
