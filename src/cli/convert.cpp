@@ -8,6 +8,7 @@
 #include "cli/validators.h"
 #include "convert/hf_marian.h"
 #include "convert/marian_npz.h"
+#include "convert/model_format.h"
 #include "io/atomic_file.h"
 
 namespace dragoman::cli {
@@ -30,10 +31,12 @@ Subcommand add_convert(CLI::App& app) {
       "convert",
       "Convert a trained Marian or OPUS-MT model (model.npz) or a Hugging Face MarianMT directory into one Dragoman "
       "model file with its vocabularies (docs/MODELS.md)");
-  sub->add_option("--from", o->from, "The input's format: hf (a MarianMT directory) or marian (a model.npz)")
-      ->required()
+  sub->add_option("--from", o->from,
+                  "The input's format, when it is not plain: hf (a MarianMT directory) or marian (a model.npz or "
+                  "decoder.yml). Default: told from the input (config.json: hf; .npz, decoder.yml: marian)")
       ->check(CLI::IsMember({"hf", "marian"}));
-  sub->add_option("input", o->input, "The MarianMT directory, or Marian's model.npz or decoder.yml")
+  sub->add_option("input", o->input,
+                  "The MarianMT directory, or Marian's model.npz or decoder.yml (or the directory holding it)")
       ->required()
       ->check(CLI::ExistingPath);
   sub->add_option("--vocab", o->vocabs,
@@ -53,14 +56,19 @@ Subcommand add_convert(CLI::App& app) {
   sub->add_option("--output,-o", o->output, "The Dragoman model file (written atomically)")->required();
   return {sub, [o] {
             io::check_writable(o->output);
+            const convert::DetectedModel input =
+                o->from.empty() ? convert::detect_model_format(o->input)
+                                : convert::model_format_as(o->input, o->from == "hf" ? convert::ModelFormat::kHfMarian
+                                                                                    : convert::ModelFormat::kMarian);
+            spdlog::info("convert: reading {} ({})", input.path, input.reason);
             convert::ImportedModel model;
-            if (o->from == "hf") {
+            if (input.format == convert::ModelFormat::kHfMarian) {
               if (!o->vocabs.empty() || !o->spms.empty()) {
-                throw CLI::ValidationError("--vocab and --spm are for --from marian (a MarianMT directory holds them)");
+                throw CLI::ValidationError("--vocab and --spm are for Marian models (a MarianMT directory holds them)");
               }
-              model = convert::read_hf_marian(o->input);
+              model = convert::read_hf_marian(input.path);
             } else {
-              model = convert::read_marian({o->input, o->vocabs, o->spms,
+              model = convert::read_marian({input.path, o->vocabs, o->spms,
                                             o->sinusoids == "tensor2tensor" ? ops::SinusoidLayout::kTensor2Tensor
                                                                             : ops::SinusoidLayout::kConcatenated});
             }

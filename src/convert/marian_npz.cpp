@@ -249,7 +249,15 @@ ImportedModel read_marian_files(const MarianInputs& in) {
       metadata["decoding.length_penalty"] = d["normalize"].as<std::string>();
     }
   }
-  if (vocabs.empty() || vocabs.size() > 2) throw Error(in.model + ": give one vocabulary, or two (source, target)");
+  if (vocabs.empty()) {
+    const fs::path decoder = fs::path(in.model).parent_path() / "decoder.yml";
+    throw Error(in.model + ": no vocabulary: give it with --vocab (vocab.yml, or a .spm whose pieces are the ids)" +
+                (fs::exists(decoder) ? ", or convert " + decoder.string() + ", which names the model and its vocabularies"
+                                     : std::string()));
+  }
+  if (vocabs.size() > 2) {
+    throw Error(in.model + ": give one vocabulary, or two (source, target), not " + std::to_string(vocabs.size()));
+  }
   std::vector<std::string> spms = in.spms;
   if (spms.empty() && !is_yaml(vocabs.front())) spms = vocabs;  // .spm vocabularies cut the text too
   if (spms.empty()) {

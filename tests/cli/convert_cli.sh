@@ -58,13 +58,31 @@ expect marian-npz-with-vocab 0 "convert: wrote" -- \
   "$dragoman" convert --from marian "$fixtures/marian-tiny/model.npz" --vocab "$fixtures/marian-tiny/vocab.yml" \
   --sinusoids concatenated -o "$tmp/marian2.safetensors"
 
+# Without --from the format is told from the input: a MarianMT directory, a Marian model's
+# directory (its decoder.yml), a decoder.yml; the same model files as with --from.
+expect detect-hf 0 "convert: reading .*hf-tiny \(a directory with config.json" -- \
+  "$dragoman" convert "$fixtures/hf-tiny" -o "$tmp/hf-detected.safetensors"
+check detect-hf-same cmp "$tmp/hf.safetensors" "$tmp/hf-detected.safetensors"
+expect detect-marian-dir 0 "convert: reading .*marian-tiny/decoder.yml \(a directory with decoder.yml" -- \
+  "$dragoman" convert "$fixtures/marian-tiny" -o "$tmp/marian-detected.safetensors"
+check detect-marian-same cmp "$tmp/marian.safetensors" "$tmp/marian-detected.safetensors"
+expect detect-marian-yml 0 "convert: wrote" -- \
+  "$dragoman" convert "$fixtures/marian-tiny/decoder.yml" -o "$tmp/marian-yml.safetensors"
+# --from that does not match the input names the likely mistake.
+expect from-marian-on-hf 1 "hf-tiny is a directory with config.json .*not --from marian: use --from hf, or leave --from out" \
+  -- "$dragoman" convert --from marian "$fixtures/hf-tiny" -o "$tmp/bad.safetensors"
+expect from-hf-on-npz 1 "model.npz is a .npz archive .*not --from hf: use --from marian" -- \
+  "$dragoman" convert --from hf "$fixtures/marian-tiny/model.npz" -o "$tmp/bad.safetensors"
+expect undetectable 1 "input.en: cannot tell the model's format: expected a Hugging Face MarianMT directory" -- \
+  "$dragoman" convert "$fixtures/input.en" -o "$tmp/bad.safetensors"
+
 # Bad input: exit 1, the file and the problem named, no output.
-expect marian-no-vocab 1 "give one vocabulary, or two" -- \
+expect marian-no-vocab 1 "model.npz: no vocabulary: give it with --vocab .*or convert .*marian-tiny/decoder.yml" -- \
   "$dragoman" convert --from marian "$fixtures/marian-tiny/model.npz" -o "$tmp/bad.safetensors"
 expect hf-not-a-model 1 "config.json" -- "$dragoman" convert --from hf "$fixtures" -o "$tmp/bad.safetensors"
 expect marian-not-npz 1 "source.spm: not a usable .npz archive" -- "$dragoman" convert --from marian \
   "$fixtures/marian-tiny/source.spm" --vocab "$fixtures/marian-tiny/vocab.yml" -o "$tmp/bad.safetensors"
-expect hf-with-vocab 2 "--vocab and --spm are for --from marian" -- \
+expect hf-with-vocab 2 "--vocab and --spm are for Marian models" -- \
   "$dragoman" convert --from hf "$fixtures/hf-tiny" --vocab "$fixtures/marian-tiny/vocab.yml" -o "$tmp/bad.safetensors"
 expect unknown-format 2 "--from" -- "$dragoman" convert --from fairseq "$fixtures/hf-tiny" -o "$tmp/bad.safetensors"
 check no-output-written test ! -e "$tmp/bad.safetensors"
