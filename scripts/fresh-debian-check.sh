@@ -11,6 +11,8 @@
 #   DEMO_MINUTES=1 scripts/demo.sh   builds the demo corpus, trains for 1 minute, averages,
 #                                    translates and scores; checked: exit 0, score-bleu's BLEU and chrF
 #                                    lines for the last, the averaged and the copied-source outputs
+#   cmake --install build --prefix /opt/dragoman, then from /tmp the installed binary translates the
+#                                    demo's test set with the averaged model and scores it
 # so that a package missing from scripts/install-deps.sh (or anything else the README takes for
 # granted) fails CI. At the end it prints how long each part took.
 #
@@ -256,6 +258,18 @@ EOF
   if ((bleu_lines < 3 || chrf_lines < 3)); then
     fail_tail "scripts/demo.sh: $bleu_lines BLEU and $chrf_lines chrF lines of score-bleu, not 3 each;" demo.sh
   fi
+
+  # 7. Installed: cmake --install into a prefix, then the tour's translate and score-bleu run from
+  # another directory with the installed binary (nothing of the build tree on PATH).
+  say "cmake --install build --prefix /opt/dragoman; the installed binary from /tmp"
+  step install in_root 'cmake --install build --prefix /opt/dragoman && cd /tmp &&
+    /opt/dragoman/bin/dragoman translate -m /root/dragoman/runs/demo/averaged.safetensors \
+      -i /root/dragoman/data/demo/test.en -o /tmp/hyp.de &&
+    /opt/dragoman/bin/dragoman score-bleu --ref /root/dragoman/data/demo/test.de --input /tmp/hyp.de' ||
+    fail_tail "cmake --install or the installed binary" install
+  install_out=$(sed -n '/^### step install start/,$p' "$log" | unstamp)
+  grep -qE '^ *BLEU\|nrefs:1\|.* = [0-9]+\.[0-9]+ ' <<<"$install_out" ||
+    fail_tail "the installed binary: no BLEU line;" install
   exit 0
 fi
 
@@ -443,13 +457,15 @@ row "DEMO_MINUTES=$DEMO_MINUTES scripts/demo.sh" "$(minutes "$(step_seconds demo
 row "  build check, demo corpus (prepare-demo-data)" "$(minutes "$(between demo.sh "" '== dragoman train')")"
 row "  train" "$(minutes "$(between demo.sh '== dragoman train' '== the end of the loss curves')")"
 row "  average, translate (2 x test set), score" "$(minutes "$(between demo.sh '== the end of the loss curves' '')")"
+row "cmake --install, the installed binary (translate, score)" "$(minutes "$(step_seconds install)")"
 row "total" "$(minutes "$(($(now) - t0))")"
 echo
 if ((status == 0)); then
   say "the demo's scores in the fresh root:"
-  sed -n '/^### step demo.sh start/,$p' "$log" | sed 's/^\[ *[0-9]*s\] //' |
+  sed -n '/^### step demo.sh start/,/^### step demo.sh end/p' "$log" | sed 's/^\[ *[0-9]*s\] //' |
     grep -E '^(the last checkpoint|the average of|baseline,| *BLEU\||chrF2\|)' | sed 's/^/  /'
-  say "PASSED: scripts/test.sh and DEMO_MINUTES=$DEMO_MINUTES scripts/demo.sh on a fresh $suite minbase root"
+  say "PASSED: scripts/test.sh, DEMO_MINUTES=$DEMO_MINUTES scripts/demo.sh and the installed binary on a fresh" \
+    "$suite minbase root"
 else
   say "FAILED (exit $status; log: $log)"
 fi

@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  CLI::App app{"Dragoman: the Transformer of \"Attention Is All You Need\", trained and served by one binary"};
+  // Named "dragoman" (not argv[0]): the usage line is the command a user types, wherever the binary is.
+  CLI::App app{"Dragoman: the Transformer of \"Attention Is All You Need\", trained and served by one binary",
+               "dragoman"};
   app.require_subcommand(1);
   // Options of dragoman itself (--log-level, --quiet) are accepted after the subcommand too: the
   // subcommands inherit fallthrough and hand options they do not know to their parent.
