@@ -106,20 +106,25 @@ echo
 echo "== scripts/tune-decoding.sh: translate's beam and length penalty (GNMT alpha) chosen on"
 echo "   data/demo/dev.en ($(wc -l <data/demo/dev.en) sentences) with the last model: beams $beams, alphas $alphas"
 # (assigned first: a failure inside a here-string's substitution would not stop the script)
+# The chosen settings are also written into the averaged model (--save-to: dragoman
+# decoding-defaults), so that it translates with them given no options, here and later.
 chosen=$(bash scripts/tune-decoding.sh --dragoman "$dragoman" --beams "$beams" --alphas "$alphas" \
   --model "$run/checkpoints/checkpoint-last.safetensors" --source data/demo/dev.en --reference data/demo/dev.de \
-  --keep "$run/dev-decoding")
+  --keep "$run/dev-decoding" --save-to "$run/averaged.safetensors")
 read -r -a decoding <<<"$chosen"
+echo "$run/averaged.safetensors now recommends ${decoding[*]}: 'dragoman translate -m $run/averaged.safetensors'"
+echo "uses them when given no options (dragoman decoding-defaults shows them)"
 
 test_lines=$(wc -l <data/demo/test.en)
 echo
 echo "== dragoman translate: data/demo/test.en ($test_lines sentences held out of training), ${decoding[*]}"
+echo "   (the last checkpoint given them as options, the averaged model with none: its own)"
 for name in last averaged; do
+  options=()
   model=$run/averaged.safetensors
-  [[ $name == last ]] && model=$run/checkpoints/checkpoint-last.safetensors
+  [[ $name == last ]] && model=$run/checkpoints/checkpoint-last.safetensors && options=("${decoding[@]}")
   start=$SECONDS
-  "$dragoman" translate --model "$model" --input data/demo/test.en --output "$run/test.$name.de" \
-    "${decoding[@]}"
+  "$dragoman" translate --model "$model" --input data/demo/test.en --output "$run/test.$name.de" "${options[@]}"
   echo "  the $name model: $((SECONDS - start)) s"
 done
 paper=''

@@ -7,10 +7,13 @@
 #   read -r -a best <<<"$(scripts/tune-decoding.sh --model M --source dev.en --reference dev.de)"
 #   dragoman translate --model M "${best[@]}" ...      # --beam 4 --length-penalty 1.5
 # Ties go to the pair met first (beams in the outer loop: list the defaults first). docs/DECODING.md,
-# "Choosing the beam and the length penalty".
+# "Choosing the beam and the length penalty". With --save-to FILE (repeatable) the chosen beam,
+# alpha and normalisation are also written into each model file FILE (dragoman decoding-defaults
+# --in-place), so that translate and serve use them with no options.
 # Usage: scripts/tune-decoding.sh --model MODEL --source FILE --reference FILE
 #          [--beams "4"] [--alphas "0.6 1.0 1.5 2.0"] [--length-normalization gnmt|power]
-#          [--dragoman build/src/dragoman] [--keep DIR] [-- more translate options (--threads, --device)]
+#          [--save-to MODEL_FILE]... [--dragoman build/src/dragoman] [--keep DIR]
+#          [-- more translate options (--threads, --device)]
 #   --keep DIR: keep the translations, as DIR/beam-B.alpha-A.txt (otherwise a temporary directory's)
 set -euo pipefail
 
@@ -26,9 +29,10 @@ fail() {
 model='' source='' reference='' beams='4' alphas='0.6 1.0 1.5 2.0' normalization=gnmt keep=''
 dragoman=${DRAGOMAN:-}
 extra=()
+save_to=()
 while (($# > 0)); do
   case $1 in
-    --model | --source | --reference | --beams | --alphas | --length-normalization | --dragoman | --keep)
+    --model | --source | --reference | --beams | --alphas | --length-normalization | --dragoman | --keep | --save-to)
       (($# >= 2)) || fail "$1 needs a value"
       case $1 in
         --model) model=$2 ;;
@@ -39,6 +43,7 @@ while (($# > 0)); do
         --length-normalization) normalization=$2 ;;
         --dragoman) dragoman=$2 ;;
         --keep) keep=$2 ;;
+        --save-to) save_to+=("$2") ;;
       esac
       shift 2
       ;;
@@ -52,7 +57,7 @@ while (($# > 0)); do
   esac
 done
 [[ -n $model && -n $source && -n $reference ]] || fail "--model, --source and --reference are required (see --help)"
-for file in "$model" "$source" "$reference"; do
+for file in "$model" "$source" "$reference" "${save_to[@]}"; do
   [[ -f $file && -r $file ]] || fail "$file: no such readable file"
 done
 source_lines=$(wc -l <"$source")
@@ -107,4 +112,9 @@ for beam in "${beam_grid[@]}"; do
   done
 done
 echo "chosen: $best (dev BLEU $best_bleu)" >&2
+read -r -a chosen <<<"$best"
+for file in "${save_to[@]}"; do
+  "$dragoman" decoding-defaults "$file" "${chosen[@]}" --length-normalization "$normalization" --in-place >&2 ||
+    fail "could not write the chosen settings into $file"
+done
 echo "$best"

@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
       dragoman::cli::add_average_checkpoints(app),
       dragoman::cli::add_build_vocab(app),
       dragoman::cli::add_convert(app),
+      dragoman::cli::add_decoding_defaults(app),
       dragoman::cli::add_score(app),
       dragoman::cli::add_score_bleu(app),
       dragoman::cli::add_serve(app),

@@ -19,6 +19,7 @@ struct Subcommand {
 Subcommand add_average_checkpoints(CLI::App& app);
 Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_convert(CLI::App& app);
+Subcommand add_decoding_defaults(CLI::App& app);
 Subcommand add_score(CLI::App& app);
 Subcommand add_score_bleu(CLI::App& app);
 Subcommand add_serve(CLI::App& app);

@@ -19,16 +19,22 @@ constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
 
 void add_search_options(CLI::App* sub, decode::DecodingOptions& o, decode::DecodingUse use) {
   const bool server = use == decode::DecodingUse::kServer;
+  // (The model file's recommendation, when it has one, replaces the built-in default shown in [].)
   sub->add_option("--beam,-b", o.beam,
-                  server ? "Default beam size (a request may choose another)" : "Beam size (1: greedy decoding)")
+                  std::string(server ? "Default beam size (a request may choose another)"
+                                     : "Beam size (1: greedy decoding)") +
+                      "; the model file's when it recommends one (dragoman decoding-defaults)")
       ->check(integer_in(1, max_beam(use)))
       ->capture_default_str();
   sub->add_option("--length-penalty", o.length_penalty,
-                  server ? "Default length normalisation exponent alpha" : "Length normalisation exponent alpha")
+                  std::string(server ? "Default length normalisation exponent alpha"
+                                     : "Length normalisation exponent alpha") +
+                      "; the model file's when it recommends one")
       ->check(number_in(0, decode::kMaxLengthPenalty))
       ->capture_default_str();
   sub->add_option("--length-normalization", o.length_normalization,
-                  "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none")
+                  "gnmt: ((5+|Y|)/6)^alpha (the paper); power: |Y|^alpha (fairseq, Marian); none; the model "
+                  "file's when it recommends one")
       ->check(CLI::IsMember({length_penalty_name(decode::LengthPenalty::kGnmt),
                              length_penalty_name(decode::LengthPenalty::kPower),
                              length_penalty_name(decode::LengthPenalty::kNone)}))

@@ -93,13 +93,17 @@ int run_serve(const ServeCliOptions& o) {
   }
   // The default model's recommended settings (model_files.h) for the options not given.
   decode::DecodingOptions effective = o.decoding;
-  apply_model_defaults(decode::decoding_defaults(models.front().models.infos.front(), o.models.front()), effective);
+  std::string ignored;
+  const decode::SearchOrigins origins =
+      apply_model_defaults(decode::decoding_defaults(models.front().models.infos.front(), o.models.front()), effective,
+                           decode::DecodingUse::kServer, &ignored);
+  if (!ignored.empty()) spdlog::warn("serve: {}: the default beam {} instead", ignored, effective.beam);
   options.search = effective.search_options();
   spdlog::info(
       "serve: beam {}, {} alpha {}, {} compute thread(s), continuous batching of up to {} sentences and {} source "
-      "tokens, an idle server waiting up to {} ms for company",
+      "tokens, an idle server waiting up to {} ms for company ({})",
       options.search.beam, effective.length_normalization, options.search.alpha, threads, base.batch_sentences,
-      base.batch_tokens, o.max_wait_ms);
+      base.batch_tokens, o.max_wait_ms, describe_origins(origins));
   serve::run_server(models, options, signals.flag());
   return 0;
 }

@@ -108,9 +108,8 @@ int run_translate(const TranslateCliOptions& o) {
   const Device device = Device::parse(o.decoding.device);
   const decode::DecodingModels models = decode::load_decoding_models(o.models, o.decoding.precision, device);
   decode::DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
-  if (apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective)) {
-    spdlog::info("translate: search settings not given on the command line are the model file's (docs/MODELS.md)");
-  }
+  const decode::SearchOrigins origins =
+      apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective);
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
   const decode::Translator translator(models.decoding(), *models.vocabulary, options);
@@ -122,11 +121,12 @@ int run_translate(const TranslateCliOptions& o) {
     spdlog::info("translate: {} (step {}){}", o.models[i], models.infos[i].step,
                  o.models.size() > 1 ? fmt::format(", ensemble member {} of {}", i + 1, o.models.size()) : "");
   }
-  spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {}",
+  spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {} ({})",
                effective.beam, effective.length_normalization, effective.length_penalty, effective.max_length_a,
                effective.max_length_b,
                device.is_cpu() ? fmt::format("{} thread(s)", cpu::compute_threads())
-                               : fmt::format("on {} in {}", device.str(), effective.precision));
+                               : fmt::format("on {} in {}", device.str(), effective.precision),
+               describe_origins(origins));
 
   decode::ChunkOptions chunks = o.chunks;
   // On standard output the first chunk is one batch (--batch-sentences, else the CPU's default

@@ -1,6 +1,9 @@
 // The decoding options shared by translate, serve and score (see decoding_options.h).
 #include "decode/decoding_options.h"
 
+#include <optional>
+#include <string>
+
 #include "base/error.h"
 #include "decode/beam_search.h"
 #include "decode/translator.h"
@@ -36,17 +39,47 @@ TranslatorOptions DecodingOptions::translator_options(const Device& on, Decoding
   return t;
 }
 
-bool apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o) {
-  bool applied = false;
-  const auto take = [&applied](bool was_given, const auto& recommended, auto& value) {
-    if (was_given || !recommended) return;
-    value = *recommended;
-    applied = true;
+bool SearchOrigins::any_from_model() const {
+  return beam == SettingOrigin::kModelFile || alpha == SettingOrigin::kModelFile ||
+         normalization == SettingOrigin::kModelFile;
+}
+
+SearchOrigins apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o, DecodingUse use,
+                                   std::string* ignored) {
+  SearchOrigins origins;
+  const auto take = [](bool was_given, const auto& recommended, auto& value, SettingOrigin& origin) {
+    if (was_given) {
+      origin = SettingOrigin::kGiven;
+    } else if (recommended) {
+      value = *recommended;
+      origin = SettingOrigin::kModelFile;
+    }
   };
-  take(o.given.beam, d.beam, o.beam);
-  take(o.given.alpha, d.alpha, o.length_penalty);
-  take(o.given.normalization, d.normalization, o.length_normalization);
-  return applied;
+  std::optional<int> beam = d.beam;
+  if (beam && *beam > max_beam(use)) {
+    if (ignored != nullptr) {
+      *ignored = "the model file's beam " + std::to_string(*beam) + " is above the largest this takes (" +
+                 std::to_string(max_beam(use)) + ")";
+    }
+    beam.reset();
+  }
+  take(o.given.beam, beam, o.beam, origins.beam);
+  take(o.given.alpha, d.alpha, o.length_penalty, origins.alpha);
+  take(o.given.normalization, d.normalization, o.length_normalization, origins.normalization);
+  return origins;
+}
+
+std::string describe_origins(const SearchOrigins& origins) {
+  const auto from = [](SettingOrigin origin) {
+    switch (origin) {
+      case SettingOrigin::kModelFile: return "from the model file";
+      case SettingOrigin::kGiven: return "given";
+      case SettingOrigin::kDefault: break;
+    }
+    return "the default";
+  };
+  return std::string("beam ") + from(origins.beam) + ", length penalty " + from(origins.alpha) +
+         ", length normalisation " + from(origins.normalization);
 }
 
 }  // namespace dragoman::decode

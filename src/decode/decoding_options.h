@@ -133,8 +133,23 @@ struct DecodingOptions {
   TranslatorOptions translator_options(const Device& device, DecodingUse use) const;
 };
 
+// Where a setting that a model file may recommend came from.
+enum class SettingOrigin { kDefault, kModelFile, kGiven };
+
+struct SearchOrigins {
+  SettingOrigin beam = SettingOrigin::kDefault, alpha = SettingOrigin::kDefault,
+                normalization = SettingOrigin::kDefault;
+  bool any_from_model() const;
+};
+
 // Sets beam, length penalty and length normalisation from the model file's `d` where `o.given`
-// says the command line left them; returns whether any was set (translate and serve log it).
-bool apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o);
+// says the command line left them, and says where each came from. A recommended beam above
+// max_beam(use) (a model tuned for translate, given to serve) is not taken: the built-in default
+// stays, and `ignored` (when not null) names it.
+SearchOrigins apply_model_defaults(const DecodingDefaults& d, DecodingOptions& o, DecodingUse use = DecodingUse::kBatch,
+                                   std::string* ignored = nullptr);
+
+// "beam from the model file, length penalty given, length normalisation the default": for the log.
+std::string describe_origins(const SearchOrigins& origins);
 
 }  // namespace dragoman::decode

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "io/safetensors.h"
 
 namespace dragoman::decode {
 
@@ -58,6 +59,24 @@ DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::
     d.alpha = alpha;
   }
   return d;
+}
+
+void write_decoding_defaults(const std::string& input, const DecodingDefaults& d, const std::string& output) {
+  io::SafeTensorsFile file = io::read_safetensors(input);
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != model::kModelFormat) {
+    throw Error(input + ": not a Dragoman model file (no __metadata__ format \"" + model::kModelFormat + "\")");
+  }
+  for (const char* key : {"decoding.beam", "decoding.length_normalization", "decoding.length_penalty"}) {
+    file.metadata.erase(key);
+  }
+  if (d.beam) file.metadata["decoding.beam"] = std::to_string(*d.beam);
+  if (d.normalization) file.metadata["decoding.length_normalization"] = *d.normalization;
+  if (d.alpha) file.metadata["decoding.length_penalty"] = fmt::format("{}", *d.alpha);
+  model::ModelFileInfo check;
+  check.metadata = file.metadata;
+  (void)decoding_defaults(check, output);  // within bounds, as every reader will check them
+  io::write_safetensors(output, file);
 }
 
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,

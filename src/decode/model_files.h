@@ -36,6 +36,13 @@ text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::s
 // an error naming the file and the key.
 DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::string& file);
 
+// Writes the model file `input` to `output` (atomically; it may be `input` itself) with its
+// recommended decoding settings replaced by `d`: the given fields written as decoding.* metadata,
+// the others removed (an empty DecodingDefaults clears them all). The tensors and all other
+// metadata are kept as they are. Throws, naming the file, unless `input` is a Dragoman model file,
+// and unless `d` is within the bounds decoding_defaults() reads.
+void write_decoding_defaults(const std::string& input, const DecodingDefaults& d, const std::string& output);
+
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
 // vocabulary, or an ensemble member whose vocabulary differs from the first model's.
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,

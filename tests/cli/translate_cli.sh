@@ -61,6 +61,25 @@ expect score-bare 2 "not expected: $tmp/in.txt; score takes no bare arguments" -
   "$dragoman" score -m "$model" "$tmp/in.txt" -s "$tmp/in.txt" -t "$tmp/in.txt"
 expect serve-bare 2 "not expected: $tmp/in.txt; serve takes no bare arguments: .*a second model is a second -m" -- \
   "$dragoman" serve -m "$model" "$tmp/in.txt"
+
+# Decoding settings that travel with the model: decoding-defaults writes them into a copy, translate
+# uses them where its own options are not given and logs where each setting came from.
+expect defaults-none 0 "no recommended decoding settings" -- "$dragoman" decoding-defaults "$model"
+expect defaults-write 0 "wrote $tmp/tuned.safetensors: beam 3, length penalty 1.5$" -- \
+  "$dragoman" decoding-defaults "$model" --beam 3 --length-penalty 1.5 -o "$tmp/tuned.safetensors"
+expect defaults-show 0 "tuned.safetensors: beam 3, length penalty 1.5 \(translate and serve use them" -- \
+  "$dragoman" decoding-defaults "$tmp/tuned.safetensors"
+expect defaults-used 0 "beam 3, gnmt length normalisation alpha 1.5, .*\(beam from the model file, length penalty from the model file, length normalisation the default\)" -- \
+  "$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/in.txt" -o "$tmp/tuned.txt"
+"$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/given.txt" --beam 3 --length-penalty 1.5 2>/dev/null
+check defaults-same-output cmp "$tmp/tuned.txt" "$tmp/given.txt"
+expect defaults-overridden 0 "beam 2, gnmt length normalisation alpha 1.5, .*\(beam given, length penalty from the model file" -- \
+  "$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/in.txt" -o "$tmp/beam2.txt" --beam 2
+expect defaults-in-place 0 "wrote $tmp/tuned.safetensors: no recommended decoding settings" -- \
+  "$dragoman" decoding-defaults "$tmp/tuned.safetensors" --clear --in-place
+expect defaults-no-target 2 "say where to write: --output FILE, or --in-place" -- \
+  "$dragoman" decoding-defaults "$model" --beam 3
+expect defaults-bad-beam 2 "--beam" -- "$dragoman" decoding-defaults "$model" --beam 0 --in-place
 check line-count test "$(wc -l <"$tmp/out.txt")" -eq 8
 check empty-lines-stay-empty test -z "$(sed -n '2p;5p;7p' "$tmp/out.txt" | tr -d '\n')"
 check others-translated test -n "$(sed -n '1p;4p;6p;8p' "$tmp/out.txt" | tr -d ' \n')"

@@ -4,10 +4,16 @@
 // file's recommended settings fill exactly the options the command line left.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "base/error.h"
+#include "decode/decode_testing.h"
 #include "decode/decoding_options.h"
 #include "decode/model_files.h"
 #include "decode/translator.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "train/train_testing.h"
 
 namespace dragoman::decode {
 namespace {
@@ -115,7 +121,10 @@ TEST_CASE("a model file's recommended settings fill only the options not given",
 
   SECTION("nothing given: all three from the model file") {
     DecodingOptions o;
-    CHECK(apply_model_defaults(recommended, o));
+    const SearchOrigins origins = apply_model_defaults(recommended, o);
+    CHECK(origins.any_from_model());
+    CHECK(describe_origins(origins) ==
+          "beam from the model file, length penalty from the model file, length normalisation from the model file");
     CHECK(o.beam == 6);
     CHECK(o.length_penalty == 1.0);
     CHECK(o.length_normalization == "power");
@@ -126,7 +135,8 @@ TEST_CASE("a model file's recommended settings fill only the options not given",
     o.given.beam = true;
     o.length_penalty = 0.2;
     o.given.alpha = true;
-    CHECK(apply_model_defaults(recommended, o));
+    const SearchOrigins origins = apply_model_defaults(recommended, o);
+    CHECK(describe_origins(origins) == "beam given, length penalty given, length normalisation from the model file");
     CHECK(o.beam == 4);
     CHECK(o.length_penalty == 0.2);
     CHECK(o.length_normalization == "power");
@@ -134,14 +144,16 @@ TEST_CASE("a model file's recommended settings fill only the options not given",
   SECTION("everything given: nothing applied") {
     DecodingOptions o;
     o.given = {true, true, true};
-    CHECK_FALSE(apply_model_defaults(recommended, o));
+    CHECK_FALSE(apply_model_defaults(recommended, o).any_from_model());
     CHECK(o.beam == 4);
     CHECK(o.length_penalty == 0.6);
     CHECK(o.length_normalization == "gnmt");
   }
   SECTION("a model file without recommendations: the built-in defaults") {
     DecodingOptions o;
-    CHECK_FALSE(apply_model_defaults(DecodingDefaults{}, o));
+    const SearchOrigins origins = apply_model_defaults(DecodingDefaults{}, o);
+    CHECK_FALSE(origins.any_from_model());
+    CHECK(describe_origins(origins) == "beam the default, length penalty the default, length normalisation the default");
     CHECK(o.beam == 4);
     CHECK(o.length_penalty == 0.6);
     CHECK(o.length_normalization == "gnmt");
@@ -150,10 +162,25 @@ TEST_CASE("a model file's recommended settings fill only the options not given",
     DecodingDefaults beam_only;
     beam_only.beam = 2;
     DecodingOptions o;
-    CHECK(apply_model_defaults(beam_only, o));
+    CHECK(apply_model_defaults(beam_only, o).beam == SettingOrigin::kModelFile);
     CHECK(o.beam == 2);
     CHECK(o.length_penalty == 0.6);
     CHECK(o.length_normalization == "gnmt");
+  }
+  SECTION("a beam above a server's limit is not taken by serve, and said so") {
+    DecodingDefaults wide;
+    wide.beam = kMaxServeBeam + 1;
+    wide.alpha = 1.5;
+    DecodingOptions o;
+    std::string ignored;
+    const SearchOrigins served = apply_model_defaults(wide, o, DecodingUse::kServer, &ignored);
+    CHECK(served.beam == SettingOrigin::kDefault);
+    CHECK(o.beam == kDefaultBeam);
+    CHECK(served.alpha == SettingOrigin::kModelFile);
+    CHECK(ignored == "the model file's beam 65 is above the largest this takes (64)");
+    DecodingOptions batch;
+    CHECK(apply_model_defaults(wide, batch).beam == SettingOrigin::kModelFile);  // translate takes it
+    CHECK(batch.beam == kMaxServeBeam + 1);
   }
 }
 
@@ -177,6 +204,52 @@ TEST_CASE("a model file's recommendations are read within the options' bounds", 
                     "m.safetensors: metadata decoding.length_penalty is '10.5', expected 0..10");
   bad.metadata = {{"decoding.length_normalization", "average"}};
   CHECK_THROWS_WITH(decoding_defaults(bad, "m.safetensors"), Catch::Contains("expected gnmt, power or none"));
+}
+
+TEST_CASE("write_decoding_defaults: a model file carries its settings; nothing else changes", "[decode]") {
+  const std::string dir = test::scratch_dir("decoding_defaults");
+  const std::string path = dir + "/m.safetensors", out = dir + "/tuned.safetensors";
+  model::ModelFileInfo saved;
+  saved.step = 7;
+  saved.metadata["averaged_from"] = "a, b";
+  model::save_model(path, test::letters_model(16), saved);
+  const io::SafeTensorsFile before = io::read_safetensors(path);
+
+  DecodingDefaults tuned;
+  tuned.beam = 6;
+  tuned.alpha = 1.5;
+  write_decoding_defaults(path, tuned, out);
+  model::ModelFileInfo info;
+  const model::Transformer loaded = model::load_model(out, DType::kF32, &info);  // still a model file
+  const DecodingDefaults read = decoding_defaults(info, out);
+  CHECK(read.beam.value_or(0) == 6);
+  CHECK(read.alpha.value_or(0) == 1.5);
+  CHECK_FALSE(read.normalization.has_value());
+  CHECK(info.step == 7);
+  CHECK(info.metadata.at("averaged_from") == "a, b");
+  const io::SafeTensorsFile after = io::read_safetensors(out);
+  REQUIRE(after.tensors.size() == before.tensors.size());
+  for (std::size_t i = 0; i < after.tensors.size(); ++i) {
+    CHECK(after.tensors[i].name == before.tensors[i].name);
+    CHECK(after.tensors[i].data == before.tensors[i].data);  // the weights, byte for byte
+  }
+  CHECK(io::read_safetensors(path).metadata == before.metadata);  // the input untouched
+
+  // In place, and cleared: no decoding.* key left.
+  write_decoding_defaults(out, DecodingDefaults{}, out);
+  CHECK(io::read_safetensors(out).metadata.count("decoding.beam") == 0);
+  CHECK(io::read_safetensors(out).metadata.count("decoding.length_penalty") == 0);
+
+  // Not a model file; values out of bounds: errors, nothing written.
+  io::SafeTensorsFile other;
+  other.metadata["format"] = "pytorch";
+  io::write_safetensors(dir + "/other.safetensors", other);
+  CHECK_THROWS_WITH(write_decoding_defaults(dir + "/other.safetensors", tuned, dir + "/x.safetensors"),
+                    Catch::Contains("not a Dragoman model file"));
+  DecodingDefaults wide;
+  wide.beam = kMaxBeam + 1;
+  CHECK_THROWS_WITH(write_decoding_defaults(path, wide, dir + "/x.safetensors"), Catch::Contains("decoding.beam"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/x.safetensors"));
 }
 
 }  // namespace

@@ -44,6 +44,18 @@ chosen=$(bash "$script" --dragoman "$dragoman" --model "$model" --source "$tmp/d
 check chooses-the-beam test "$chosen" = "--beam 1 --length-penalty 0"
 check table-row-per-beam test "$(grep -cE '^(4|1) +0 +[0-9.]+ +[0-9.]+$' "$tmp/table.txt")" -eq 2
 
+# --save-to: the chosen settings written into a model file, which then translates with no options
+# as with the chosen ones (the original model file untouched).
+cp "$model" "$tmp/tuned.safetensors"
+chosen=$(bash "$script" --dragoman "$dragoman" --model "$model" --source "$tmp/dev.src" --reference "$tmp/ref4.txt" \
+  --alphas "0 4" --save-to "$tmp/tuned.safetensors" -- --threads 1 2>/dev/null)
+check save-to-chosen test "$chosen" = "--beam 4 --length-penalty 4"
+expect save-to-written 0 "beam 4, length penalty 4, gnmt length normalisation" -- \
+  "$dragoman" decoding-defaults "$tmp/tuned.safetensors"
+"$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/dev.src" -o "$tmp/tuned.txt" --threads 1 2>/dev/null
+check save-to-translates-as-chosen cmp -s "$tmp/tuned.txt" "$tmp/ref4.txt"
+expect save-to-original-untouched 0 "no recommended decoding settings" -- "$dragoman" decoding-defaults "$model"
+
 # Equal scores: the first listed wins, whichever it is.
 chosen=$(bash "$script" --dragoman "$dragoman" --model "$model" --source "$tmp/dev.src" --reference "$tmp/ref4.txt" \
   --alphas "4 4.0" -- --threads 1 2>/dev/null)
