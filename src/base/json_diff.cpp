@@ -18,4 +18,17 @@ std::string first_json_difference(const nlohmann::json& a, const nlohmann::json&
   return a == b ? "" : prefix + ": " + a.dump() + " -> " + b.dump();
 }
 
+nlohmann::json json_changes(const nlohmann::json& base, const nlohmann::json& value) {
+  nlohmann::json changes = nlohmann::json::object();
+  if (!base.is_object() || !value.is_object()) return base == value ? changes : value;
+  for (const auto& [key, v] : value.items()) {
+    if (!base.contains(key)) {
+      changes[key] = v;
+    } else if (base[key] != v) {
+      changes[key] = base[key].is_object() && v.is_object() ? json_changes(base[key], v) : v;
+    }
+  }
+  return changes;
+}
+
 }  // namespace dragoman

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
+#include "base/json_diff.h"
 #include "data/batching.h"
 #include "device/cpu/threads.h"
 #include "ops/elementwise.h"
@@ -81,7 +82,9 @@ TrainResult Trainer::run() {
     log_file.emplace((fs::path(run_) / "train.log").string());  // from here on, everything logged is kept
     if (options_.overwrite) spdlog::warn("train: --overwrite: removed the previous run in {}", run_);
     prepare_run_dir();
-    spdlog::info("train: config ({}/config.yaml):\n{}", run_, to_yaml(config_.to_json()));
+    // The log shows what this run changes; the whole resolved config is the run directory's.
+    spdlog::info("train: config {}/config.yaml; what differs from the defaults:\n{}", run_,
+                 to_yaml(json_changes(TrainConfig{}.to_json(), config_.to_json())));
   } else {
     quiet.emplace();  // process 0 logs for the run
   }
