@@ -191,6 +191,7 @@ Subcommand add_score_bleu(CLI::App& app) {
       ->required()
       ->expected(1, -1);
   sub->add_option("--metrics,-m", o->metrics, "Metrics to compute: bleu, chrf (comma-separated or repeated)")
+      ->default_str("bleu")
       ->delimiter(',')
       ->check(CLI::IsMember({"bleu", "chrf"}));
   sub->add_option("--tokenize", o->tokenize, "BLEU tokenizer")

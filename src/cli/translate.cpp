@@ -209,7 +209,9 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_flag("--deterministic", o->deterministic,
                 "Batch-invariant output on every CPU: a line's translation and scores do not depend on the lines "
                 "it is batched with (f32 products in fixed 16-row blocks; docs/DECODING.md says what it costs)");
-  sub->add_flag("--progress", o->progress, "Report progress on standard error (always on when it is a terminal)");
+  sub->add_flag("--progress", o->progress,
+                "Report progress on standard error: always on a terminal (one line, updated); elsewhere a log line "
+                "every 10 s");
   return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
             o->decoding.given = given_search_options(*sub);
