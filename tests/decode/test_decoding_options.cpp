@@ -206,7 +206,7 @@ TEST_CASE("a model file's recommendations are read within the options' bounds", 
   CHECK_THROWS_WITH(decoding_defaults(bad, "m.safetensors"), Catch::Contains("expected gnmt, power or none"));
 }
 
-TEST_CASE("write_decoding_defaults: a model file carries its settings; nothing else changes", "[decode]") {
+TEST_CASE("write_decoding_defaults: a model file carries its settings and nothing else changes", "[decode]") {
   const std::string dir = test::scratch_dir("decoding_defaults");
   const std::string path = dir + "/m.safetensors", out = dir + "/tuned.safetensors";
   model::ModelFileInfo saved;
