@@ -24,7 +24,8 @@ std::vector<std::string> last_checkpoints(const std::string& run, int n) {
   const std::vector<std::int64_t> steps = train::checkpoint_steps(run);
   if (static_cast<int>(steps.size()) < n) {
     throw Error("average-checkpoints: " + run + " has " + std::to_string(steps.size()) +
-                " complete checkpoints, fewer than --last " + std::to_string(n));
+                " complete checkpoints, fewer than --last " + std::to_string(n) +
+                " (a run keeps its last checkpoint.keep_last checkpoints: raise it in the config to average more)");
   }
   std::vector<std::string> paths;
   for (std::size_t i = steps.size() - static_cast<std::size_t>(n); i < steps.size(); ++i) {

@@ -45,6 +45,15 @@ struct TranslateCliOptions {
   bool progress = false;
 };
 
+// An n-best list is at most the beam's hypotheses: "--nbest 8 is larger than the beam, 4 (give --beam 8
+// or more for 8 hypotheses)".
+void check_nbest(int nbest, int beam) {
+  if (nbest <= beam) return;
+  throw CLI::ValidationError("--nbest " + std::to_string(nbest) + " is larger than the beam, " + std::to_string(beam) +
+                             " (a beam search keeps beam hypotheses: give --beam " + std::to_string(nbest) +
+                             " or more for " + std::to_string(nbest) + " of them)");
+}
+
 // `decoding`'s search, with the n-best list and the attention the output needs.
 decode::SearchOptions search_options(const decode::DecodingOptions& decoding, const TranslateCliOptions& o) {
   decode::SearchOptions s = decoding.search_options();
@@ -77,10 +86,8 @@ void check_options(const TranslateCliOptions& o) {
         "--deterministic is for the CPU (on a GPU, cuBLASLt may choose another algorithm for another batch size)");
   }
   check_decoding_device("translate", o.decoding.device, o.decoding.precision);
-  if (o.nbest > o.decoding.beam) {
-    throw CLI::ValidationError("--nbest " + std::to_string(o.nbest) + " is larger than --beam " +
-                               std::to_string(o.decoding.beam));
-  }
+  // (Without --beam the model file may recommend a beam: checked once it is known.)
+  if (o.decoding.given.beam) check_nbest(o.nbest, o.decoding.beam);
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   if (o.output_format == "json" && o.scores) {
     throw CLI::ValidationError("--scores is for text output; each JSON object has its scores");
@@ -110,6 +117,7 @@ int run_translate(const TranslateCliOptions& o) {
   decode::DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
   const decode::SearchOrigins origins =
       apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective);
+  check_nbest(o.nbest, effective.beam);
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
   const decode::Translator translator(models.decoding(), *models.vocabulary, options);

@@ -70,7 +70,7 @@ check average-output test -s "$tmp/avg.safetensors"
 expect average-inputs 0 "3 files" -- "$dragoman" average-checkpoints -o "$tmp/avg3.safetensors" \
   -i "$tmp/run/checkpoints/checkpoint-00000010.safetensors" "$tmp/run/checkpoints/checkpoint-00000020.safetensors" \
   "$tmp/run/checkpoints/checkpoint-00000030.safetensors"
-expect average-too-few 1 "3 complete checkpoints, fewer than --last 4" -- \
+expect average-too-few 1 "3 complete checkpoints, fewer than --last 4 \(a run keeps its last checkpoint.keep_last checkpoints" -- \
   "$dragoman" average-checkpoints --run "$tmp/run" --last 4 --output "$tmp/x.safetensors"
 expect average-nothing 2 "give --inputs, or --run and --last" -- "$dragoman" average-checkpoints -o "$tmp/x.safetensors"
 expect average-missing 2 "nothing\.safetensors" -- \

@@ -75,6 +75,11 @@ expect defaults-used 0 "beam 3, gnmt length normalisation alpha 1.5, .*\(beam fr
 check defaults-same-output cmp "$tmp/tuned.txt" "$tmp/given.txt"
 expect defaults-overridden 0 "beam 2, gnmt length normalisation alpha 1.5, .*\(beam given, length penalty from the model file" -- \
   "$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/in.txt" -o "$tmp/beam2.txt" --beam 2
+# The n-best list is checked against the model file's beam when --beam is not given.
+expect defaults-nbest 0 "8 lines" -- "$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/in.txt" \
+  -o "$tmp/tuned-nbest.txt" --nbest 3
+expect defaults-nbest-over 2 "--nbest 4 is larger than the beam, 3 " -- \
+  "$dragoman" translate -m "$tmp/tuned.safetensors" -i "$tmp/in.txt" --nbest 4
 expect defaults-in-place 0 "wrote $tmp/tuned.safetensors: no recommended decoding settings" -- \
   "$dragoman" decoding-defaults "$tmp/tuned.safetensors" --clear --in-place
 expect defaults-no-target 2 "say where to write: --output FILE, or --in-place" -- \
@@ -197,8 +202,10 @@ expect output-directory-not-writable 1 "cannot write /sys/dragoman-out.txt: cann
 check output-check-no-temporary test -z "$(find "$tmp/outdir" -name '*.tmp.*')"
 
 # Usage errors (exit 2) and unsupported devices (exit 1).
-expect nbest-over-beam 2 "--nbest 5 is larger than --beam 4" -- \
-  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 5
+expect nbest-over-beam 2 "--nbest 5 is larger than the beam, 4 \(a beam search keeps beam hypotheses: give --beam 5 or more" \
+  -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 5
+expect nbest-over-given-beam 2 "--nbest 3 is larger than the beam, 2 " -- \
+  "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 3 --beam 2
 expect nbest-and-scores 2 "--scores is for 1-best output" -- \
   "$dragoman" translate -m "$model" -i "$tmp/in.txt" --nbest 2 --scores
 expect missing-input 1 "cannot open .*nothing.txt" -- "$dragoman" translate -m "$model" -i "$tmp/nothing.txt"
