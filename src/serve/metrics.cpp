@@ -2,13 +2,18 @@
 #include "serve/metrics.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace dragoman::serve {
 namespace {
 
+// The shortest text that reads back as `value` ("0.005", not "0.0050000000000000001").
 std::string number(double value) {
   char text[64];
-  std::snprintf(text, sizeof text, "%.17g", value);
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
   return text;
 }
 

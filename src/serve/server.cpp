@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -229,9 +230,22 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   server.Get("/metrics", [&c](const httplib::Request&, httplib::Response& res) {
     res.set_content(c.metrics.text(c.queued()), "text/plain; version=0.0.4");
   });
-  // Any other path or method: 404 / 405 with a JSON message.
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // an endpoint's own error answer
+  // Any other path or method: 404, or 405 with Allow for an endpoint asked with another method, with a
+  // JSON message; counted like the endpoints' answers (unknown paths as endpoint "other").
+  server.set_error_handler([&c](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // an endpoint's own error answer (answer() counted it)
+    static const std::map<std::string, std::string> kEndpoints = {{"/v1/translate", "POST"}, {"/translate", "POST"},
+                                                                   {"/languages", "GET"},    {"/health", "GET"},
+                                                                   {"/metrics", "GET"}};
+    const auto endpoint = kEndpoints.find(req.path);
+    if (res.status == 404 && endpoint != kEndpoints.end()) {
+      res.status = 405;
+      res.set_header("Allow", endpoint->second);
+      res.set_content(error_body(req.method + " " + req.path + ": this endpoint takes " + endpoint->second), kJson);
+      c.metrics.request(req.path, res.status, 0);
+      return;
+    }
+    c.metrics.request(endpoint != kEndpoints.end() ? req.path : "other", res.status, 0);
     if (res.status == 413) {
       const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
       res.set_content(error_body(form ? "a form-encoded request is limited to 8 KiB (cpp-httplib's limit): send "

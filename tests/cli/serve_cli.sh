@@ -54,7 +54,7 @@ start_server() {
 status() {
   local method=$1 path=$2
   shift 2
-  curl -s -o "$tmp/body" -w '%{http_code}' -X "$method" "http://127.0.0.1:$port$path" "$@"
+  curl -s -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' -X "$method" "http://127.0.0.1:$port$path" "$@"
 }
 # check_status NAME CODE PATTERN METHOD PATH [CURL ARGS...]: the status, and the body matches.
 check_status() {
@@ -197,6 +197,14 @@ head -c 150000 /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
 check_status too-large 413 'larger than this server.s limit' POST /v1/translate -H "$json" --data-binary "@$tmp/big.txt"
 check_status large-form 413 'form-encoded request is limited to 8 KiB' POST /translate --data-binary "@$tmp/big.txt"
 check_status no-endpoint 404 'no such endpoint: GET /nothing' GET /nothing
+check_status wrong-method 405 'GET /v1/translate: this endpoint takes POST' GET /v1/translate
+check wrong-method-allow grep -qi '^Allow: POST' "$tmp/headers"
+# Both counted in /metrics (an unknown path as endpoint "other"), and the latency buckets' bounds
+# printed as written (le="0.005").
+metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+check counts-404 grep -qE '^dragoman_requests_total\{endpoint="other",code="404"\} [1-9][0-9]*$' <<<"$metrics"
+check counts-405 grep -q '^dragoman_requests_total{endpoint="/v1/translate",code="405"} 1$' <<<"$metrics"
+check bucket-bounds grep -q '^dragoman_request_duration_seconds_bucket{le="0.005"} ' <<<"$metrics"
 check_status nbest-alignment 200 '"nbest":\[.*"alignment":"' POST /v1/translate \
   -d '{"text": "a b c", "n_best": 2, "alignment": "hard", "beam": 3}'
 check_status still-serving 200 '"translation":"c b a"' POST /v1/translate -d '{"text": "a b c"}'
