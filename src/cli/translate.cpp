@@ -206,7 +206,7 @@ Subcommand add_translate(CLI::App& app) {
       ->check(integer_in(1, 1024));
   sub->add_option("--attention-dir", o->attention_dir,
                   "Write one SVG picture of each sentence's attention (source words across, target words down) "
-                  "into this directory, as NNNNNN.svg for input line NNNNNN");
+                  "into this directory, as NNNNNN.svg for sentence NNNNNN (from 0, as n-best ids; input line NNNNNN + 1)");
   add_decoding_options(sub, o->decoding, kBatchOptions);
   sub->add_option("--chunk-lines", o->chunks.chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))

@@ -71,16 +71,18 @@ void TranslationWriter::write_ready(const std::vector<Translation>& results) {
   if (!text.empty()) sink_.write(text);
 }
 
-// DIR/N.svg for input line N (1-based, 6 digits at least), when it had something to translate.
+// DIR/N.svg for sentence N (counted from 0 as the n-best lines' ids, 6 digits at least: the line
+// numbered the same in every output), when it had something to translate.
 void TranslationWriter::write_picture(const TranslatedHypothesis& h, std::int64_t index,
                                       const SourceWords& source) const {
   if (h.attention.empty()) return;
   const WordLevel w = word_level(h, vocabulary_, &source);
   char name[32];
-  std::snprintf(name, sizeof name, "%06lld.svg", static_cast<long long>(index + 1));
-  io::write_file_atomically(
-      attention_dir_ + "/" + name,
-      attention_svg(source.words, w.words, w.attention, "line " + std::to_string(index + 1) + ": " + picture_caption_));
+  std::snprintf(name, sizeof name, "%06lld.svg", static_cast<long long>(index));
+  io::write_file_atomically(attention_dir_ + "/" + name,
+                            attention_svg(source.words, w.words, w.attention,
+                                          "sentence " + std::to_string(index) + " (input line " +
+                                              std::to_string(index + 1) + "): " + picture_caption_));
 }
 
 std::string attention_caption(const DecodingModels& models, const AttentionChoice& choice) {

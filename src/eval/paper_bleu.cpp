@@ -41,9 +41,15 @@ MetricResult PaperBleu::result(const std::int64_t* stats, std::size_t nrefs) con
   MetricResult r = bleu_.result(stats, nrefs);
   const std::string tok = "moses-" + options_.lang + (options_.aggressive_dash_splits ? "-a" : "") +
                           (options_.split_compounds ? "+atat" : "");
+  // Not sacreBLEU's computation: the tokenizer and multi-bleu.perl's BLEU, so the signature names
+  // that, not sacreBLEU's version.
   for (std::string* signature : {&r.signature, &r.signature_short}) {
     const std::size_t at = signature->find("tok:none");
     if (at != std::string::npos) signature->replace(at, 8, "tok:" + tok);
+    const std::size_t version = signature->find(kSignatureVersion);
+    if (version != std::string::npos) {
+      signature->replace(version, std::string(kSignatureVersion).size(), "multi-bleu+dragoman");
+    }
   }
   r.details["description"] = description();
   return r;

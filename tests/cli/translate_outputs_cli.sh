@@ -164,12 +164,12 @@ expect deterministic-gpu 2 "--deterministic is for the CPU" -- \
 expect pictures 0 "6 lines" -- "$dragoman" translate -m "$a" -i "$tmp/in.txt" -o "$tmp/pictures.txt" \
   --attention-dir "$tmp/svg" --attention-layer 1
 check picture-files test "$(find "$tmp/svg" -name '*.svg' | sort | xargs -n1 basename | tr '\n' ' ')" == \
-  "000001.svg 000003.svg 000004.svg 000005.svg 000006.svg "
+  "000000.svg 000002.svg 000003.svg 000004.svg 000005.svg "
 check pictures-well-formed python3 - "$tmp/svg" "$tmp/in.txt" "$tmp/pictures.txt" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
 inputs = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
 outputs = open(sys.argv[3], encoding="utf-8").read().split("\n")[:-1]
-for i, (source, target) in enumerate(zip(inputs, outputs), 1):
+for i, (source, target) in enumerate(zip(inputs, outputs)):  # from 0, as the n-best ids
     path = os.path.join(sys.argv[1], f"{i:06d}.svg")
     if not source.strip():
         assert not os.path.exists(path)
@@ -178,6 +178,7 @@ for i, (source, target) in enumerate(zip(inputs, outputs), 1):
     cells = [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if e.get("class") == "cell"]
     assert len(cells) == len(source.split()) * len(target.split()), (path, len(cells))
     assert "decoder layer 1 of 2" in ET.tostring(root, encoding="unicode")
+    assert f"sentence {i} (input line {i + 1})" in ET.tostring(root, encoding="unicode")
 PY
 # render_all DIR: every SVG in DIR to PNG with rsvg-convert (librsvg, scripts/install-deps.sh).
 render_all() {
