@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -22,10 +23,20 @@
 namespace dragoman::train {
 namespace {
 
-// The data section's keys that name files (made absolute: against the config file's directory when
-// a config file gives them, else the working directory).
-constexpr const char* kDataPathKeys[] = {"train_source", "train_target", "train_tsv", "valid_source",
-                                         "valid_target", "valid_tsv",    "vocabulary"};
+// The data section's keys that name files, with their fields in `d` (a DataConfig, const or not):
+// made absolute against the config file's directory when a config file gives them, else the
+// working directory, and checked to be files before training.
+template <typename Data>
+auto data_paths(Data& d) {
+  using Field = decltype(&d.train_source);
+  return std::array<std::pair<const char*, Field>, 7>{{{"train_source", &d.train_source},
+                                                       {"train_target", &d.train_target},
+                                                       {"train_tsv", &d.train_tsv},
+                                                       {"valid_source", &d.valid_source},
+                                                       {"valid_target", &d.valid_target},
+                                                       {"valid_tsv", &d.valid_tsv},
+                                                       {"vocabulary", &d.vocabulary}}};
+}
 
 // "unknown config key 'training.max_step'; did you mean 'training.max_steps'?", or the section's
 // keys when none is close.
@@ -143,7 +154,8 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
   // the working directory).
   if (json.contains("data")) {
     const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-    for (const char* key : kDataPathKeys) {
+    const DataConfig fields;  // (only the keys of the list are needed here)
+    for (const auto& [key, field] : data_paths(fields)) {
       const auto it = json["data"].find(key);
       if (it == json["data"].end() || !it->is_string() || it->get<std::string>().empty()) continue;
       const std::filesystem::path given = it->get<std::string>();
@@ -489,11 +501,7 @@ void TrainConfig::validate() const {
 }
 
 void TrainConfig::check_files() const {
-  const std::pair<const char*, const std::string*> paths[] = {
-      {"train_source", &data.train_source}, {"train_target", &data.train_target}, {"train_tsv", &data.train_tsv},
-      {"valid_source", &data.valid_source}, {"valid_target", &data.valid_target}, {"valid_tsv", &data.valid_tsv},
-      {"vocabulary", &data.vocabulary}};
-  for (const auto& [key, path] : paths) {
+  for (const auto& [key, path] : data_paths(data)) {
     if (path->empty() || std::filesystem::is_regular_file(*path)) continue;
     throw Error(std::string("config key data.") + key + ": " +
                 (std::filesystem::exists(*path) ? "not a regular file: " : "no such file: ") + *path +
@@ -503,8 +511,7 @@ void TrainConfig::check_files() const {
 }
 
 void TrainConfig::make_paths_absolute() {
-  for (std::string* path : {&data.train_source, &data.train_target, &data.train_tsv, &data.valid_source,
-                            &data.valid_target, &data.valid_tsv, &data.vocabulary}) {
+  for (const auto& [key, path] : data_paths(data)) {
     if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
   }
 }
