@@ -6,12 +6,14 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "base/timing.h"
@@ -234,18 +236,23 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   // JSON message; counted like the endpoints' answers (unknown paths as endpoint "other").
   server.set_error_handler([&c](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // an endpoint's own error answer (answer() counted it)
-    static const std::map<std::string, std::string> kEndpoints = {{"/v1/translate", "POST"}, {"/translate", "POST"},
-                                                                   {"/languages", "GET"},    {"/health", "GET"},
-                                                                   {"/metrics", "GET"}};
-    const auto endpoint = kEndpoints.find(req.path);
-    if (res.status == 404 && endpoint != kEndpoints.end()) {
+    // The endpoints registered above (method, path), for the 405s and the 404's message.
+    static const std::pair<const char*, const char*> kEndpoints[] = {{"POST", "/v1/translate"},
+                                                                     {"POST", "/translate"},
+                                                                     {"GET", "/languages"},
+                                                                     {"GET", "/health"},
+                                                                     {"GET", "/metrics"}};
+    const auto* endpoint = std::find_if(std::begin(kEndpoints), std::end(kEndpoints),
+                                        [&](const auto& e) { return req.path == e.second; });
+    const bool known = endpoint != std::end(kEndpoints);
+    if (res.status == 404 && known) {
       res.status = 405;
-      res.set_header("Allow", endpoint->second);
-      res.set_content(error_body(req.method + " " + req.path + ": this endpoint takes " + endpoint->second), kJson);
+      res.set_header("Allow", endpoint->first);
+      res.set_content(error_body(req.method + " " + req.path + ": this endpoint takes " + endpoint->first), kJson);
       c.metrics.request(req.path, res.status, 0);
       return;
     }
-    c.metrics.request(endpoint != kEndpoints.end() ? req.path : "other", res.status, 0);
+    c.metrics.request(known ? req.path : "other", res.status, 0);
     if (res.status == 413) {
       const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
       res.set_content(error_body(form ? "a form-encoded request is limited to 8 KiB (cpp-httplib's limit): send "
@@ -253,9 +260,9 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
                                       : "the request is larger than this server's limit (--max-request-bytes)"),
                       kJson);
     } else if (res.status == 404) {
-      res.set_content(error_body("no such endpoint: " + req.method + " " + req.path +
-                                 " (POST /v1/translate, POST /translate, GET /languages, GET /health, GET /metrics)"),
-                      kJson);
+      std::string list;
+      for (const auto& [method, path] : kEndpoints) list += std::string(list.empty() ? "" : ", ") + method + " " + path;
+      res.set_content(error_body("no such endpoint: " + req.method + " " + req.path + " (" + list + ")"), kJson);
     } else {
       res.set_content(error_body("HTTP " + std::to_string(res.status)), kJson);
     }
