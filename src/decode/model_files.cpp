@@ -9,6 +9,14 @@
 #include "io/safetensors.h"
 
 namespace dragoman::decode {
+namespace {
+
+// The metadata keys of a model file's recommended decoding settings (DecodingDefaults).
+constexpr const char* kBeamKey = "decoding.beam";
+constexpr const char* kNormalizationKey = "decoding.length_normalization";
+constexpr const char* kAlphaKey = "decoding.length_penalty";
+
+}  // namespace
 
 text::Vocabulary model_vocabulary(const model::ModelFileInfo& info, const std::string& file) {
   if (info.imported.empty()) return text::Vocabulary::from_bytes(info.vocabulary, file + " (vocabulary)");
@@ -36,25 +44,25 @@ DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::
   const auto bad = [&](const char* key, const std::string& v, const std::string& expected) {
     return Error(file + ": metadata " + key + " is '" + v + "', expected " + expected);
   };
-  if (const std::string* v = value("decoding.beam")) {
+  if (const std::string* v = value(kBeamKey)) {
     char* end = nullptr;
     const long beam = std::strtol(v->c_str(), &end, 10);
     if (v->empty() || *end != '\0' || beam < 1 || beam > kMaxBeam) {
-      throw bad("decoding.beam", *v, "1.." + std::to_string(kMaxBeam));
+      throw bad(kBeamKey, *v, "1.." + std::to_string(kMaxBeam));
     }
     d.beam = static_cast<int>(beam);
   }
-  if (const std::string* v = value("decoding.length_normalization")) {
+  if (const std::string* v = value(kNormalizationKey)) {
     if (*v != "gnmt" && *v != "power" && *v != "none") {
-      throw bad("decoding.length_normalization", *v, "gnmt, power or none");
+      throw bad(kNormalizationKey, *v, "gnmt, power or none");
     }
     d.normalization = *v;
   }
-  if (const std::string* v = value("decoding.length_penalty")) {
+  if (const std::string* v = value(kAlphaKey)) {
     char* end = nullptr;
     const double alpha = std::strtod(v->c_str(), &end);
     if (v->empty() || *end != '\0' || !(alpha >= 0 && alpha <= kMaxLengthPenalty)) {
-      throw bad("decoding.length_penalty", *v, "0.." + std::to_string(kMaxLengthPenalty));
+      throw bad(kAlphaKey, *v, "0.." + std::to_string(kMaxLengthPenalty));
     }
     d.alpha = alpha;
   }
@@ -67,12 +75,12 @@ void write_decoding_defaults(const std::string& input, const DecodingDefaults& d
   if (format == file.metadata.end() || format->second != model::kModelFormat) {
     throw Error(input + ": not a Dragoman model file (no __metadata__ format \"" + model::kModelFormat + "\")");
   }
-  for (const char* key : {"decoding.beam", "decoding.length_normalization", "decoding.length_penalty"}) {
+  for (const char* key : {kBeamKey, kNormalizationKey, kAlphaKey}) {
     file.metadata.erase(key);
   }
-  if (d.beam) file.metadata["decoding.beam"] = std::to_string(*d.beam);
-  if (d.normalization) file.metadata["decoding.length_normalization"] = *d.normalization;
-  if (d.alpha) file.metadata["decoding.length_penalty"] = fmt::format("{}", *d.alpha);
+  if (d.beam) file.metadata[kBeamKey] = std::to_string(*d.beam);
+  if (d.normalization) file.metadata[kNormalizationKey] = *d.normalization;
+  if (d.alpha) file.metadata[kAlphaKey] = fmt::format("{}", *d.alpha);
   model::ModelFileInfo check;
   check.metadata = file.metadata;
   (void)decoding_defaults(check, output);  // within bounds, as every reader will check them
