@@ -3,7 +3,6 @@
 // as "error: MESSAGE"; a usage error adds a line naming the help to read.
 #include <unistd.h>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/spelling.h"
 #include "cli/commands.h"
+#include "cli/log_sink.h"
 #include "cli/stop_signal.h"
 #include "core/allocator.h"
 #include "device/cpu/cpu_isa.h"
@@ -61,25 +62,33 @@ std::string unknown_subcommand_message(const std::string& name, const std::vecto
 }
 
 // CLI11's "The following argument was not expected: small.en" with what the user most likely
-// meant: the subcommands take their files with options, so a file given bare was meant for one
-// (translate -m model small.en: the input; score-bleu takes its hypotheses with -i too).
+// meant: an unknown option is named with the subcommand's nearest ("--beem": --beam); the
+// subcommands take their files with options, so a file given bare was meant for one (translate -m
+// model small.en: the input; score-bleu takes its hypotheses with -i too).
 std::string unexpected_arguments_message(const CLI::App& app, const std::string& what) {
   const auto chosen = app.get_subcommands();
   const std::vector<std::string> extras = app.remaining();
   if (chosen.empty() || extras.empty()) return what;
   const CLI::App& sub = *chosen.front();
-  std::string message = what;
+  // An unknown option first (its value, if any, follows it as a bare argument): the nearest of the
+  // subcommand's own, when one is close.
   for (const std::string& extra : extras) {
-    if (extra.empty() || extra.front() == '-') continue;  // an unknown option: CLI11 said so
-    if (sub.get_option_no_throw("--input") != nullptr) {
-      message += "; did you mean -i " + extra + "? (" + sub.get_name() + " reads its input with --input/-i)";
-    } else {
-      message += "; " + sub.get_name() + " takes no bare arguments: give '" + extra +
-                 "' with its option (a second model is a second -m)";
+    if (extra.size() < 2 || extra.front() != '-') continue;
+    const std::string typed = extra.substr(0, extra.find('='));
+    std::vector<std::string> names;
+    for (const CLI::Option* option : sub.get_options()) {
+      for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
     }
-    break;  // one hint is enough
+    const std::string nearest = dragoman::nearest_name(typed, names);
+    return what + "; " + sub.get_name() + " has no option " + typed +
+           (nearest.empty() ? " (see its --help)" : "; did you mean " + nearest + "?");
   }
-  return message;
+  const std::string& extra = extras.front();
+  if (sub.get_option_no_throw("--input") != nullptr) {
+    return what + "; did you mean -i " + extra + "? (" + sub.get_name() + " reads its input with --input/-i)";
+  }
+  return what + "; " + sub.get_name() + " takes no bare arguments: give '" + extra + "' with its option" +
+         (sub.get_option_no_throw("--model") != nullptr ? " (a second model is a second -m)" : "");
 }
 
 // A usage error: "error: MESSAGE" and the help to read (the subcommand's, once one is chosen).
@@ -173,7 +182,7 @@ int main(int argc, char** argv) {
     return usage_error(app, e.what());
   }
 
-  auto logger = spdlog::stderr_color_mt("dragoman");
+  auto logger = std::make_shared<spdlog::logger>("dragoman", std::make_shared<dragoman::cli::StderrLogSink>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] %^%l%$: %v");
   logger->set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(log_level));
   spdlog::set_default_logger(logger);

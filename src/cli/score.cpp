@@ -22,6 +22,7 @@
 #include "decode/translator.h"
 #include "device/cpu/threads.h"
 #include "io/atomic_file.h"
+#include "io/status_line.h"
 #include "io/text_lines.h"
 #include "ops/linear.h"
 
@@ -52,7 +53,7 @@ std::vector<std::int32_t> piece_ids(const std::unordered_map<std::string, std::i
 struct ScoreOptions {
   std::vector<std::string> models;
   std::string source, target, output = "-";
-  bool normalize = false, token_scores = false, deterministic = false, pieces = false;
+  bool normalize = false, token_scores = false, deterministic = false, pieces = false, no_progress = false;
   decode::DecodingOptions decoding;  // device and batches (score has no search)
 };
 
@@ -97,8 +98,12 @@ int run_score(const ScoreOptions& o) {
   }
   const decode::TranslatorOptions limits = o.decoding.translator_options(device, decode::DecodingUse::kBatch);
   const Clock::time_point start = Clock::now();
+  io::Progress progress("score", "pairs", static_cast<std::int64_t>(source_ids.size()),
+                        io::Progress::Options{!o.no_progress, false});
   const std::vector<decode::ForcedScore> scores =
-      force_decode(models.decoding(), source_ids, target_ids, limits.batch_tokens, limits.batch_sentences);
+      force_decode(models.decoding(), source_ids, target_ids, limits.batch_tokens, limits.batch_sentences,
+                   [&](std::int64_t done) { progress.update(done); });
+  progress.finish();
   std::string text;
   std::int64_t tokens = 0;
   for (const decode::ForcedScore& s : scores) {
@@ -153,6 +158,8 @@ Subcommand add_score(CLI::App& app) {
   sub->add_flag("--deterministic", o->deterministic,
                 "Batch-invariant scores (as translate --deterministic): with it, the scores of translate "
                 "--deterministic's own outputs are translate's log-probabilities, bit for bit");
+  sub->add_flag("--no-progress", o->no_progress,
+                "No status line of progress on a terminal (pairs done, pairs/s, ETA; never shown off a terminal)");
   return {sub, [o] { return run_score(*o); }};
 }
 

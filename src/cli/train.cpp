@@ -25,6 +25,7 @@ struct TrainCliOptions {
   std::string devices;      // empty: the config's training.devices
   double max_minutes = -1;  // < 0: the config's training.max_minutes
   bool overwrite = false;
+  bool no_progress = false;
   bool dump_config = false;
 };
 
@@ -79,6 +80,9 @@ Subcommand add_train(CLI::App& app) {
           },
           "DEVICE"));
   sub->add_flag("--overwrite", o->overwrite, "Start afresh in a run directory that holds another run");
+  sub->add_flag("--no-progress", o->no_progress,
+                "No status line on a terminal below the log (updates done and planned, epoch, loss, ETA; never "
+                "shown off a terminal)");
   sub->add_flag("--dump-config", o->dump_config, "Print the resolved config (YAML, data paths absolute) and exit; checked as train checks it");
   return {sub, [o] {
             // Under mpirun/srun, process 0 speaks for the run; the others report only errors.
@@ -94,6 +98,7 @@ Subcommand add_train(CLI::App& app) {
             train::TrainOptions options;
             options.run_dir = o->run;
             options.overwrite = o->overwrite;
+            options.progress_bar = !o->no_progress;
             options.stop_signal = signals.flag();
             const train::TrainResult result = train::train(config, options);
             if (result.interrupted) {

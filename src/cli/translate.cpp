@@ -5,8 +5,6 @@
 // it appears, complete, when the translation ends; an error or a SIGINT/SIGTERM (exit 128 +
 // signal) leaves no partial file. On standard output a signal keeps the lines already written,
 // all complete and in input order.
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 
@@ -22,6 +20,7 @@
 #include "device/cpu/threads.h"
 #include "device/device.h"
 #include "io/line_reader.h"
+#include "io/status_line.h"
 #include "ops/linear.h"
 
 namespace dragoman::cli {
@@ -42,7 +41,8 @@ struct TranslateCliOptions {
   std::string attention_dir;
   decode::ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
   bool deterministic = false;
-  bool progress = false;
+  bool progress = false;     // log lines of progress off a terminal too
+  bool no_progress = false;  // no status line on a terminal
 };
 
 // An n-best list is at most the beam's hypotheses: "--nbest 8 is larger than the beam, 4 (give --beam 8
@@ -143,8 +143,11 @@ int run_translate(const TranslateCliOptions& o) {
   if (o.output == "-") {
     chunks.first_chunk_lines = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : decode::kCpuBatchSentences;
   }
-  const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
-  decode::Progress progress(show_progress, show_progress ? io::count_lines(o.input) : -1);
+  io::Progress::Options shown;
+  shown.on_terminal = !o.no_progress;
+  shown.log_lines = o.progress;
+  const bool counted = o.progress || (shown.on_terminal && io::StatusLine::on_terminal());
+  io::Progress progress("translate", "lines", counted ? io::count_lines(o.input) : -1, shown);
   const Clock::time_point start = Clock::now();
   decode::TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions,
                                    o.attention_dir, caption);
@@ -218,8 +221,9 @@ Subcommand add_translate(CLI::App& app) {
                 "Batch-invariant output on every CPU: a line's translation and scores do not depend on the lines "
                 "it is batched with (f32 products in fixed 16-row blocks; docs/DECODING.md says what it costs)");
   sub->add_flag("--progress", o->progress,
-                "Report progress on standard error: always on a terminal (one line, updated); elsewhere a log line "
-                "every 10 s");
+                "Report progress on standard error off a terminal too (a log line every 10 s); on a terminal a "
+                "status line shows it anyway (lines done, lines/s, ETA)");
+  sub->add_flag("--no-progress", o->no_progress, "No status line of progress on a terminal")->excludes("--progress");
   return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value
             o->decoding.given = given_search_options(*sub);

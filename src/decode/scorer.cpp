@@ -42,7 +42,8 @@ std::vector<double> picked(const Tensor& logits, const std::vector<std::int32_t>
 
 std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
-                                      std::int64_t batch_sentences) {
+                                      std::int64_t batch_sentences,
+                                      const std::function<void(std::int64_t done)>& progress) {
   if (sources.size() != targets.size()) throw Error("score: one target per source");
   const model::ModelConfig& c = model.config();
   std::vector<std::int64_t> lengths;
@@ -57,6 +58,7 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
   }
   std::vector<ForcedScore> scores(sources.size());
   const Device device = model.device();
+  std::int64_t done = 0;
   for (const std::vector<std::int64_t>& group : length_sorted_batches(lengths, batch_tokens, batch_sentences)) {
     std::vector<std::vector<std::int32_t>> batch_sources, empty_targets(group.size());
     std::int64_t capacity = 1;
@@ -94,6 +96,8 @@ std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vec
       active = std::move(kept_active);
       feed = std::move(kept_feed);
     }
+    done += static_cast<std::int64_t>(group.size());
+    if (progress) progress(done);
   }
   return scores;
 }

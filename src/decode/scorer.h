@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "decode/decoding_model.h"
@@ -21,8 +22,10 @@ struct ForcedScore {
 // The scores of targets[i] given sources[i] (token ids without BOS/EOS; sources non-empty and
 // within the model's positions, targets shorter than them), batched by source length as translate
 // batches: at most `batch_tokens` source tokens (padding counted) and `batch_sentences` sentences.
+// `progress`, if given, is called after each batch with the number of pairs scored so far.
 std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
-                                      std::int64_t batch_sentences);
+                                      std::int64_t batch_sentences,
+                                      const std::function<void(std::int64_t done)>& progress = {});
 
 }  // namespace dragoman::decode

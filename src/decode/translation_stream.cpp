@@ -14,34 +14,6 @@
 
 namespace dragoman::decode {
 
-Progress::Progress(bool enabled, std::int64_t total)
-    : enabled_(enabled), tty_(::isatty(STDERR_FILENO) != 0), total_(total) {}
-
-void Progress::update(std::int64_t done) {
-  if (!enabled_) return;
-  const double elapsed = seconds_since(start_);
-  if (elapsed - last_ < (tty_ ? 0.2 : 10.0)) return;
-  last_ = elapsed;
-  const double rate = static_cast<double>(done) / std::max(elapsed, 1e-9);
-  std::string line = "translate: " + std::to_string(done);
-  if (total_ >= 0) line += "/" + std::to_string(total_);
-  char rate_text[64];
-  std::snprintf(rate_text, sizeof rate_text, " lines | %.1f lines/s", rate);
-  line += rate_text;
-  if (total_ >= 0 && rate > 0) line += " | ETA " + format_hms(static_cast<double>(total_ - done) / rate);
-  if (tty_) {
-    std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    drawn_ = true;
-  } else {
-    spdlog::info("{}", line);
-  }
-}
-
-void Progress::finish() {
-  if (drawn_) std::fprintf(stderr, "\n");
-  drawn_ = false;
-}
-
 namespace {
 
 // Thrown from the per-batch callback when *stop asks the stream to stop.
@@ -50,7 +22,7 @@ struct StopRequested {};
 }  // namespace
 
 StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
-                           bool with_words, TranslationWriter& writer, Progress& progress,
+                           bool with_words, TranslationWriter& writer, io::Progress& progress,
                            const std::atomic<int>* stop) {
   const auto stop_requested = [stop] { return stop != nullptr && stop->load() != 0; };
   try {

@@ -15,26 +15,9 @@
 #include "decode/translator.h"
 #include "device/device.h"
 #include "io/line_reader.h"
+#include "io/status_line.h"
 
 namespace dragoman::decode {
-
-// "lines done / total | lines/s | ETA" on standard error: redrawn in place on a terminal (at most
-// 5 times a second), a log line every 10 seconds otherwise.
-class Progress {
- public:
-  // `total`: the input's lines, or -1 when unknown (a pipe: no total, no ETA).
-  Progress(bool enabled, std::int64_t total);
-  void update(std::int64_t done);
-  // Ends the line drawn on a terminal.
-  void finish();
-
- private:
-  bool enabled_, tty_;
-  std::int64_t total_;
-  Clock::time_point start_ = Clock::now();
-  double last_ = 0;
-  bool drawn_ = false;
-};
 
 // How a stream ended.
 enum class StreamEnd {
@@ -48,7 +31,7 @@ enum class StreamEnd {
 // input's business (LineSource::stop_waiting_when). Errors (a bad line, a failed read or write)
 // are thrown after the lines before them are written.
 StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
-                           bool with_words, TranslationWriter& writer, Progress& progress,
+                           bool with_words, TranslationWriter& writer, io::Progress& progress,
                            const std::atomic<int>* stop);
 
 // The summary translate logs at the end: lines, tokens, rates, the allocator's peak on `device`

@@ -12,6 +12,7 @@
 #include "base/json_diff.h"
 #include "data/batching.h"
 #include "device/cpu/threads.h"
+#include "io/status_line.h"
 #include "ops/elementwise.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -135,6 +136,13 @@ TrainResult Trainer::run() {
   }
   std::int64_t window_tokens = 0;
   double grad_norm = 0;
+  // The status line ends with the loop, however it ends (log lines after it start below it).
+  struct EndStatusLine {
+    ~EndStatusLine() { io::StatusLine::finish(); }
+  } end_status_line;
+  const auto seconds_per_step = [&] {
+    return state_.step > start_step ? seconds_since(start) / static_cast<double>(state_.step - start_step) : 0.0;
+  };
 
   while (true) {
     if (t.max_steps > 0 && state_.step >= t.max_steps) break;
@@ -222,11 +230,11 @@ TrainResult Trainer::run() {
       if (defer_grad_norm_) grad_norm = settle_grad_norm();  // this update's, for the log
       if (writer_)
         log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
-                   static_cast<double>(window_tokens) / seconds_since(window_start),
-                   seconds_since(start) / static_cast<double>(state_.step - start_step));
+                   static_cast<double>(window_tokens) / seconds_since(window_start), seconds_per_step());
       window_tokens = 0;
       window_start = Clock::now();
     }
+    show_progress(seconds_per_step());
     const Clock::time_point paused = Clock::now();  // (the budget's pace leaves these out)
     if (writer_ && has_valid_ && t.valid_every > 0 && state_.step % t.valid_every == 0) {
       validate(result);
@@ -239,6 +247,7 @@ TrainResult Trainer::run() {
     pause_seconds_ += seconds_since(paused);
     calibrate_budget(result);  // (a budget with a decaying schedule: fixes the count)
   }
+  show_progress(seconds_per_step(), true);  // where the loop ended
   settle_grad_norm();  // (every process: the last update's norm)
   // The state at the end: a regular checkpoint when the run ended, an interrupted one when a
   // signal stopped it; never a checkpoint of an untrained model.

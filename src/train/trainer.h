@@ -32,6 +32,9 @@ namespace dragoman::train {
 struct TrainOptions {
   std::string run_dir;
   bool overwrite = false;  // start afresh in a run directory that holds another run
+  // A status line on a terminal's standard error below the log (io/status_line.h), redrawn after
+  // updates: the updates done of those planned, the epoch, the last logged loss, the ETA.
+  bool progress_bar = true;
   // Set asynchronously (SIGINT/SIGTERM): vocabulary building and corpus encoding stop at once, the
   // loop after the current update; a trained model is saved as an interrupted checkpoint, then
   // train returns. nullptr: never.

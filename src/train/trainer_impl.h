@@ -105,6 +105,10 @@ class Trainer {
   std::int64_t planned_steps() const;
   void log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
                   double seconds_per_step);
+  // The seconds left (-1: unknown): of the updates planned at this pace, or of the time budget.
+  double eta_seconds(double seconds_per_step) const;
+  // The status line on a terminal (TrainOptions::progress_bar), at most 5 times a second.
+  void show_progress(double seconds_per_step, bool now = false);
   [[noreturn]] void fail_out_of_memory(const OutOfMemory& e, const std::string& during) const;
 
   TrainConfig config_;
@@ -170,6 +174,9 @@ class Trainer {
   double fix_validation_seconds_ = 0, fix_checkpoint_seconds_ = 0;
   std::int64_t refine_step_ = -1;
   double refine_clock_ = 0, refine_pauses_ = 0;
+  // The status line: when it was drawn (-1: never), the last window's loss and speed (-1: none yet).
+  double bar_drawn_ = -1;
+  double bar_loss_ = -1, bar_tokens_per_second_ = -1;
 };
 
 }  // namespace dragoman::train::detail

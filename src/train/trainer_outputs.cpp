@@ -15,6 +15,7 @@
 #include "eval/bleu.h"
 #include "eval/corpus_score.h"
 #include "io/atomic_file.h"
+#include "io/status_line.h"
 #include "model/checkpoint.h"
 #include "ops/elementwise.h"
 
@@ -230,17 +231,8 @@ void Trainer::validate_model(TrainResult& result) {
 // The log line and metrics record of a log window (the writer's).
 void Trainer::log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
                          double seconds_per_step) {
-  const TrainingConfig& t = config_.training;
   const double ppl = std::exp(nll);
-  // The ETA: the updates left of a known count, or the time left of a budget, whichever is sooner.
-  double left = -1;
-  if (const std::int64_t planned = planned_steps(); planned > 0) {
-    left = seconds_per_step * static_cast<double>(planned - state_.step);
-  }
-  if (t.max_minutes > 0) {
-    const double budget_left = std::max(0.0, t.max_minutes * 60 - budget_clock());
-    left = left < 0 ? budget_left : std::min(left, budget_left);
-  }
+  const double left = eta_seconds(seconds_per_step);
   const std::string eta = left >= 0 ? format_hms(left) : std::string("-");
   // On a GPU, the device allocator's high-water mark (worker 0's): what training.max_tokens costs.
   const double peak_mib =
@@ -265,6 +257,48 @@ void Trainer::log_window(double loss, double nll, double lr, double grad_norm, d
     metrics["skipped_updates"] = state_.skipped_steps;
   }
   append_metrics(metrics);
+  bar_loss_ = loss;
+  bar_tokens_per_second_ = tokens_per_second;
+}
+
+double Trainer::eta_seconds(double seconds_per_step) const {
+  // The updates left of a known count, or the time left of a budget, whichever is sooner.
+  const TrainingConfig& t = config_.training;
+  double left = -1;
+  if (const std::int64_t planned = planned_steps(); planned > 0) {
+    left = seconds_per_step * static_cast<double>(std::max<std::int64_t>(0, planned - state_.step));
+  }
+  if (t.max_minutes > 0) {
+    const double budget_left = std::max(0.0, t.max_minutes * 60 - budget_clock());
+    left = left < 0 ? budget_left : std::min(left, budget_left);
+  }
+  return left;
+}
+
+void Trainer::show_progress(double seconds_per_step, bool now) {
+  if (!writer_ || !options_.progress_bar || !io::StatusLine::on_terminal()) return;
+  const double clock = seconds_since(loop_start_);
+  if (!now && bar_drawn_ >= 0 && clock - bar_drawn_ < 0.2) return;
+  bar_drawn_ = clock;
+  const TrainingConfig& t = config_.training;
+  // The most telling first (a narrow terminal cuts the end): the bar (the updates done of a known
+  // count, else the time budget spent), the loss, the ETA, then the epoch and the speed.
+  std::string text = "train ";
+  const std::int64_t planned = planned_steps();
+  if (planned > 0) {
+    text += io::progress_bar(static_cast<double>(state_.step) / static_cast<double>(planned), 20) +
+            fmt::format(" {}/{} updates", state_.step, planned);
+  } else if (t.max_minutes > 0) {
+    text += io::progress_bar(budget_clock() / (t.max_minutes * 60), 20) + fmt::format(" {} updates", state_.step);
+  } else {
+    text += fmt::format("{} updates", state_.step);
+  }
+  if (bar_loss_ >= 0) text += fmt::format(" | loss {:.4f}", bar_loss_);
+  const double left = eta_seconds(seconds_per_step);
+  text += " | ETA " + (left >= 0 && seconds_per_step > 0 ? format_hms(left) : std::string("-"));
+  text += fmt::format(" | epoch {}", state_.epoch + 1);
+  if (bar_tokens_per_second_ >= 0) text += fmt::format(" | {:.0f} tok/s", bar_tokens_per_second_);
+  io::StatusLine::show(text);
 }
 
 }  // namespace dragoman::train::detail

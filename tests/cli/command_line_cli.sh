@@ -50,6 +50,11 @@ expect missing-required 2 "^error: --model is required" -- "$dragoman" translate
 expect missing-required-hint 2 "^Run 'dragoman translate --help' for more information" -- "$dragoman" translate
 expect unexpected-argument 2 "^error: The following argument was not expected: --bogus" -- \
   "$dragoman" score-bleu -r "$tmp/ref.txt" -i "$tmp/hyp.txt" --bogus
+# An unknown option: the subcommand's nearest when one is close, and never a hint about its value.
+expect unknown-option-near 2 "not expected: .*--widht.*; score-bleu has no option --widht; did you mean --width\?" -- \
+  "$dragoman" score-bleu -r "$tmp/ref.txt" -i "$tmp/hyp.txt" --widht 2
+expect unknown-option-far 2 "not expected: .*; train has no option --threads \(see its --help\)$" -- \
+  "$dragoman" train --threads 2
 expect missing-file 2 "^error: --model: File does not exist: .*/none.safetensors" -- \
   "$dragoman" translate -m "$tmp/none.safetensors"
 

@@ -51,6 +51,15 @@ PY
 expect score-text 0 "61 sentence pairs" -- "$dragoman" score -m "$model" -s "$tmp/src.txt" -t "$tmp/hyp.txt" \
   --deterministic -o "$tmp/text-scores.txt"
 check text-equals-pieces cmp -s <(cut -f1 "$tmp/scores.txt") "$tmp/text-scores.txt"
+# Progress on a terminal (script(1)): a status line, the bar full at the end; none with --no-progress.
+expect progress-terminal 0 "score \[#{20}\] 61/61 pairs \| [0-9.]+ pairs/s" -- \
+  script -qec "'$dragoman' score -m '$model' -s '$tmp/src.txt' -t '$tmp/hyp.txt' --deterministic -o '$tmp/tty-scores.txt'" \
+  /dev/null
+check progress-same-scores cmp -s "$tmp/text-scores.txt" "$tmp/tty-scores.txt"
+script -qec "'$dragoman' score -m '$model' -s '$tmp/src.txt' -t '$tmp/hyp.txt' -o '$tmp/tty-scores.txt' --no-progress" \
+  /dev/null >"$tmp/progress.out" 2>&1
+check no-progress-flag grep -q "61 sentence pairs" "$tmp/progress.out"
+check no-progress-no-line test -z "$(grep -a 'score \[' "$tmp/progress.out")"
 # One sentence a batch, and an ensemble of the model with itself ((x + x) / 2 == x): the same scores.
 "$dragoman" score -m "$model" -s "$tmp/src.txt" -t "$tmp/hyp.txt" --deterministic --batch-sentences 1 \
   -o "$tmp/one.txt" 2>/dev/null

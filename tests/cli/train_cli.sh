@@ -315,5 +315,21 @@ rc=$?
 check second-sigint-exit-130 test "$rc" -eq 130
 check second-sigint-no-save test -z "$(grep "checkpoint saved" "$tmp/twice.log")"
 
+# The status line on a terminal (script(1) gives train one): drawn after updates and at the end
+# (20/20, full), every log line written above it from the line's start; --no-progress and a
+# standard error that is not a terminal show none.
+script -qec "'$dragoman' train -c '$tmp/c.yaml' --run '$tmp/bar-run'" /dev/null >"$tmp/bar.out" 2>&1
+check bar-drawn grep -qE 'train \[#{20}\] 20/20 updates \| loss [0-9.]+ \| ETA 0:00:00' "$tmp/bar.out"
+# (each log line follows "\r\e[K", which takes the status line away: none starts mid-line)
+sed 's/\r\x1b\[K/\n/g' "$tmp/bar.out" | tr -d '\r' >"$tmp/bar.lines"
+check bar-log-lines-whole test "$(grep -c '^\[[0-9-]* [0-9:]*\] .*step [0-9]* | epoch' "$tmp/bar.lines")" -eq 4
+check bar-done-below grep -qE '^\[[0-9-]+ [0-9:]+\] .*train: done at step 20' "$tmp/bar.lines"
+script -qec "'$dragoman' train -c '$tmp/c.yaml' --run '$tmp/bar-run2' --no-progress" /dev/null >"$tmp/nobar.out" 2>&1
+check no-progress-flag grep -q "train: done at step 20" "$tmp/nobar.out"
+check no-progress-no-bar test -z "$(grep -a 'train \[' "$tmp/nobar.out")"
+"$dragoman" train -c "$tmp/c.yaml" --run "$tmp/bar-run3" 2>"$tmp/plain.err" >/dev/null
+check no-terminal-no-bar test -z "$(grep -a -e 'train \[' -e $'\r' "$tmp/plain.err")"
+check no-terminal-log grep -q "train: done at step 20" "$tmp/plain.err"
+
 echo "train_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -53,6 +53,17 @@ model=$tmp/run/checkpoints/checkpoint-last.safetensors
   echo "f"
 } >"$tmp/in.txt"
 expect translate 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out.txt"
+# Progress: a status line on a terminal (script(1) gives translate one), drawn at the first batch
+# and at the end (8/8, the bar full); none with --no-progress or off a terminal.
+expect progress-terminal 0 "translate \[#{20}\] 8/8 lines \| [0-9.]+ lines/s \| ETA 0:00:00" -- \
+  script -qec "'$dragoman' translate -m '$model' -i '$tmp/in.txt' -o '$tmp/out2.txt'" /dev/null
+check progress-same-output cmp -s "$tmp/out.txt" "$tmp/out2.txt"
+script -qec "'$dragoman' translate -m '$model' -i '$tmp/in.txt' -o '$tmp/out2.txt' --no-progress" /dev/null \
+  >"$tmp/progress.out" 2>&1
+check no-progress-flag grep -q "8 lines" "$tmp/progress.out"
+check no-progress-no-line test -z "$(grep -a 'translate \[' "$tmp/progress.out")"
+"$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out2.txt" 2>"$tmp/progress.err"
+check no-terminal-no-line test -z "$(grep -a -e 'translate \[' -e $'\r' "$tmp/progress.err")"
 # A file given bare after -m is not read as a second model: a usage error that names the likely
 # mistake (translate, score and serve take one file a -m).
 expect bare-input 2 "not expected: $tmp/in.txt; did you mean -i $tmp/in.txt\?" -- \

@@ -64,7 +64,7 @@ TEST_CASE("translate's stream writes every line once, in input order, whatever t
     std::FILE* out = std::tmpfile();
     TranslationSink sink("-", out);
     TranslationWriter writer(sink, OutputOptions{}, vocabulary, input.name(), 16);
-    Progress progress(false, -1);
+    io::Progress progress("translate", "lines", -1, io::Progress::Options{false, false});
     CHECK(translate_stream(translator, input, chunks, false, writer, progress, nullptr) == StreamEnd::kDone);
     CHECK(test::contents(out) == expected);
     CHECK(writer.totals().lines == static_cast<std::int64_t>(kLines.size()));
@@ -85,7 +85,7 @@ TEST_CASE("translate's stream stops at a stop flag, the lines written complete",
   std::FILE* out = std::tmpfile();
   TranslationSink sink("-", out);
   TranslationWriter writer(sink, OutputOptions{}, vocabulary, input.name(), 16);
-  Progress progress(false, -1);
+  io::Progress progress("translate", "lines", -1, io::Progress::Options{false, false});
   CHECK(translate_stream(translator, input, ChunkOptions{}, false, writer, progress, &stop) == StreamEnd::kStopped);
   CHECK(test::contents(out).empty());
   CHECK(writer.totals().lines == 0);
