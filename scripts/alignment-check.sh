@@ -44,7 +44,7 @@ for (source, translation, hand), o in zip(rows, outputs):
     lines += 1
     g = {tuple(map(int, p.split("-"))) for p in hand.split()}
     aligned = {t for _, t in g}
-    a = {tuple(map(int, p.split("-"))) for p in o["alignment"].split()}
+    a = {(s, t) for s, t in o["alignment"]}
     a = {(s, t) for s, t in a if t in aligned}  # the hand-aligned target words only
     words += len(aligned)
     right += len(a & g)

@@ -54,8 +54,10 @@ nlohmann::ordered_json hypothesis_json(const TranslatedHypothesis& h, const Outp
     j["piece_scores"] = h.token_log_probs;
     j["eos_score"] = h.token_log_probs.size() > h.tokens.size() ? h.token_log_probs.back() : 0.0;
   }
+  // Both as arrays (the text format's Pharaoh string is for Marian's tools): hard, [source, target]
+  // word pairs in target order; soft, one row of weights over the source words per target word.
   if (o.alignment == AlignmentKind::kHard) {
-    j["alignment"] = pharaoh(hard_alignment(w.attention));
+    j["alignment"] = hard_alignment(w.attention);
   } else if (o.alignment == AlignmentKind::kSoft) {
     j["alignment"] = w.attention;
   }

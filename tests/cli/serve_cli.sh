@@ -205,7 +205,7 @@ metrics=$(curl -s "http://127.0.0.1:$port/metrics")
 check counts-404 grep -qE '^dragoman_requests_total\{endpoint="other",code="404"\} [1-9][0-9]*$' <<<"$metrics"
 check counts-405 grep -q '^dragoman_requests_total{endpoint="/v1/translate",code="405"} 1$' <<<"$metrics"
 check bucket-bounds grep -q '^dragoman_request_duration_seconds_bucket{le="0.005"} ' <<<"$metrics"
-check_status nbest-alignment 200 '"nbest":\[.*"alignment":"' POST /v1/translate \
+check_status nbest-alignment 200 '"nbest":\[.*"alignment":\[\[[0-9]+,[0-9]+\]' POST /v1/translate \
   -d '{"text": "a b c", "n_best": 2, "alignment": "hard", "beam": 3}'
 check_status still-serving 200 '"translation":"c b a"' POST /v1/translate -d '{"text": "a b c"}'
 # 64 clients connecting at once to a server too busy to accept them (here: stopped): the kernel

@@ -68,7 +68,8 @@ for o, text, source in zip(objects, texts, inputs):
             total += score
         assert total == h["log_prob"], (total, h["log_prob"])  # added in the search's order: the same bits
         assert math.isclose(sum(h["word_scores"]), h["log_prob"], rel_tol=1e-12, abs_tol=1e-12)
-        pairs = [tuple(map(int, p.split("-"))) for p in h["alignment"].split()]
+        pairs = [tuple(p) for p in h["alignment"]]
+        assert all(len(p) == 2 and all(type(i) is int for i in p) for p in pairs), pairs
         assert [t for _, t in pairs] == list(range(len(h["words"]))), pairs
         assert all(0 <= s < len(o["source_words"]) for s, _ in pairs), pairs
     assert [h["score"] for h in hypotheses] == sorted([h["score"] for h in hypotheses], reverse=True)
@@ -87,8 +88,7 @@ for line, source in zip(open(sys.argv[1], encoding="utf-8"), open(sys.argv[2], e
         continue
     right += 1
     n = len(words)
-    for p in o["alignment"].split():
-        s, t = map(int, p.split("-"))
+    for s, t in o["alignment"]:
         pairs += 1
         mirrored += s == n - 1 - t
 print(f"{right} of 40 lines translated right; {mirrored} of {pairs} alignment pairs mirrored")
@@ -123,7 +123,8 @@ check text-extras python3 - "$tmp/extras.txt" "$tmp/out.jsonl" <<'PY'
 import json, sys
 for line, o in zip(open(sys.argv[1], encoding="utf-8"), map(json.loads, open(sys.argv[2], encoding="utf-8"))):
     text, alignment, scores = line.rstrip("\n").split(" ||| ")
-    assert text == o["translation"] and alignment == o["nbest"][0]["alignment"], (line, o)
+    pharaoh = " ".join(f"{s}-{t}" for s, t in o["nbest"][0]["alignment"])
+    assert text == o["translation"] and alignment == pharaoh, (line, o)
     assert scores.startswith("WordScores=")
     values = [float(v) for v in scores.split()[1:]]
     assert len(values) == len(o["word_scores"]) and all(abs(v - w) < 1e-6 for v, w in zip(values, o["word_scores"]))

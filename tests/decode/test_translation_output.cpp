@@ -69,11 +69,11 @@ TEST_CASE("translate's JSON objects", "[decode]") {
   CHECK(translation_json(e.translation, o, e.vocabulary, &e.source).dump() ==
         R"({"translation":"c b a","log_prob":-1.875,"score":-0.4,"words":["c","b","a"],)"
         R"("word_scores":[-0.5,-0.25,-0.125,-1.0],"pieces":["▁c","▁b","▁a","</s>"],"piece_words":[0,1,2,-1],)"
-        R"("piece_scores":[-0.5,-0.25,-0.125,-1.0],"eos_score":-1.0,"alignment":"2-0 1-1 0-2",)"
+        R"("piece_scores":[-0.5,-0.25,-0.125,-1.0],"eos_score":-1.0,"alignment":[[2,0],[1,1],[0,2]],)"
         R"("source_words":["a","b","c"],"nbest":[{"translation":"c b a","log_prob":-1.875,"score":-0.4,)"
         R"("words":["c","b","a"],"word_scores":[-0.5,-0.25,-0.125,-1.0],"pieces":["▁c","▁b","▁a","</s>"],)"
         R"("piece_words":[0,1,2,-1],"piece_scores":[-0.5,-0.25,-0.125,-1.0],"eos_score":-1.0,)"
-        R"("alignment":"2-0 1-1 0-2"}],"truncated":true})");
+        R"("alignment":[[2,0],[1,1],[0,2]]}],"truncated":true})");
   o.nbest = 0;
   o.alignment = AlignmentKind::kSoft;
   o.word_scores = false;
@@ -89,7 +89,7 @@ TEST_CASE("translate's JSON objects", "[decode]") {
   const SourceWords none = source_words("", e.vocabulary);
   CHECK(translation_json(empty, o, e.vocabulary, &none).dump() ==
         R"({"translation":"","log_prob":0.0,"score":0.0,"words":[],"word_scores":[],"pieces":[],"piece_words":[],)"
-        R"("piece_scores":[],"eos_score":0.0,"alignment":"","source_words":[]})");
+        R"("piece_scores":[],"eos_score":0.0,"alignment":[],"source_words":[]})");
   CHECK(format_text(empty, 3, o, e.vocabulary, &none) == " |||  ||| WordScores=\n");  // empty fields
 }
 
