@@ -12,7 +12,9 @@
 #                                    translates and scores; checked: exit 0, score-bleu's BLEU and chrF
 #                                    lines for the last, the averaged and the copied-source outputs
 #   cmake --install build --prefix /opt/dragoman, then from /tmp the installed binary translates the
-#                                    demo's test set with the averaged model and scores it
+#                                    demo's test set with the averaged model and scores it: with no
+#                                    options (the beam and alpha the demo wrote into the model), the
+#                                    demo's own translations and BLEU, the same as with them given
 # so that a package missing from scripts/install-deps.sh (or anything else the README takes for
 # granted) fails CI. At the end it prints how long each part took.
 #
@@ -260,16 +262,34 @@ EOF
   fi
 
   # 7. Installed: cmake --install into a prefix, then the tour's translate and score-bleu run from
-  # another directory with the installed binary (nothing of the build tree on PATH).
-  say "cmake --install build --prefix /opt/dragoman; the installed binary from /tmp"
-  step install in_root 'cmake --install build --prefix /opt/dragoman && cd /tmp &&
+  # another directory with the installed binary (nothing of the build tree on PATH). The averaged
+  # model carries the beam and length penalty the demo chose on its dev set: translated with no
+  # options it gives the demo's own test translations and BLEU, and given those settings as options
+  # the same translations.
+  recommended=$(sed -n "s/^.*averaged.safetensors now recommends \(--beam [0-9]* --length-penalty [0-9.]*\): .*/\1/p" \
+    <<<"$demo_out")
+  [[ -n $recommended ]] || fail_tail "scripts/demo.sh: no 'now recommends --beam B --length-penalty A' line;" demo.sh
+  say "cmake --install build --prefix /opt/dragoman; the installed binary from /tmp (the model's $recommended)"
+  step install in_root "cmake --install build --prefix /opt/dragoman && cd /tmp &&
     /opt/dragoman/bin/dragoman translate -m /root/dragoman/runs/demo/averaged.safetensors \
       -i /root/dragoman/data/demo/test.en -o /tmp/hyp.de &&
-    /opt/dragoman/bin/dragoman score-bleu --ref /root/dragoman/data/demo/test.de --input /tmp/hyp.de' ||
+    /opt/dragoman/bin/dragoman translate -m /root/dragoman/runs/demo/averaged.safetensors \
+      -i /root/dragoman/data/demo/test.en -o /tmp/hyp.options.de $recommended &&
+    /opt/dragoman/bin/dragoman score-bleu --ref /root/dragoman/data/demo/test.de --input /tmp/hyp.de" ||
     fail_tail "cmake --install or the installed binary" install
   install_out=$(sed -n '/^### step install start/,$p' "$log" | unstamp)
-  grep -qE '^ *BLEU\|nrefs:1\|.* = [0-9]+\.[0-9]+ ' <<<"$install_out" ||
-    fail_tail "the installed binary: no BLEU line;" install
+  bleu_of() { grep -oE '^ *BLEU\|nrefs:1\|[^ ]* = [0-9]+\.[0-9]+' | head -n 1 | sed 's/.* = //'; }
+  installed_bleu=$(bleu_of <<<"$install_out")
+  [[ -n $installed_bleu ]] || fail_tail "the installed binary: no BLEU line;" install
+  # The demo's BLEU of the averaged model: score-bleu's first line after its heading.
+  demo_bleu=$(sed -n '/^the average of the last [0-9]* checkpoints/,$p' <<<"$demo_out" | bleu_of)
+  cmp -s "$root/tmp/hyp.de" "$run/test.averaged.de" ||
+    fail_tail "the averaged model with no options: not the demo's test translations;" install
+  cmp -s "$root/tmp/hyp.de" "$root/tmp/hyp.options.de" ||
+    fail_tail "the averaged model with no options: not its translations with $recommended;" install
+  [[ $installed_bleu == "$demo_bleu" ]] ||
+    fail_tail "the averaged model with no options: BLEU $installed_bleu, the demo's $demo_bleu;" install
+  say "the averaged model with no options ($recommended from the model): BLEU $installed_bleu, the demo's"
   exit 0
 fi
 
