@@ -13,6 +13,7 @@
 #include "cli/stop_signal.h"
 #include "cli/validators.h"
 #include "train/communicator.h"
+#include "train/fine_tuning.h"
 #include "train/trainer.h"
 
 namespace dragoman::cli {
@@ -22,6 +23,7 @@ struct TrainCliOptions {
   std::string config;
   std::vector<std::string> overrides;
   std::string run = "runs/default";
+  std::string init;         // empty: the config's training.init_from
   std::string devices;      // empty: the config's training.devices
   double max_minutes = -1;  // < 0: the config's training.max_minutes
   bool overwrite = false;
@@ -41,9 +43,17 @@ train::TrainConfig resolve_config(const TrainCliOptions& o) {
     spdlog::info("train: no --config: using the run's {}", path);
   }
   train::TrainConfig config = train::TrainConfig::load(path, o.overrides);
+  if (!o.init.empty()) config.training.init_from = o.init;  // (relative to the working directory)
   if (!o.devices.empty()) config.training.devices = o.devices;
   if (o.max_minutes >= 0) config.training.max_minutes = o.max_minutes;
   config.make_paths_absolute();
+  config.validate();  // (init_from with data.vocabulary, ...) before the model file is read
+  // Starting from a model: its architecture, so that --dump-config shows what train will build.
+  if (!config.training.init_from.empty()) {
+    config.check_files();
+    train::apply_init_model(config, train::read_model_file_config(config.training.init_from),
+                            config.training.init_from);
+  }
   return config;
 }
 
@@ -60,6 +70,11 @@ Subcommand add_train(CLI::App& app) {
                   "to resume)")
       ->check(CLI::ExistingFile);
   sub->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
+  sub->add_option("--init", o->init,
+                  "Start from this Dragoman model file (ours, or made by dragoman convert): its weights, architecture "
+                  "and vocabulary, with the config's data, schedule and regularisation; sets training.init_from. A run "
+                  "with checkpoints resumes from them")
+      ->check(CLI::ExistingFile);
   sub->add_option("--run", o->run, "Run directory (config, vocabulary, caches, checkpoints, metrics)")
       ->capture_default_str();
   sub->add_option("--max-minutes", o->max_minutes,

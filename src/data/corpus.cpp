@@ -76,6 +76,12 @@ std::uint64_t cache_key(std::uint64_t inputs_hash, const CorpusOptions& o, const
   h.add_word(kCacheVersion).add(o.tsv.empty() ? "pair" : "tsv");
   h.add_word(inputs_hash);
   h.add(vocab.bytes());
+  // An imported vocabulary (text/vocabulary.h): its piece tables and its target side count too.
+  if (vocab.table() != nullptr) h.add(vocab.table()->to_json());
+  if (&vocab.target() != &vocab) {
+    h.add(vocab.target().bytes());
+    if (vocab.target().table() != nullptr) h.add(vocab.target().table()->to_json());
+  }
   std::uint64_t ratio_bits;
   std::memcpy(&ratio_bits, &o.max_ratio, sizeof ratio_bits);
   h.add_word(static_cast<std::uint64_t>(o.max_length)).add_word(ratio_bits);
@@ -209,7 +215,7 @@ EncodedCorpus encode(const RawCorpus& raw, const CorpusOptions& o, const text::V
       for (std::size_t j = from; j < to; ++j) {
         if (stop != nullptr && stop->load() != 0) throw Interrupted("corpus: encoding interrupted");
         src[j] = vocab.encode(raw.src[begin + j]);
-        tgt[j] = vocab.encode(raw.tgt[begin + j]);
+        tgt[j] = vocab.encode_target(raw.tgt[begin + j]);
       }
     });
     for (std::size_t j = 0; j < end - begin; ++j) {

@@ -13,7 +13,8 @@ namespace dragoman::model {
 
 struct AveragedModel {
   Transformer model;  // f32
-  ModelFileInfo info;  // the newest input's step, the shared vocabulary, "averaged_from" metadata
+  ModelFileInfo info;  // the newest input's step, the shared vocabulary, "averaged_from" metadata, and the
+                       // decoding.*, converted_from and init_from metadata that every input has alike
 };
 
 // Throws dragoman::Error naming the file and what differs when the inputs' model configs or

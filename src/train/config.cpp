@@ -19,6 +19,8 @@
 #include "base/utf8.h"
 #include "device/cpu/threads.h"
 #include "io/text_lines.h"
+#include "train/fine_tuning.h"
+#include "train/schedule.h"
 
 namespace dragoman::train {
 namespace {
@@ -162,6 +164,14 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
       if (given.is_relative()) *it = (dir / given).lexically_normal().string();
     }
   }
+  if (json.contains("training") && json["training"].contains("init_from") &&
+      json["training"]["init_from"].is_string()) {
+    nlohmann::json& init = json["training"]["init_from"];
+    const std::filesystem::path given = init.get<std::string>();
+    if (!given.empty() && given.is_relative()) {
+      init = (std::filesystem::absolute(path).parent_path() / given).lexically_normal().string();
+    }
+  }
   merge(merged, json);
   return merged;
 }
@@ -252,6 +262,8 @@ nlohmann::json TrainConfig::to_json() const {
             {"curriculum_start", data.curriculum_start}}},
           {"training",
            {{"seed", training.seed},
+            {"init_from", training.init_from},
+            {"freeze", training.freeze},
             {"zero_init_residual", training.zero_init_residual},
             {"max_tokens", training.max_tokens},
             {"update_freq", training.update_freq},
@@ -299,7 +311,11 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       // Over this config's current model (defaults: the paper's base model), key by key.
       nlohmann::json merged = c.model.to_json();
       if (!section.is_object()) throw Error(source + ": section 'model' must be a mapping");
-      for (const auto& [key, value] : section.items()) merged[key] = value;
+      for (const auto& [key, value] : section.items()) {
+        merged[key] = value;
+        if (std::find(c.model_keys_given.begin(), c.model_keys_given.end(), key) == c.model_keys_given.end())
+          c.model_keys_given.push_back(key);
+      }
       for (const auto& [key, value] : section.items()) {
         if (!c.model.to_json().contains(key)) {
           std::vector<std::string> keys;
@@ -330,6 +346,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
     } else if (name == "training") {
       SectionReader r(section, source, name);
       r.unsigned_integer("seed", c.training.seed);
+      r.string("init_from", c.training.init_from);
+      r.string("freeze", c.training.freeze);
       r.boolean("zero_init_residual", c.training.zero_init_residual);
       r.integer("max_tokens", c.training.max_tokens);
       r.integer("update_freq", c.training.update_freq);
@@ -456,14 +474,14 @@ void TrainConfig::validate() const {
   if (!(training.ema_decay >= 0 && training.ema_decay < 1)) {
     fail("training.ema_decay must be in [0, 1) (0: no moving average; 0.9999 is usual)");
   }
-  if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "linear" && training.lr_decay != "cosine") {
-    fail("training.lr_decay must be inverse_sqrt, linear or cosine");
+  if (training.lr_decay != "inverse_sqrt" && training.lr_decay != "constant" && !decays_to_zero(training.lr_decay)) {
+    fail("training.lr_decay must be inverse_sqrt, constant, linear or cosine");
   }
   if (!(training.lr_hold >= 0 && training.lr_hold < 1)) fail("training.lr_hold must be in [0, 1)");
-  if (training.lr_hold > 0 && training.lr_decay == "inverse_sqrt") {
+  if (training.lr_hold > 0 && !decays_to_zero(training.lr_decay)) {
     fail("training.lr_hold holds the peak before a decay to zero: it needs lr_decay linear or cosine");
   }
-  if (training.lr_decay != "inverse_sqrt" && training.max_minutes == 0 &&
+  if (decays_to_zero(training.lr_decay) && training.max_minutes == 0 &&
       (training.max_steps == 0 || training.max_steps <= training.warmup_steps)) {
     fail("training.lr_decay " + training.lr_decay +
          " decays to zero at training.max_steps: set max_steps above warmup_steps (" +
@@ -474,6 +492,20 @@ void TrainConfig::validate() const {
   if (training.lr > 0 && training.lr_factor != 1.0) {
     fail("give training.lr (the peak learning rate) or training.lr_factor (the paper's factor), not both "
          "(to use training.lr over a config that sets the factor, clear it: --set training.lr_factor=)");
+  }
+  try {
+    freeze_groups(training.freeze);
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+  if (!training.freeze.empty() && training.weight_decay > 0) {
+    fail("training.freeze with training.weight_decay " + std::to_string(training.weight_decay) +
+         ": the decoupled decay would still shrink the frozen weights; set weight_decay to 0");
+  }
+  if (!training.init_from.empty() && !data.vocabulary.empty()) {
+    fail(
+        "training.init_from and data.vocabulary: a model to start from brings its own vocabulary; leave "
+        "data.vocabulary out");
   }
   if (training.log_every < 1) fail("training.log_every must be >= 1");
   if (training.valid_every < 0 || training.patience < 0) fail("training.valid_every and patience must be >= 0");
@@ -501,6 +533,11 @@ void TrainConfig::validate() const {
 }
 
 void TrainConfig::check_files() const {
+  if (!training.init_from.empty() && !std::filesystem::is_regular_file(training.init_from)) {
+    throw Error("config key training.init_from: " +
+                std::string(std::filesystem::exists(training.init_from) ? "not a regular file: " : "no such file: ") +
+                training.init_from + " (a relative path in a config file is relative to that file's directory)");
+  }
   for (const auto& [key, path] : data_paths(data)) {
     if (path->empty() || std::filesystem::is_regular_file(*path)) continue;
     throw Error(std::string("config key data.") + key + ": " +
@@ -513,6 +550,9 @@ void TrainConfig::check_files() const {
 void TrainConfig::make_paths_absolute() {
   for (const auto& [key, path] : data_paths(data)) {
     if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
+  }
+  if (!training.init_from.empty()) {
+    training.init_from = std::filesystem::absolute(training.init_from).lexically_normal().string();
   }
 }
 

@@ -35,6 +35,13 @@ struct DataConfig {
 
 struct TrainingConfig {
   std::uint64_t seed = 1;
+  // A model file to start from (train/init_model.h): its weights, architecture and vocabulary; the
+  // optimizer and the schedule start afresh. Read when the run starts; a run with checkpoints
+  // resumes from them. Empty: random weights.
+  std::string init_from;
+  // Parameters kept as they are: a comma-separated list of embeddings (token and learned position
+  // embeddings; with a tied output, its projection too), encoder, decoder. Empty: none.
+  std::string freeze;
   // The last matrix of every residual branch (attention's out_proj, the feed-forward's fc2) starts
   // at zero instead of Xavier-uniform: every branch starts by adding nothing (pre-norm: every
   // layer is the identity; torchvision's zero_init_residual). A fresh run's initialisation only.
@@ -50,8 +57,8 @@ struct TrainingConfig {
   double lr_factor = 1.0;  // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
   double lr = 0.0;         // > 0: the peak instead: lr * min(step / warmup, sqrt(warmup / step))
   std::int64_t warmup_steps = 4000;
-  // After the warmup: inverse_sqrt (the paper), or linear / cosine decay to 0 at max_steps, or at
-  // the updates that fit max_minutes (train/schedule.h).
+  // After the warmup: inverse_sqrt (the paper), constant (the peak held), or linear / cosine decay
+  // to 0 at max_steps, or at the updates that fit max_minutes (train/schedule.h).
   std::string lr_decay = "inverse_sqrt";
   double lr_hold = 0.0;  // linear / cosine: the fraction of the updates after the warmup held at the peak
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-9, weight_decay = 0.0;
@@ -99,6 +106,10 @@ struct TrainConfig {
   TrainingConfig training;
   CheckpointConfig checkpoint;
 
+  // The model section's keys the config gave (over the defaults): with training.init_from, the
+  // architecture keys among them must agree with the model file's, the others come from it.
+  std::vector<std::string> model_keys_given;
+
   nlohmann::json to_json() const;
   // Parses a {model, data, training, checkpoint} object over the defaults; unknown keys and wrong
   // types are errors naming `source`. Data paths are used as given; load() makes those of a config
@@ -113,7 +124,8 @@ struct TrainConfig {
   void validate() const;
   // Throws, naming the config key, unless every data path given names a readable file.
   void check_files() const;
-  // The data file paths (and data.vocabulary) made absolute against the working directory.
+  // The data file paths (and data.vocabulary, training.init_from) made absolute against the working
+  // directory.
   void make_paths_absolute();
 };
 

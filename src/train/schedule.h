@@ -45,15 +45,19 @@ inline double decay_to_zero(double from, std::int64_t step, std::int64_t start, 
   return decay == "linear" ? from * left : from * 0.5 * (1.0 - std::cos(3.14159265358979323846 * left));
 }
 
-// After the warmup, training.lr_decay: "inverse_sqrt" (the paper, above), or a decay to zero at
+// After the warmup, training.lr_decay: "inverse_sqrt" (the paper, above), "constant" (the peak held:
+// fine-tuning's usual schedule, Hugging Face's constant_with_warmup), or a decay to zero at
 // `max_steps` from the same peak, "linear" (fairseq's polynomial_decay, power 1) or "cosine"
 // (half a cosine period, without restarts). For a fixed budget of updates the last two anneal:
 // the final updates are small, and the last checkpoint is the better for it. `hold` in [0, 1)
 // (training.lr_hold) holds the peak for that share of the updates after the warmup and decays
 // over the rest (fairseq's tri_stage; "warmup-stable-decay"); 0 decays from the warmup's end.
+inline bool decays_to_zero(const std::string& decay) { return decay == "linear" || decay == "cosine"; }
+
 inline double learning_rate(std::int64_t step, std::int64_t d_model, std::int64_t warmup, double lr, double lr_factor,
                             const std::string& decay, std::int64_t max_steps, double hold = 0.0) {
   if (decay == "inverse_sqrt" || step <= warmup) return learning_rate(step, d_model, warmup, lr, lr_factor);
+  if (decay == "constant") return learning_rate(warmup, d_model, warmup, lr, lr_factor);
   return decay_to_zero(learning_rate(warmup, d_model, warmup, lr, lr_factor), step, warmup, max_steps, hold, decay);
 }
 

@@ -94,10 +94,15 @@ TrainResult Trainer::run() {
   try {
     if (processes_.size > 1 && !writer_) wait_for_writer();
     obtain_vocabulary();
+    if (config_.training.init_from.empty()) file_info_.vocabulary = vocab_->bytes();
     resume_or_initialize();
+    find_frozen_parameters();
     start_ema();
     const std::string reason = finished_reason();
-    if (reason.empty()) load_corpora();
+    if (reason.empty()) {
+      load_corpora();
+      report_unknown_tokens();
+    }
     if (processes_.size > 1 && writer_) wait_for_writer();
     if (!reason.empty()) {
       spdlog::info("train: the run in {} is already finished at step {} ({}); nothing to do", run_, state_.step,
@@ -157,6 +162,7 @@ TrainResult Trainer::run() {
     const double loss_scale = fp16 ? state_.loss_scale : 1.0;
     for (Tensor& sums : update_sums) sums.fill_zero();
     const std::int64_t update_tokens = compute_gradients(update, loss_scale, update_sums);
+    if (!frozen_.empty()) zero_frozen_gradients();
     if (!options_.inject_overflow_at.empty()) inject_overflow_for_tests();
     double grad_factor = 1.0;
     if (defer_grad_norm_) {

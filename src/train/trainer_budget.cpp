@@ -25,7 +25,7 @@ void Trainer::start_budget() {
   start_elapsed_ = state_.elapsed_seconds;
   loop_started_ = true;
   budget_seconds_ = t.max_minutes * 60.0;
-  budget_fixes_count_ = t.lr_decay != "inverse_sqrt" && (t.max_minutes > 0 || state_.budget_updates > 0);
+  budget_fixes_count_ = decays_to_zero(t.lr_decay) && (t.max_minutes > 0 || state_.budget_updates > 0);
   if (state_.budget_updates > 0) {
     if (t.max_minutes != state_.budget_minutes) {
       spdlog::warn(

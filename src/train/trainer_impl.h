@@ -57,6 +57,14 @@ class Trainer {
  private:
   bool stop_requested() const { return options_.stop_signal != nullptr && options_.stop_signal->load() != 0; }
   void check_inputs();
+  // training.init_from: the model file's architecture into config_.model, its vocabulary, what its
+  // files carry besides (file_info_), and its weights for a fresh start (init_model_).
+  void load_init_model();
+  // training.freeze: the frozen parameters' names; their gradients are zeroed before every update.
+  void find_frozen_parameters();
+  void zero_frozen_gradients();
+  // The tokens of the corpora the vocabulary does not know (<unk>), logged when there are any.
+  void report_unknown_tokens() const;
   void prepare_run_dir();
   void obtain_vocabulary();
   void build_vocabulary(const fs::path& prefix);
@@ -141,6 +149,11 @@ class Trainer {
   std::set<std::int64_t> injected_overflows_;
   std::string run_;
   std::unique_ptr<text::Vocabulary> vocab_;
+  // What every model file of the run carries besides the weights: the vocabulary (ours, or an
+  // imported model's two sides), and from a model started from, its decoding settings.
+  model::ModelFileInfo file_info_;
+  std::unique_ptr<model::Transformer> init_model_;  // training.init_from's weights, until a fresh start
+  std::vector<std::string> frozen_;                 // training.freeze's parameters
   std::unique_ptr<model::Transformer> model_;
   TrainState state_;
   std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs

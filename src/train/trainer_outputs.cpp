@@ -54,9 +54,8 @@ void Trainer::save_checkpoint(CheckpointKind kind) {
   require_finite_weights();
   const std::string model_path = checkpoint_model_path(run_, state_.step, kind);
   const std::string state_path = checkpoint_state_path(run_, state_.step, kind);
-  model::ModelFileInfo info;
+  model::ModelFileInfo info = file_info_;
   info.step = state_.step;
-  info.vocabulary = vocab_->bytes();
   model::save_model(model_path, *model_, info);
   const fs::path dir = fs::path(run_) / "checkpoints";
   if (state_.ema.defined()) {  // the moving average as a model file of its own, before the state
@@ -203,9 +202,8 @@ void Trainer::validate_model(TrainResult& result) {
     state_.best_step = state_.step;
     state_.bad_validations = 0;
     require_finite_weights();
-    model::ModelFileInfo info;
+    model::ModelFileInfo info = file_info_;
     info.step = state_.step;
-    info.vocabulary = vocab_->bytes();
     model::save_model((fs::path(run_) / "checkpoints" / "checkpoint-best.safetensors").string(), *model_, info);
   } else {
     ++state_.bad_validations;

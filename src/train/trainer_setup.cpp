@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_diff.h"
+#include "decode/model_files.h"
 #include "device/cpu/threads.h"
 #include "device/device.h"
 #include "io/atomic_file.h"
@@ -20,6 +21,7 @@
 #include "ops/build_info.h"
 #include "text/vocabulary.h"
 #include "train/child_process.h"
+#include "train/fine_tuning.h"
 
 namespace dragoman::train::detail {
 
@@ -144,12 +146,16 @@ void Trainer::check_inputs() {
   processes_ = ProcessGroup::from_environment();
   writer_ = processes_.rank == 0;
   model::ModelConfig& mc = config_.model;
-  if (!config_.data.vocabulary.empty())
-    vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(config_.data.vocabulary));
-  mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
-  mc.pad_id = text::kPadId;
-  mc.bos_id = text::kBosId;
-  mc.eos_id = text::kEosId;
+  if (!config_.training.init_from.empty()) {
+    load_init_model();  // the architecture, the vocabulary and its special ids are the model's
+  } else {
+    if (!config_.data.vocabulary.empty())
+      vocab_ = std::make_unique<text::Vocabulary>(text::Vocabulary::load(config_.data.vocabulary));
+    mc.src_vocab_size = mc.tgt_vocab_size = vocab_ ? vocab_->size() : config_.data.vocab_size;
+    mc.pad_id = text::kPadId;
+    mc.bos_id = text::kBosId;
+    mc.eos_id = text::kEosId;
+  }
   mc.validate();
   if (config_.data.max_length + 1 > mc.max_positions) {
     throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
@@ -163,6 +169,34 @@ void Trainer::check_inputs() {
     valid_data_hash_ =
         data::check_parallel_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false));
   }
+}
+
+void Trainer::load_init_model() {
+  const std::string& path = config_.training.init_from;
+  model::ModelFileInfo info;
+  init_model_ = std::make_unique<model::Transformer>(model::load_model(path, DType::kF32, &info));
+  if (info.vocabulary.empty() && info.imported.empty()) {
+    throw Error("training.init_from " + path + ": the model file has no vocabulary to encode the data with");
+  }
+  apply_init_model(config_, init_model_->config(), path);
+  vocab_ = std::make_unique<text::Vocabulary>(decode::model_vocabulary(info, path));
+  const model::ModelConfig& mc = config_.model;
+  if (vocab_->size() != mc.src_vocab_size || vocab_->target_size() != mc.tgt_vocab_size) {
+    throw Error(
+        fmt::format("training.init_from {}: its vocabulary has {} source and {} target pieces, its model {} and {}",
+                    path, vocab_->size(), vocab_->target_size(), mc.src_vocab_size, mc.tgt_vocab_size));
+  }
+  file_info_.vocabulary = info.vocabulary;
+  file_info_.imported = info.imported;
+  // The decoding settings it recommends and where it came from travel on; its own history (what
+  // it was averaged from) does not describe the new model.
+  for (const auto& [key, value] : info.metadata) {
+    if (key.rfind("decoding.", 0) == 0 || key == "converted_from") file_info_.metadata[key] = value;
+  }
+  file_info_.metadata["init_from"] = path;
+  spdlog::info("train: the model of {} (step {}{}): {} + {} layers, d_model {}, {} source and {} target pieces", path,
+               info.step, info.imported.empty() ? "" : ", imported", mc.encoder_layers, mc.decoder_layers, mc.d_model,
+               mc.src_vocab_size, mc.tgt_vocab_size);
 }
 
 // A directory that already holds a run (a checkpoint) must have been started with the same
@@ -303,10 +337,11 @@ void Trainer::resume_or_initialize() {
       continue;
     }
     if (loaded->config() != mc) throw Error("checkpoint " + model_path + " has another model config");
-    if (info.vocabulary != vocab_->bytes()) {
-      throw Error(
-          "checkpoint " + model_path + " was trained with another vocabulary than " +
-          (config_.data.vocabulary.empty() ? (fs::path(run_) / "vocab.model").string() : config_.data.vocabulary));
+    if (info.vocabulary != file_info_.vocabulary || info.imported != file_info_.imported) {
+      throw Error("checkpoint " + model_path + " was trained with another vocabulary than " +
+                  (!config_.training.init_from.empty() ? "training.init_from's " + config_.training.init_from
+                   : config_.data.vocabulary.empty()   ? (fs::path(run_) / "vocab.model").string()
+                                                       : config_.data.vocabulary));
     }
     model_ = std::move(loaded);
     state_ = std::move(state);
@@ -324,6 +359,11 @@ void Trainer::resume_or_initialize() {
     if (writer_) truncate_metrics((fs::path(run_) / "metrics.jsonl").string(), state_.step);
     spdlog::info("train: resuming from step {} (epoch {}, batch {}){}", state_.step, state_.epoch + 1,
                  state_.batch_index, checkpoint.kind == CheckpointKind::kInterrupted ? " of an interrupted run" : "");
+    if (init_model_) {
+      spdlog::info("train: the run's checkpoints win over training.init_from ({}: read only when a run starts)",
+                   config_.training.init_from);
+      init_model_.reset();
+    }
     return;
   }
   if (set_aside > 0) {  // never start afresh silently over a run's checkpoints
@@ -355,8 +395,16 @@ void Trainer::resume_or_initialize() {
   } catch (const OutOfMemory& e) {
     throw too_large(e.what());
   }
-  // The same weights on every device (Philox, per element).
-  model_->initialize(config_.training.seed, config_.training.zero_init_residual);
+  if (init_model_) {  // the same config but for the regularisation: the same parameters, in the same places
+    model_->parameters().values().copy_from(init_model_->parameters().values().to(device_));
+    model_->refresh_compute_weights();
+    init_model_.reset();
+    spdlog::info("train: starting from the weights of {}; the optimizer and the schedule start afresh",
+                 config_.training.init_from);
+  } else {
+    // The same weights on every device (Philox, per element).
+    model_->initialize(config_.training.seed, config_.training.zero_init_residual);
+  }
   state_ = TrainState();
   state_.adam_m = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
   state_.adam_v = Tensor::zeros({model_->parameters().size()}, DType::kF32, device_);
@@ -393,6 +441,54 @@ void Trainer::load_corpora() {
   } else if (config_.training.valid_bleu) {
     spdlog::warn("train: training.valid_bleu is on but there is no dev set (data.valid_source/valid_tsv)");
   }
+}
+
+void Trainer::find_frozen_parameters() {
+  const std::vector<std::string> groups = freeze_groups(config_.training.freeze);
+  if (groups.empty()) return;
+  std::int64_t frozen = 0;
+  for (const model::ParameterEntry& entry : model_->parameters().entries()) {
+    if (!is_frozen(entry.spec.name, groups)) continue;
+    frozen_.push_back(entry.spec.name);
+    frozen += entry.numel;
+  }
+  if (frozen_.empty())
+    throw Error("training.freeze " + config_.training.freeze + ": no parameter of this model is in it");
+  spdlog::info("train: training.freeze {}: {} tensors, {} of {} parameters kept as they are", config_.training.freeze,
+               frozen_.size(), frozen, model_->parameters().size());
+}
+
+// After the gradients are summed over the workers, before their norm: a zero gradient leaves a
+// parameter exactly as it is under Adam (its moments stay zero, its step 0 / (0 + eps)) and Muon
+// (training.freeze refuses a weight decay).
+void Trainer::zero_frozen_gradients() {
+  for_each_worker([&](std::size_t w) {
+    model::ParameterSet& params = worker_model(w).parameters();
+    for (const std::string& name : frozen_) params.grad(name).fill_zero();
+  });
+}
+
+void Trainer::report_unknown_tokens() const {
+  const auto unknown_id = [](const text::Vocabulary& side) {
+    return side.table() != nullptr ? side.table()->unk_id : text::kUnkId;
+  };
+  const auto count = [](const std::vector<std::int32_t>& tokens, std::int32_t id) {
+    return static_cast<std::int64_t>(std::count(tokens.begin(), tokens.end(), id));
+  };
+  const auto report = [&](const data::EncodedCorpus& corpus, const char* what) {
+    const std::int64_t source = count(corpus.src_tokens, unknown_id(*vocab_));
+    const std::int64_t target = count(corpus.tgt_tokens, unknown_id(vocab_->target()));
+    if (source == 0 && target == 0) return;
+    spdlog::warn(
+        "train: the {} pairs hold {} source tokens of {} ({:.3f} %) and {} target tokens of {} ({:.3f} %) that the "
+        "vocabulary does not know (<unk>){}",
+        what, source, corpus.src_tokens.size(),
+        100.0 * static_cast<double>(source) / std::max<double>(1, corpus.src_tokens.size()), target,
+        corpus.tgt_tokens.size(), 100.0 * static_cast<double>(target) / std::max<double>(1, corpus.tgt_tokens.size()),
+        target > 0 ? ": the model learns to write <unk> where the target has them" : "");
+  };
+  report(train_, "training");
+  if (has_valid_) report(valid_, "validation");
 }
 
 }  // namespace dragoman::train::detail

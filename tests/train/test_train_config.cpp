@@ -350,7 +350,7 @@ TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
   CHECK_NOTHROW(linear.validate());
   CHECK(linear.training.lr_decay == "linear");
   CHECK_THROWS_WITH(load(kMinimal, {"training.lr_decay=step"}).validate(),
-                    Contains("training.lr_decay must be inverse_sqrt, linear or cosine"));
+                    Contains("training.lr_decay must be inverse_sqrt, constant, linear or cosine"));
   CHECK_THROWS_WITH(
       load(kMinimal, {"training.lr_decay=cosine", "training.max_steps=100", "training.warmup_steps=100"}).validate(),
       Contains("decays to zero at training.max_steps"));
