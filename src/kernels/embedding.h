@@ -5,7 +5,9 @@
 // f16 (base/numeric.h). Forward: each out element is computed in acc_t<T> (double for double, float
 // otherwise) and rounded once. Backward accumulates into dtable (and dpositions), parameter
 // gradients of type acc_t<T>, with no rounding to T: for each column, rows are added in order, so
-// repeated ids give the same bits for any thread count.
+// repeated ids give the same bits for any thread count. Rows whose id is `padding_id` (>= 0; -1:
+// none) add nothing to dtable (PyTorch's nn.Embedding padding_idx: an imported Marian model's
+// decoder starts from <pad>, a constant input), but still to dpositions.
 //
 // CUDA (namespace cuda):
 // Token embeddings and positions on CUDA, the twins of the CPU spec above: same arguments plus
@@ -40,7 +42,7 @@ void embedding_forward(const std::int32_t* ids, const T* table, const T* positio
 template <typename T>
 void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
                         std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
-                        double scale);
+                        double scale, std::int32_t padding_id = -1);
 
 // Sinusoids with frequencies w_i, i < D/2, in one of three layouts (model/config.h SinusoidLayout):
 //   interleaved (the paper):   out[t, 2i] = sin(t w_i), out[t, 2i+1] = cos(t w_i), w_i = 10000^(-2i/D)
@@ -68,6 +70,6 @@ std::size_t embedding_backward_workspace(std::int64_t rows, std::int64_t vocab);
 template <typename T>
 void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
                         std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
-                        double scale, std::int64_t vocab, void* workspace, Stream stream);
+                        double scale, std::int64_t vocab, void* workspace, Stream stream, std::int32_t padding_id = -1);
 
 }  // namespace dragoman::cuda

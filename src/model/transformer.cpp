@@ -437,8 +437,10 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
     if (ready) ready(buckets_[v.decoder.size() - 1 - i]);
   }
   // Sinusoidal positions have no parameters: tgt_positions.dweight is then undefined.
+  // <pad> as an input is a constant (nn.Embedding's padding_idx): padded positions give nothing
+  // anyway, and a model that starts decoding from <pad> (Marian's) keeps that start's embedding.
   ops::embedding_backward(batch.tgt_in, act->tgt_embed_dropout.apply(dy), v.tgt_embed.dweight, v.tgt_positions.dweight,
-                          0, embed_scale);
+                          0, embed_scale, c.pad_id);
 
   // Encoder.
   Tensor dx = dmemory;  // (defined: ModelConfig requires a decoder layer)
@@ -458,7 +460,7 @@ void Transformer::backward(ForwardActivations&& saved, double grad_scale, const 
     if (ready) ready(buckets_[v.decoder.size() + v.encoder.size() - 1 - i]);
   }
   ops::embedding_backward(batch.src, act->src_embed_dropout.apply(dx), v.src_embed.dweight, v.src_positions.dweight, 0,
-                          embed_scale);
+                          embed_scale, c.pad_id);
   if (ready) {
     for (std::size_t b = v.decoder.size() + v.encoder.size(); b < buckets_.size(); ++b) ready(buckets_[b]);
   }

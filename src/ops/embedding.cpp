@@ -67,7 +67,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
-                        std::int64_t position_offset, double scale) {
+                        std::int64_t position_offset, double scale, std::int32_t padding_id) {
   constexpr const char* kOp = "embedding_backward";
   check_ids(kOp, ids, dtable, dpositions, position_offset);
   // dout is an activation gradient; dtable and dpositions are parameter gradients, of dout's
@@ -85,7 +85,7 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
           using A = acc_t<T>;
           cpu::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
                                      dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
-                                     position_offset, d, scale);
+                                     position_offset, d, scale, padding_id);
         });
       },
       [&](auto stream) {
@@ -98,7 +98,8 @@ void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, T
           Tensor workspace = Tensor::empty({bytes}, DType::kU8, dtable.device());
           cuda::embedding_backward<T>(ids.data<std::int32_t>(), dout.data<T>(), dtable.data<A>(),
                                       dpositions.defined() ? dpositions.data<A>() : nullptr, ids.numel(), ids.dim(1),
-                                      position_offset, d, scale, dtable.dim(0), workspace.raw_data(), stream);
+                                      position_offset, d, scale, dtable.dim(0), workspace.raw_data(), stream,
+                                      padding_id);
         });
       });
 }

@@ -17,9 +17,10 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const Tensor& positions
                  double scale);
 
 // dtable += ..., dpositions += ... (when defined; undefined for positions that are not learned).
+// Positions whose id is `padding_id` (-1: none) add nothing to dtable (nn.Embedding's padding_idx).
 //   dout: [B, L, D]; dtable: [V, D]; dpositions: [P, D]
 void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable, Tensor& dpositions,
-                        std::int64_t position_offset, double scale);
+                        std::int64_t position_offset, double scale, std::int32_t padding_id = -1);
 
 // The sinusoidal position table in `layout` (kernels/embedding.h; the paper's by default),
 // computed in double and rounded once to `dtype` (any float dtype).   -> [P, D] (D even)

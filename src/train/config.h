@@ -40,7 +40,7 @@ struct TrainingConfig {
   // resumes from them. Empty: random weights.
   std::string init_from;
   // Parameters kept as they are: a comma-separated list of embeddings (token and learned position
-  // embeddings; with a tied output, its projection too), encoder, decoder. Empty: none.
+  // embeddings; with a tied output, its projection too), encoder, decoder, output_bias. Empty: none.
   std::string freeze;
   // The last matrix of every residual branch (attention's out_proj, the feed-forward's fc2) starts
   // at zero instead of Xavier-uniform: every branch starts by adding nothing (pre-norm: every

@@ -14,7 +14,7 @@
 namespace dragoman::train {
 namespace {
 
-constexpr const char* kFreezeGroups[] = {"embeddings", "encoder", "decoder"};
+constexpr const char* kFreezeGroups[] = {"embeddings", "encoder", "decoder", "output_bias"};
 
 }  // namespace
 
@@ -84,7 +84,8 @@ std::vector<std::string> freeze_groups(const std::string& text) {
     begin = comma + 1;
     if (std::find(std::begin(kFreezeGroups), std::end(kFreezeGroups), item) == std::end(kFreezeGroups)) {
       throw Error("training.freeze: '" + item +
-                  "' is not a part of the model (a comma-separated list of embeddings, encoder, decoder)");
+                  "' is not a part of the model (a comma-separated list of embeddings, encoder, decoder, "
+                  "output_bias)");
     }
     if (std::find(groups.begin(), groups.end(), item) == groups.end()) groups.push_back(item);
   }
@@ -99,6 +100,7 @@ bool is_frozen(const std::string& name, const std::vector<std::string>& groups) 
        name == "encoder.positions.weight" || name == "decoder.positions.weight")) {
     return true;
   }
+  if (has("output_bias") && name == "output.bias") return true;
   return (has("encoder") && starts("encoder.")) || (has("decoder") && (starts("decoder.") || starts("output.")));
 }
 

@@ -31,7 +31,8 @@ std::vector<std::string> freeze_groups(const std::string& text);
 
 // Whether parameter `name` (docs/MODEL.md's names) belongs to one of `groups`: embeddings (the token
 // embeddings, shared or not, and learned positions), encoder ("encoder.*"), decoder ("decoder.*" and
-// an untied output projection and its bias, "output.*"). A shared embedding is in neither side.
+// an untied output projection and its bias, "output.*"), output_bias ("output.bias": transformers
+// keeps MarianMT's final_logits_bias fixed). A shared embedding is in neither side.
 bool is_frozen(const std::string& name, const std::vector<std::string>& groups);
 
 }  // namespace dragoman::train

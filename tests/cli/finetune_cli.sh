@@ -110,7 +110,7 @@ check freeze-embeddings grep -q "^same embed.weight$" "$tmp/frozen.tensors"
 check freeze-encoder test -z "$(grep '^differs encoder\.' "$tmp/frozen.tensors")"
 check freeze-encoder-listed grep -q "^same encoder.layers.0.ffn.fc1.weight" "$tmp/frozen.tensors"
 check freeze-decoder-trained grep -q "^differs decoder.layers.1.ffn.fc2.weight" "$tmp/frozen.tensors"
-expect freeze-unknown 1 "training.freeze: 'embedding' is not a part of the model \(a comma-separated list of embeddings, encoder, decoder\)" -- \
+expect freeze-unknown 1 "training.freeze: 'embedding' is not a part of the model \(a comma-separated list of embeddings, encoder, decoder, output_bias\)" -- \
   "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" --set training.freeze=embedding
 expect freeze-weight-decay 1 "training.freeze with training.weight_decay .*set weight_decay to 0" -- \
   "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" --set training.freeze=decoder \

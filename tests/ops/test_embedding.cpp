@@ -320,6 +320,18 @@ TEST_CASE("ops::embedding_backward accumulates into gradients of the accumulator
       for (int64_t i = 0; i < D; ++i) {
         CHECK(dt[at(3 * D + i)] == Approx(2.0 * (g[at(0 * D + i)] + g[at(2 * D + i)] + g[at(5 * D + i)])).margin(1e-6));
       }
+      // With padding_id 3: token 3's rows add nothing to the table, the others and every position
+      // exactly what they added before.
+      Tensor dtable_pad = Tensor::zeros({V, D}, acc, c.device), dpositions_pad = Tensor::zeros({P, D}, acc, c.device);
+      ops::embedding_backward(ids, dout, dtable_pad, dpositions_pad, 1, 2.0, 3);
+      const std::vector<double> dp = test::to_doubles(dtable_pad);
+      for (int64_t v = 0; v < V; ++v) {
+        for (int64_t i = 0; i < D; ++i) {
+          INFO("row " << v << " column " << i);
+          CHECK(dp[at(v * D + i)] == (v == 3 ? 0.0 : dt[at(v * D + i)]));
+        }
+      }
+      CHECK(test::to_doubles(dpositions_pad) == test::to_doubles(dpositions));
       if (acc != c.dtype) {
         Tensor wrong = Tensor::zeros({V, D}, c.dtype, c.device), no_dpositions;
         DRAGOMAN_CHECK_OP_ERROR(ops::embedding_backward(ids, dout, wrong, no_dpositions, 0, 1.0), "embedding_backward",

@@ -114,6 +114,9 @@ TEST_CASE("training.freeze: its groups and the parameters in them", "[train]") {
   CHECK(is_frozen("decoder.layers.0.self_attn.q_proj.weight", decoder));
   CHECK(is_frozen("output.weight", decoder));
   CHECK(is_frozen("output.bias", decoder));
+  CHECK(is_frozen("output.bias", {"output_bias"}));
+  CHECK(!is_frozen("output.weight", {"output_bias"}));
+  CHECK(!is_frozen("decoder.layers.0.ffn.fc1.bias", {"output_bias"}));
   TrainConfig c = loaded(kData, {"training.freeze=decoder", "training.weight_decay=0.01", "training.max_steps=10"});
   CHECK_THROWS_WITH(c.validate(), Contains("set weight_decay to 0"));
   CHECK_THROWS_WITH(loaded(kData, {"training.freeze=all", "training.max_steps=10"}).validate(),

@@ -254,7 +254,7 @@ TEST_CASE("train config: the shipped configs load and follow the paper", "[train
   CHECK(big.model.heads == 16);
   CHECK(big.model.dropout == 0.3);
   CHECK(big.training.max_steps == 300000);
-  for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml", "demo.yaml"}) {
+  for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml", "demo.yaml", "finetune.yaml"}) {
     const TrainConfig c = TrainConfig::load(configs + recipe, {});
     c.validate();
     // Their corpora are the repository's data/, from any working directory.
@@ -263,6 +263,10 @@ TEST_CASE("train config: the shipped configs load and follow the paper", "[train
     CHECK(c.data.train_source.rfind(data + "/", 0) == 0);
     CHECK(c.data.valid_target.rfind(data + "/", 0) == 0);
   }
+  // The fine-tuning template names no architecture: that is the model's (train --init).
+  const TrainConfig finetune = TrainConfig::load(configs + "finetune.yaml", {});
+  CHECK(finetune.model_keys_given == std::vector<std::string>{"dropout", "label_smoothing"});
+  CHECK(finetune.training.lr_decay == "constant");
   const TrainConfig ende = TrainConfig::load(configs + "wmt14-en-de.yaml", {});
   CHECK(ende.data.vocab_size == 37000);
   CHECK(ende.model.d_model == 512);

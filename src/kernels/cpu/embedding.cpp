@@ -28,7 +28,7 @@ void embedding_forward(const std::int32_t* ids, const T* table, const T* positio
 template <typename T>
 void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
                         std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
-                        double scale) {
+                        double scale, std::int32_t padding_id) {
   using A = acc_t<T>;
   const A s = static_cast<A>(scale);
   // Columns in blocks across threads; within a block, rows in order.
@@ -39,8 +39,10 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
     const std::int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* g = dout + r * d;
-      A* e = dtable + static_cast<std::int64_t>(ids[r]) * d;
-      for (std::int64_t c = c0; c < c1; ++c) e[c] += s * load(g[c]);
+      if (ids[r] != padding_id) {
+        A* e = dtable + static_cast<std::int64_t>(ids[r]) * d;
+        for (std::int64_t c = c0; c < c1; ++c) e[c] += s * load(g[c]);
+      }
       if (dpositions != nullptr) {
         A* p = dpositions + (position_offset + r % length) * d;
         for (std::int64_t c = c0; c < c1; ++c) p[c] += load(g[c]);
@@ -68,7 +70,7 @@ void sinusoidal_positions(T* out, std::int64_t positions, std::int64_t d, int la
   template void embedding_forward<T>(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t,          \
                                      std::int64_t, std::int64_t, double);                                              \
   template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \
-                                      std::int64_t, std::int64_t, double);                                             \
+                                      std::int64_t, std::int64_t, double, std::int32_t);                               \
   template void sinusoidal_positions<T>(T*, std::int64_t, std::int64_t, int);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)

@@ -85,14 +85,15 @@ constexpr int kRowsInFlight = 8;  // rows of a run whose loads a thread issues b
 template <typename T>
 __global__ void __launch_bounds__(kSegmentThreads)
     embedding_table_grad_kernel(const std::uint32_t* sorted_ids, const std::int32_t* sorted_rows, const T* dout,
-                                acc_t<T>* dtable, std::int64_t rows, std::int64_t d, acc_t<T> s) {
+                                acc_t<T>* dtable, std::int64_t rows, std::int64_t d, acc_t<T> s,
+                                std::int64_t padding_id) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.y) * kSegmentThreads + threadIdx.x;
   for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     const std::uint32_t id = sorted_ids[i];
     if (i > 0 && sorted_ids[i - 1] == id) continue;
     std::int64_t end = i + 1;
     while (end < rows && sorted_ids[end] == id) ++end;
-    if (c >= d) continue;
+    if (c >= d || static_cast<std::int64_t>(id) == padding_id) continue;
     acc_t<T>* e = dtable + static_cast<std::int64_t>(id) * d;
     acc_t<T> sum = e[c];
     std::int64_t k = i;
@@ -148,7 +149,7 @@ std::size_t embedding_backward_workspace(std::int64_t rows, std::int64_t vocab) 
 template <typename T>
 void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable, acc_t<T>* dpositions,
                         std::int64_t rows, std::int64_t length, std::int64_t position_offset, std::int64_t d,
-                        double scale, std::int64_t vocab, void* workspace, Stream stream) {
+                        double scale, std::int64_t vocab, void* workspace, Stream stream, std::int32_t padding_id) {
   if (rows <= 0 || d <= 0) return;
   const acc_t<T> s = static_cast<acc_t<T>>(scale);
   Workspace w = carve(workspace, rows, vocab);
@@ -162,7 +163,7 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
     throw Error("cuda::embedding_backward: width " + std::to_string(d) + " is above 8,388,480");
   const dim3 blocks(static_cast<unsigned>(rows < 65535 ? rows : 65535), static_cast<unsigned>(column_blocks));
   embedding_table_grad_kernel<T>
-      <<<blocks, kSegmentThreads, 0, stream>>>(w.sorted_ids, w.sorted_rows, dout, dtable, rows, d, s);
+      <<<blocks, kSegmentThreads, 0, stream>>>(w.sorted_ids, w.sorted_rows, dout, dtable, rows, d, s, padding_id);
   DRAGOMAN_CUDA_CHECK(cudaGetLastError());
   if (dpositions != nullptr) {
     embedding_positions_grad_kernel<T><<<launch::blocks_for(length * d), launch::kThreads, 0, stream>>>(
@@ -175,7 +176,7 @@ void embedding_backward(const std::int32_t* ids, const T* dout, acc_t<T>* dtable
   template void embedding_forward<T>(const std::int32_t*, const T*, const T*, T*, std::int64_t, std::int64_t,          \
                                      std::int64_t, std::int64_t, double, Stream);                                      \
   template void embedding_backward<T>(const std::int32_t*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, std::int64_t, \
-                                      std::int64_t, std::int64_t, double, std::int64_t, void*, Stream);
+                                      std::int64_t, std::int64_t, double, std::int64_t, void*, Stream, std::int32_t);
 DRAGOMAN_INSTANTIATE(float)
 DRAGOMAN_INSTANTIATE(double)
 DRAGOMAN_INSTANTIATE(bf16)
