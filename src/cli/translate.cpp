@@ -5,6 +5,8 @@
 // it appears, complete, when the translation ends; an error or a SIGINT/SIGTERM (exit 128 +
 // signal) leaves no partial file. On standard output a signal keeps the lines already written,
 // all complete and in input order.
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 
@@ -144,7 +146,8 @@ int run_translate(const TranslateCliOptions& o) {
     chunks.first_chunk_lines = o.decoding.batch_sentences > 0 ? o.decoding.batch_sentences : decode::kCpuBatchSentences;
   }
   io::Progress::Options shown;
-  shown.on_terminal = !o.no_progress;
+  // (translations written to the same terminal would land on the status line's row)
+  shown.on_terminal = !o.no_progress && !(o.output == "-" && ::isatty(STDOUT_FILENO) != 0);
   shown.log_lines = o.progress;
   const bool counted = o.progress || (shown.on_terminal && io::StatusLine::on_terminal());
   io::Progress progress("translate", "lines", counted ? io::count_lines(o.input) : -1, shown);
@@ -222,7 +225,7 @@ Subcommand add_translate(CLI::App& app) {
                 "it is batched with (f32 products in fixed 16-row blocks; docs/DECODING.md says what it costs)");
   sub->add_flag("--progress", o->progress,
                 "Report progress on standard error off a terminal too (a log line every 10 s); on a terminal a "
-                "status line shows it anyway (lines done, lines/s, ETA)");
+                "status line shows it anyway (lines done, lines/s, ETA), unless the translations go to it too");
   sub->add_flag("--no-progress", o->no_progress, "No status line of progress on a terminal")->excludes("--progress");
   return {sub, [o, alignment, sub] {
             if (alignment->count() > 0 && o->alignment.empty()) o->alignment = "hard";  // given without a value

@@ -122,6 +122,10 @@ std::string Progress::text(std::int64_t done, double seconds) const {
   return text;
 }
 
+Progress::~Progress() {
+  if (drawn_) StatusLine::finish();
+}
+
 void Progress::update(std::int64_t done) {
   done_ = done;
   if (!tty_ && !logs_) return;

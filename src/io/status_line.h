@@ -42,6 +42,10 @@ class Progress {
   Progress(std::string label, std::string unit, std::int64_t total, Options options);
   // Progress(...) with the default options: the status line on a terminal, nothing elsewhere.
   Progress(std::string label, std::string unit, std::int64_t total);
+  // Ends the line if it is still drawn (an error cut the work short).
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   void update(std::int64_t done);
   // Draws the last count and ends the line (a no-op when nothing was drawn).
   void finish();

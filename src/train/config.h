@@ -35,7 +35,7 @@ struct DataConfig {
 
 struct TrainingConfig {
   std::uint64_t seed = 1;
-  // A model file to start from (train/init_model.h): its weights, architecture and vocabulary; the
+  // A model file to start from (train/fine_tuning.h): its weights, architecture and vocabulary; the
   // optimizer and the schedule start afresh. Read when the run starts; a run with checkpoints
   // resumes from them. Empty: random weights.
   std::string init_from;

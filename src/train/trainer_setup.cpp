@@ -157,6 +157,15 @@ void Trainer::check_inputs() {
     mc.eos_id = text::kEosId;
   }
   mc.validate();
+  // Every group of training.freeze must hold parameters of this model, before anything is written.
+  for (const std::string& group : freeze_groups(config_.training.freeze)) {
+    const std::vector<model::ParameterSpec> specs = model::transformer_parameter_specs(mc);
+    if (std::none_of(specs.begin(), specs.end(),
+                     [&](const model::ParameterSpec& s) { return is_frozen(s.name, {group}); })) {
+      throw Error("training.freeze " + config_.training.freeze + ": this model has no parameter in '" + group + "'" +
+                  (group == "output_bias" ? " (its output layer has no bias: model.output_bias is false)" : ""));
+    }
+  }
   if (config_.data.max_length + 1 > mc.max_positions) {
     throw Error("data.max_length " + std::to_string(config_.data.max_length) + " + 1 exceeds model.max_positions " +
                 std::to_string(mc.max_positions));
@@ -185,6 +194,25 @@ void Trainer::load_init_model() {
     throw Error(
         fmt::format("training.init_from {}: its vocabulary has {} source and {} target pieces, its model {} and {}",
                     path, vocab_->size(), vocab_->target_size(), mc.src_vocab_size, mc.tgt_vocab_size));
+  }
+  // A converted Marian model whose target vocabulary is smaller than its source's has placeholder
+  // target ids its output bias rules out (-1e4: convert/marian_npz.cpp); label smoothing would
+  // spread probability over them (Marian smooths over its real vocabulary only) and train them.
+  if (mc.label_smoothing > 0 && mc.output_bias && vocab_->target().table() != nullptr) {
+    const std::vector<float> bias = init_model_->parameters().value("output.bias").to_vector<float>();
+    const std::vector<std::string>& pieces = vocab_->target().table()->pieces;
+    std::int64_t placeholders = 0;
+    for (std::size_t id = 0; id < pieces.size() && id < bias.size(); ++id) {
+      if (static_cast<std::int32_t>(id) != mc.pad_id && pieces[id].rfind("<unused:", 0) == 0 && bias[id] <= -1000.0f)
+        ++placeholders;
+    }
+    if (placeholders > 0) {
+      throw Error(fmt::format(
+          "training.init_from {}: {} of its {} target ids are placeholders its output bias rules out (a converted "
+          "Marian model whose target vocabulary is smaller than its source's); label smoothing would spread over "
+          "them: set model.label_smoothing to 0 to fine-tune it",
+          path, placeholders, mc.tgt_vocab_size));
+    }
   }
   file_info_.vocabulary = info.vocabulary;
   file_info_.imported = info.imported;
@@ -443,6 +471,9 @@ void Trainer::load_corpora() {
   }
 }
 
+// (check_inputs has checked that every group holds parameters of this model.) Their Adam moments
+// (Muon's momentum) are zeroed too: a run that froze them from its start has zeros there anyway, and
+// one that starts freezing them on a resume would otherwise go on moving them with the old moments.
 void Trainer::find_frozen_parameters() {
   const std::vector<std::string> groups = freeze_groups(config_.training.freeze);
   if (groups.empty()) return;
@@ -451,9 +482,9 @@ void Trainer::find_frozen_parameters() {
     if (!is_frozen(entry.spec.name, groups)) continue;
     frozen_.push_back(entry.spec.name);
     frozen += entry.numel;
+    state_.adam_m.narrow(0, entry.offset, entry.numel).fill_zero();
+    state_.adam_v.narrow(0, entry.offset, entry.numel).fill_zero();
   }
-  if (frozen_.empty())
-    throw Error("training.freeze " + config_.training.freeze + ": no parameter of this model is in it");
   spdlog::info("train: training.freeze {}: {} tensors, {} of {} parameters kept as they are", config_.training.freeze,
                frozen_.size(), frozen, model_->parameters().size());
 }

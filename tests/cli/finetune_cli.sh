@@ -112,9 +112,18 @@ check freeze-encoder-listed grep -q "^same encoder.layers.0.ffn.fc1.weight" "$tm
 check freeze-decoder-trained grep -q "^differs decoder.layers.1.ffn.fc2.weight" "$tmp/frozen.tensors"
 expect freeze-unknown 1 "training.freeze: 'embedding' is not a part of the model \(a comma-separated list of embeddings, encoder, decoder, output_bias\)" -- \
   "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" --set training.freeze=embedding
+expect freeze-missing-group 1 "training.freeze encoder,output_bias: this model has no parameter in 'output_bias' \(its output layer has no bias" -- \
+  "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" --set training.freeze=encoder,output_bias
 expect freeze-weight-decay 1 "training.freeze with training.weight_decay .*set weight_decay to 0" -- \
   "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" --set training.freeze=decoder \
   --set training.weight_decay=0.01
+
+# Freezing from a resume on: the moments the encoder had are dropped, so it stays bit for bit.
+"$dragoman" train --run "$tmp/ft" --set training.max_steps=60 --set training.freeze=encoder 2>/dev/null
+python3 "$tmp/tensors.py" "$tmp/ft/checkpoints/checkpoint-00000050.safetensors" \
+  "$tmp/ft/checkpoints/checkpoint-00000060.safetensors" >"$tmp/resume-frozen.tensors"
+check freeze-on-resume test -z "$(grep '^differs encoder\.' "$tmp/resume-frozen.tensors")"
+check freeze-on-resume-trains grep -q "^differs decoder.layers.1.ffn.fc2.weight" "$tmp/resume-frozen.tensors"
 
 # What the config may and may not say: the regularisation is its own, the architecture the model's.
 expect dump-architecture 0 "d_model: 32" -- "$dragoman" train -c "$tmp/ft.yaml" --init "$base" --run "$tmp/x" \
@@ -177,6 +186,39 @@ check hf-settings grep -q "^meta decoding.beam " "$tmp/hf.tensors"
 expect hf-translate 0 "25 lines" -- "$dragoman" translate -m "$hf_ft" -i "$tmp/copy.src" -o "$tmp/hf.txt"
 expect hf-score 0 "25 sentence pairs" -- "$dragoman" score -m "$hf_ft" -s "$tmp/copy.src" -t "$tmp/copy.tgt" \
   -o "$tmp/hf-scores.txt"
+
+# A converted Marian model whose target vocabulary was padded with placeholders the output bias
+# rules out (-1e4: what convert writes when the target vocabulary is smaller than the source's):
+# label smoothing would spread over them, so it is refused; without smoothing it trains.
+python3 - "$tmp/hf.safetensors" "$tmp/placeholders.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(n))
+    data = f.read()
+meta = header.pop("__metadata__")
+tensors = {k: bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()}
+table = json.loads(bytes(tensors["vocabulary.target.pieces"]).decode("utf-8"))
+ids = [i for i in range(len(table["pieces"])) if i not in table["special"]][-3:]
+for i in ids:
+    table["pieces"][i] = f"<unused:{i}>"
+    struct.pack_into("<f", tensors["output.bias"], 4 * i, -1e4)
+tensors["vocabulary.target.pieces"] = bytearray(json.dumps(table).encode("utf-8"))
+header["vocabulary.target.pieces"]["shape"] = [len(tensors["vocabulary.target.pieces"])]
+out, offset = {"__metadata__": meta}, 0
+for k in header:
+    out[k] = dict(header[k], data_offsets=[offset, offset + len(tensors[k])])
+    offset += len(tensors[k])
+text = json.dumps(out).encode("utf-8")
+text += b" " * (-len(text) % 8)
+with open(sys.argv[2], "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + b"".join(bytes(tensors[k]) for k in header))
+PY
+expect placeholders-smoothing 1 "3 of its [0-9]+ target ids are placeholders its output bias rules out.*set model.label_smoothing to 0" -- \
+  "$dragoman" train -c "$tmp/hf-ft.yaml" --init "$tmp/placeholders.safetensors" --run "$tmp/ph" \
+  --set model.label_smoothing=0.1
+expect placeholders-no-smoothing 0 "train: done at step 2" -- "$dragoman" train -c "$tmp/hf-ft.yaml" \
+  --init "$tmp/placeholders.safetensors" --run "$tmp/ph" --set training.max_steps=2
 
 echo "finetune_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -62,6 +62,10 @@ script -qec "'$dragoman' translate -m '$model' -i '$tmp/in.txt' -o '$tmp/out2.tx
   >"$tmp/progress.out" 2>&1
 check no-progress-flag grep -q "8 lines" "$tmp/progress.out"
 check no-progress-no-line test -z "$(grep -a 'translate \[' "$tmp/progress.out")"
+# Translations written to the terminal itself: no status line (it would share their rows).
+script -qec "'$dragoman' translate -m '$model' -i '$tmp/in.txt'" /dev/null >"$tmp/progress-stdout.out" 2>&1
+check progress-stdout-translated grep -q "8 lines" "$tmp/progress-stdout.out"
+check progress-stdout-no-line test -z "$(grep -a 'translate \[' "$tmp/progress-stdout.out")"
 "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out2.txt" 2>"$tmp/progress.err"
 check no-terminal-no-line test -z "$(grep -a -e 'translate \[' -e $'\r' "$tmp/progress.err")"
 # A file given bare after -m is not read as a second model: a usage error that names the likely
