@@ -516,7 +516,7 @@ void Trainer::report_unknown_tokens() const {
         what, source, corpus.src_tokens.size(),
         100.0 * static_cast<double>(source) / std::max<double>(1, corpus.src_tokens.size()), target,
         corpus.tgt_tokens.size(), 100.0 * static_cast<double>(target) / std::max<double>(1, corpus.tgt_tokens.size()),
-        target > 0 ? ": the model learns to write <unk> where the target has them" : "");
+        target > 0 && &corpus == &train_ ? ": the model learns to write <unk> where the target has them" : "");
   };
   report(train_, "training");
   if (has_valid_) report(valid_, "validation");

@@ -187,6 +187,23 @@ expect hf-translate 0 "25 lines" -- "$dragoman" translate -m "$hf_ft" -i "$tmp/c
 expect hf-score 0 "25 sentence pairs" -- "$dragoman" score -m "$hf_ft" -s "$tmp/copy.src" -t "$tmp/copy.tgt" \
   -o "$tmp/hf-scores.txt"
 
+# serve takes the fine-tuned model as it takes any: a translation over HTTP.
+"$dragoman" serve -m "ft=$hf_ft" --port 0 --threads 1 >"$tmp/serve.log" 2>&1 &
+serve_pid=$!
+port=""
+for ((i = 0; i < 300; i++)); do
+  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
+  [[ -n $port ]] && break
+  sleep 0.05
+done
+check serve-started test -n "$port"
+code=$(curl -s -o "$tmp/serve.json" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/translate" \
+  -H 'Content-Type: application/json' -d "{\"text\": \"$(head -n 1 "$tmp/copy.src")\"}")
+check serve-translates test "$code" = 200
+check serve-answer grep -q '"model":"ft"' "$tmp/serve.json"
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null
+
 # A converted Marian model whose target vocabulary was padded with placeholders the output bias
 # rules out (-1e4: what convert writes when the target vocabulary is smaller than the source's):
 # label smoothing would spread over them, so it is refused; without smoothing it trains.
