@@ -47,13 +47,6 @@ train::TrainConfig resolve_config(const TrainCliOptions& o) {
   if (!o.devices.empty()) config.training.devices = o.devices;
   if (o.max_minutes >= 0) config.training.max_minutes = o.max_minutes;
   config.make_paths_absolute();
-  config.validate();  // (init_from with data.vocabulary, ...) before the model file is read
-  // Starting from a model: its architecture, so that --dump-config shows what train will build.
-  if (!config.training.init_from.empty()) {
-    config.check_files();
-    train::apply_init_model(config, train::read_model_file_config(config.training.init_from),
-                            config.training.init_from);
-  }
   return config;
 }
 
@@ -102,10 +95,15 @@ Subcommand add_train(CLI::App& app) {
   return {sub, [o] {
             // Under mpirun/srun, process 0 speaks for the run; the others report only errors.
             if (train::ProcessGroup::from_environment().rank != 0) spdlog::set_level(spdlog::level::err);
-            const train::TrainConfig config = resolve_config(*o);
+            train::TrainConfig config = resolve_config(*o);
             if (o->dump_config) {  // what train would run, so checked as train checks it
               config.validate();
               config.check_files();
+              // Starting from a model: its architecture, as train takes it (Trainer::load_init_model).
+              if (!config.training.init_from.empty()) {
+                train::apply_init_model(config, train::read_model_file_config(config.training.init_from),
+                                        config.training.init_from);
+              }
               std::fputs(train::to_yaml(config.to_json()).c_str(), stdout);
               return 0;
             }

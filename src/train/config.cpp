@@ -25,19 +25,28 @@
 namespace dragoman::train {
 namespace {
 
-// The data section's keys that name files, with their fields in `d` (a DataConfig, const or not):
-// made absolute against the config file's directory when a config file gives them, else the
-// working directory, and checked to be files before training.
-template <typename Data>
-auto data_paths(Data& d) {
-  using Field = decltype(&d.train_source);
-  return std::array<std::pair<const char*, Field>, 7>{{{"train_source", &d.train_source},
-                                                       {"train_target", &d.train_target},
-                                                       {"train_tsv", &d.train_tsv},
-                                                       {"valid_source", &d.valid_source},
-                                                       {"valid_target", &d.valid_target},
-                                                       {"valid_tsv", &d.valid_tsv},
-                                                       {"vocabulary", &d.vocabulary}}};
+// A config key that names a file, with its field in a TrainConfig.
+template <typename Field>
+struct PathKey {
+  const char* section;
+  const char* key;
+  Field field;
+};
+
+// The keys that name files, with their fields in `c` (a TrainConfig, const or not): made absolute
+// against the config file's directory when a config file gives them, else the working directory,
+// and checked to be files before training.
+template <typename Config>
+auto path_keys(Config& c) {
+  using Field = decltype(&c.data.train_source);
+  return std::array<PathKey<Field>, 8>{{{"training", "init_from", &c.training.init_from},
+                                        {"data", "train_source", &c.data.train_source},
+                                        {"data", "train_target", &c.data.train_target},
+                                        {"data", "train_tsv", &c.data.train_tsv},
+                                        {"data", "valid_source", &c.data.valid_source},
+                                        {"data", "valid_target", &c.data.valid_target},
+                                        {"data", "valid_tsv", &c.data.valid_tsv},
+                                        {"data", "vocabulary", &c.data.vocabulary}}};
 }
 
 // "unknown config key 'training.max_step'; did you mean 'training.max_steps'?", or the section's
@@ -151,26 +160,17 @@ nlohmann::json load_yaml_chain(const std::string& path, int depth) {
     json.erase("base");
   }
   TrainConfig::from_json(json, path);  // checks names and types of this file alone
-  // A data path written in a config file is relative to that file's directory: a config copied
+  // A path written in a config file is relative to that file's directory: a config copied
   // elsewhere, or run from another directory, finds the same files (--set values stay relative to
   // the working directory).
-  if (json.contains("data")) {
-    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-    const DataConfig fields;  // (only the keys of the list are needed here)
-    for (const auto& [key, field] : data_paths(fields)) {
-      const auto it = json["data"].find(key);
-      if (it == json["data"].end() || !it->is_string() || it->get<std::string>().empty()) continue;
-      const std::filesystem::path given = it->get<std::string>();
-      if (given.is_relative()) *it = (dir / given).lexically_normal().string();
-    }
-  }
-  if (json.contains("training") && json["training"].contains("init_from") &&
-      json["training"]["init_from"].is_string()) {
-    nlohmann::json& init = json["training"]["init_from"];
-    const std::filesystem::path given = init.get<std::string>();
-    if (!given.empty() && given.is_relative()) {
-      init = (std::filesystem::absolute(path).parent_path() / given).lexically_normal().string();
-    }
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  const TrainConfig fields;  // (only the keys of the list are needed here)
+  for (const auto& [section, key, field] : path_keys(fields)) {
+    if (!json.contains(section) || !json[section].is_object()) continue;
+    const auto it = json[section].find(key);
+    if (it == json[section].end() || !it->is_string() || it->get<std::string>().empty()) continue;
+    const std::filesystem::path given = it->get<std::string>();
+    if (given.is_relative()) *it = (dir / given).lexically_normal().string();
   }
   merge(merged, json);
   return merged;
@@ -533,14 +533,9 @@ void TrainConfig::validate() const {
 }
 
 void TrainConfig::check_files() const {
-  if (!training.init_from.empty() && !std::filesystem::is_regular_file(training.init_from)) {
-    throw Error("config key training.init_from: " +
-                std::string(std::filesystem::exists(training.init_from) ? "not a regular file: " : "no such file: ") +
-                training.init_from + " (a relative path in a config file is relative to that file's directory)");
-  }
-  for (const auto& [key, path] : data_paths(data)) {
+  for (const auto& [section, key, path] : path_keys(*this)) {
     if (path->empty() || std::filesystem::is_regular_file(*path)) continue;
-    throw Error(std::string("config key data.") + key + ": " +
+    throw Error(std::string("config key ") + section + "." + key + ": " +
                 (std::filesystem::exists(*path) ? "not a regular file: " : "no such file: ") + *path +
                 " (a relative path in a config file is relative to that file's directory; in --set, to the "
                 "working directory)");
@@ -548,11 +543,8 @@ void TrainConfig::check_files() const {
 }
 
 void TrainConfig::make_paths_absolute() {
-  for (const auto& [key, path] : data_paths(data)) {
+  for (const auto& [section, key, path] : path_keys(*this)) {
     if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
-  }
-  if (!training.init_from.empty()) {
-    training.init_from = std::filesystem::absolute(training.init_from).lexically_normal().string();
   }
 }
 

@@ -158,8 +158,10 @@ void Trainer::check_inputs() {
   }
   mc.validate();
   // Every group of training.freeze must hold parameters of this model, before anything is written.
-  for (const std::string& group : freeze_groups(config_.training.freeze)) {
-    const std::vector<model::ParameterSpec> specs = model::transformer_parameter_specs(mc);
+  const std::vector<std::string> groups = freeze_groups(config_.training.freeze);
+  const std::vector<model::ParameterSpec> specs =
+      groups.empty() ? std::vector<model::ParameterSpec>{} : model::transformer_parameter_specs(mc);
+  for (const std::string& group : groups) {
     if (std::none_of(specs.begin(), specs.end(),
                      [&](const model::ParameterSpec& s) { return is_frozen(s.name, {group}); })) {
       throw Error("training.freeze " + config_.training.freeze + ": this model has no parameter in '" + group + "'" +
@@ -182,12 +184,14 @@ void Trainer::check_inputs() {
 
 void Trainer::load_init_model() {
   const std::string& path = config_.training.init_from;
+  // The header first: a file that is not a model, or a config that contradicts it, is named before
+  // the weights are read.
+  apply_init_model(config_, read_model_file_config(path), path);
   model::ModelFileInfo info;
   init_model_ = std::make_unique<model::Transformer>(model::load_model(path, DType::kF32, &info));
   if (info.vocabulary.empty() && info.imported.empty()) {
     throw Error("training.init_from " + path + ": the model file has no vocabulary to encode the data with");
   }
-  apply_init_model(config_, init_model_->config(), path);
   vocab_ = std::make_unique<text::Vocabulary>(decode::model_vocabulary(info, path));
   const model::ModelConfig& mc = config_.model;
   if (vocab_->size() != mc.src_vocab_size || vocab_->target_size() != mc.tgt_vocab_size) {
