@@ -46,6 +46,7 @@ struct ScoreBleuOptions {
   int threads = 0;
   std::string paper_lang;                // --paper LANG: also the paper's tokenized BLEU
   std::string paper_compounds = "auto";  // split, keep, or auto: split for German only
+  std::string paper_punctuation = "auto";  // normalize, keep, or auto: normalize for German only
   bool paper_aggressive_dashes = false;
 };
 
@@ -160,6 +161,7 @@ void run_score_bleu(ScoreBleuOptions o) {
     p.lang = o.paper_lang;
     p.split_compounds = o.paper_compounds == "split" || (o.paper_compounds == "auto" && p.lang == "de");
     p.aggressive_dash_splits = o.paper_aggressive_dashes;
+    p.normalize_punctuation = o.paper_punctuation == "normalize" || (o.paper_punctuation == "auto" && p.lang == "de");
     if (!eval::MosesTokenizer::has_prefixes(p.lang)) {
       spdlog::warn(
           "--paper {}: the Moses tokenizer has no nonbreaking prefixes for '{}' and uses the English ones "
@@ -244,7 +246,9 @@ Subcommand add_score_bleu(CLI::App& app) {
       sub->add_option("--paper", o->paper_lang,
                       "Also the paper's tokenized BLEU, on its own line after sacreBLEU's: the Moses tokenizer for "
                       "this language (the target language: de, fr, en, ...) on hypotheses and references, for "
-                      "German compound splitting (a ##AT##-##AT## b), multi-bleu.perl's BLEU (docs/WMT14.md)")
+                      "German tensor2tensor's get_ende_bleu.sh step for step (its punctuation normalisation, the "
+                      "quote-normalised reference, compound splitting a ##AT##-##AT## b), multi-bleu.perl's BLEU "
+                      "(docs/WMT14.md)")
           ->check([](const std::string& lang) {
             return lang.empty() || lang.size() > 8 ||
                            lang.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos
@@ -256,6 +260,14 @@ Subcommand add_score_bleu(CLI::App& app) {
                   "With --paper: the ##AT## compound splitting of hyphenated words: auto (for German only, as "
                   "tensor2tensor's get_ende_bleu.sh and the papers that followed), split, or keep")
       ->check(CLI::IsMember({"auto", "split", "keep"}))
+      ->capture_default_str()
+      ->needs(paper)
+      ->group("Paper BLEU");
+  sub->add_option("--paper-punctuation", o->paper_punctuation,
+                  "With --paper: get_ende_bleu.sh's normalisation before the tokenizer (Moses' "
+                  "replace-unicode-punctuation.perl, and „ as \" as in the paper's reference, on both sides): auto "
+                  "(for German only), normalize, or keep")
+      ->check(CLI::IsMember({"auto", "normalize", "keep"}))
       ->capture_default_str()
       ->needs(paper)
       ->group("Paper BLEU");

@@ -266,6 +266,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"freeze", training.freeze},
             {"zero_init_residual", training.zero_init_residual},
             {"max_tokens", training.max_tokens},
+            {"tokens_per_update", training.tokens_per_update},
             {"update_freq", training.update_freq},
             {"max_steps", training.max_steps},
             {"max_epochs", training.max_epochs},
@@ -350,6 +351,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& json, const std::string
       r.string("freeze", c.training.freeze);
       r.boolean("zero_init_residual", c.training.zero_init_residual);
       r.integer("max_tokens", c.training.max_tokens);
+      r.integer("tokens_per_update", c.training.tokens_per_update);
       r.integer("update_freq", c.training.update_freq);
       r.integer("max_steps", c.training.max_steps);
       r.integer("max_epochs", c.training.max_epochs);
@@ -454,7 +456,14 @@ void TrainConfig::validate() const {
   }
   if (!(data.curriculum_start > 0 && data.curriculum_start <= 1)) fail("data.curriculum_start must be in (0, 1]");
   if (training.max_tokens < 1) fail("training.max_tokens must be >= 1");
-  if (training.update_freq < 1) fail("training.update_freq must be >= 1");
+  if (training.update_freq < 0) fail("training.update_freq must be >= 1 (0: derived)");
+  if (training.tokens_per_update < 0) fail("training.tokens_per_update must be >= 0 (0: not set)");
+  if (training.update_freq > 0 && training.tokens_per_update > 0) {
+    fail("training.update_freq " + std::to_string(training.update_freq) + " and training.tokens_per_update " +
+         std::to_string(training.tokens_per_update) +
+         " both set: give one (tokens_per_update derives update_freq from the workers and max_tokens; "
+         "--set training.tokens_per_update= unsets it)");
+  }
   if (training.max_steps < 0 || training.max_epochs < 0) fail("training.max_steps and max_epochs must be >= 0");
   if (!(training.max_minutes >= 0) || !std::isfinite(training.max_minutes)) {
     fail("training.max_minutes must be >= 0 (0: no time budget)");

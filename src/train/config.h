@@ -46,8 +46,14 @@ struct TrainingConfig {
   // at zero instead of Xavier-uniform: every branch starts by adding nothing (pre-norm: every
   // layer is the identity; torchvision's zero_init_residual). A fresh run's initialisation only.
   bool zero_init_residual = false;
-  std::int64_t max_tokens = 4096;   // per batch, source and target each, padding counted
-  std::int64_t update_freq = 1;     // batches accumulated per update
+  std::int64_t max_tokens = 4096;  // per batch, source and target each, padding counted
+  // The tokens of an update (source and target each, padding counted; 0: not set): the batches each
+  // worker accumulates are derived from it, max_tokens and the number of workers at every start, so
+  // the batch is the same on 1 or 8 GPUs (train/accumulation.h). Give this or update_freq.
+  std::int64_t tokens_per_update = 0;
+  // Batches accumulated per update on each worker (an update is workers x update_freq batches);
+  // 0: derived from tokens_per_update, or 1 without it.
+  std::int64_t update_freq = 0;
   std::int64_t max_steps = 100000;  // updates (0: no limit)
   std::int64_t max_epochs = 0;      // 0: no limit
   // A wall-clock budget for the training loop, in minutes (0: none; train/budget.h): with a

@@ -14,6 +14,7 @@
 #include "device/cpu/threads.h"
 #include "io/status_line.h"
 #include "ops/elementwise.h"
+#include "train/accumulation.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 
@@ -74,6 +75,9 @@ TrainResult Trainer::run() {
   std::optional<RunLogFile> log_file;
   std::optional<QuietLog> quiet;
   comm_ = make_communicator(devices_, processes_);
+  // A batch that misses training.tokens_per_update is refused before anything is written or encoded
+  // (settle_batches_per_update applies it once the run's state is known).
+  resolve_accumulation(config_.training, comm_->world_size());
   if (writer_) {
     fs::create_directories(run_);
     lock.emplace(run_);
@@ -121,10 +125,9 @@ TrainResult Trainer::run() {
     return result;
   }
   start_workers();
-  check_batches_per_update();
-  spdlog::info("train: {} parameters on {} in {}, {} training pairs, batches of at most {} tokens x {} per update",
-               model_->parameters().size(), config_.training.devices, t.precision, train_.size(), t.max_tokens,
-               t.update_freq * comm_->world_size());
+  settle_batches_per_update();
+  spdlog::info("train: {} parameters on {} in {}, {} training pairs", model_->parameters().size(),
+               config_.training.devices, t.precision, train_.size());
 
   std::vector<std::vector<std::int64_t>> plan = epoch_plan(state_.epoch);
   start_budget();
@@ -139,7 +142,7 @@ TrainResult Trainer::run() {
     window_sums.push_back(Tensor::zeros({2}, DType::kF64, d));
     update_sums.push_back(Tensor::zeros({2}, DType::kF64, d));
   }
-  std::int64_t window_tokens = 0;
+  std::int64_t window_tokens = 0, window_updates = 0;
   double grad_norm = 0;
   // The status line ends with the loop, however it ends (log lines after it start below it).
   struct EndStatusLine {
@@ -225,6 +228,7 @@ TrainResult Trainer::run() {
     ++updates_here_;
     state_.tokens_seen += update_tokens;
     window_tokens += update_tokens;
+    ++window_updates;
     state_.elapsed_seconds = start_elapsed + seconds_since(start);
 
     if (state_.step % t.log_every == 0) {
@@ -236,8 +240,10 @@ TrainResult Trainer::run() {
       if (defer_grad_norm_) grad_norm = settle_grad_norm();  // this update's, for the log
       if (writer_)
         log_window(loss, sums[1] / static_cast<double>(window_tokens), hyper.lr, grad_norm,
-                   static_cast<double>(window_tokens) / seconds_since(window_start), seconds_per_step());
+                   static_cast<double>(window_tokens) / seconds_since(window_start), seconds_per_step(),
+                   static_cast<double>(window_tokens) / static_cast<double>(window_updates));
       window_tokens = 0;
+      window_updates = 0;
       window_start = Clock::now();
     }
     show_progress(seconds_per_step());

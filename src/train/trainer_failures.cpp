@@ -57,11 +57,16 @@ double Trainer::settle_grad_norm() {
 // was asked for and how much is in use). Nothing is applied or saved; the last checkpoint stands.
 void Trainer::fail_out_of_memory(const OutOfMemory& e, const std::string& during) const {
   const TrainingConfig& t = config_.training;
-  throw Error(fmt::format(
-      "train: {} ran out of memory on {} with batches of training.max_tokens {} tokens a side ({}). Lower "
-      "training.max_tokens, and raise training.update_freq by the same factor to keep the tokens per update (both "
-      "define the run: start it in a new --run, or use --overwrite); {}",
-      during, device_.str(), t.max_tokens, e.what(), last_good_state()));
+  const std::string advice =
+      t.tokens_per_update > 0
+          ? "Lower training.max_tokens (training.tokens_per_update keeps the tokens per update: the accumulation "
+            "follows; max_tokens defines the run: start it in a new --run, or use --overwrite)"
+          : "Lower training.max_tokens, and raise training.update_freq by the same factor to keep the tokens per "
+            "update (both define the run: start it in a new --run, or use --overwrite)";
+  throw Error(
+      fmt::format("train: {} ran out of memory on {} with batches of training.max_tokens {} tokens a side ({}). "
+                  "{}; {}",
+                  during, device_.str(), t.max_tokens, e.what(), advice, last_good_state()));
 }
 
 // Adam can overflow weights even from finite gradients (an absurd learning rate): such weights are

@@ -96,7 +96,7 @@ class Trainer {
   void for_each_worker(const std::function<void(std::size_t)>& fn);
   void start_workers();
   void wait_for_writer();
-  void check_batches_per_update();
+  void settle_batches_per_update();
   std::vector<std::vector<std::int64_t>> epoch_plan(std::int64_t epoch) const;
   std::vector<std::vector<std::int64_t>> next_update(std::vector<std::vector<std::int64_t>>& plan);
   std::int64_t compute_gradients(const std::vector<std::vector<std::int64_t>>& update, double loss_scale,
@@ -112,7 +112,7 @@ class Trainer {
   bool checkpoint_due() const;
   std::int64_t planned_steps() const;
   void log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
-                  double seconds_per_step);
+                  double seconds_per_step, double tokens_per_update);
   // The seconds left (-1: unknown): of the updates planned at this pace, or of the time budget.
   double eta_seconds(double seconds_per_step) const;
   // The status line on a terminal (TrainOptions::progress_bar), at most 5 times a second.

@@ -228,7 +228,7 @@ void Trainer::validate_model(TrainResult& result) {
 
 // The log line and metrics record of a log window (the writer's).
 void Trainer::log_window(double loss, double nll, double lr, double grad_norm, double tokens_per_second,
-                         double seconds_per_step) {
+                         double seconds_per_step, double tokens_per_update) {
   const double ppl = std::exp(nll);
   const double left = eta_seconds(seconds_per_step);
   const std::string eta = left >= 0 ? format_hms(left) : std::string("-");
@@ -248,6 +248,7 @@ void Trainer::log_window(double loss, double nll, double lr, double grad_norm, d
                             {"lr", lr},
                             {"gnorm", grad_norm},
                             {"tgt_tokens_per_s", tokens_per_second},
+                            {"tgt_tokens_per_update", tokens_per_update},
                             {"elapsed_s", state_.elapsed_seconds}};
   if (!device_.is_cpu()) metrics["device_memory_mib"] = peak_mib;
   if (config_.training.precision == "fp16") {

@@ -33,9 +33,9 @@ namespace {
 // checkpoint intervals) may change between restarts; the changes are logged.
 nlohmann::json run_identity(const nlohmann::json& config) {
   nlohmann::json id = {{"model", config["model"]}, {"data", config["data"]}};
-  // update_freq is not among them: what defines the run is workers x update_freq, which the
-  // training state keeps (Trainer::check_batches_per_update).
-  // The optimizer too: Muon keeps its momentum where Adam keeps its first moment.
+  // update_freq and tokens_per_update are not among them: what defines the run is its batches per
+  // update (workers x update_freq, derived or given), which the training state keeps
+  // (Trainer::settle_batches_per_update). The optimizer too: Muon keeps its momentum where Adam keeps its first moment.
   for (const char* key : {"seed", "max_tokens", "optimizer"}) id["training"][key] = config["training"][key];
   return id;
 }

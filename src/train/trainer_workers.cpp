@@ -8,6 +8,7 @@
 #include "base/parallel.h"
 #include "data/batching.h"
 #include "device/cpu/threads.h"
+#include "train/accumulation.h"
 #include "train/update.h"
 
 namespace dragoman::train::detail {
@@ -20,19 +21,29 @@ model::Batch Trainer::on_device(model::Batch batch, Device device) const {
 // (vocabulary, corpus caches, damaged checkpoints set aside), then read what it wrote.
 void Trainer::wait_for_writer() { comm_->all_reduce_host({0.0}, ReduceOp::kMax); }
 
-// The run's batches per update are world size x update_freq: a checkpoint made with 8 workers and
-// update_freq 1 resumes on 1 worker with update_freq 8 (and back), never with another total.
-void Trainer::check_batches_per_update() {
-  const std::int64_t now = config_.training.update_freq * comm_->world_size();
-  if (state_.batches_per_update > 0 && state_.batches_per_update != now) {
+// The run's batches per update are world size x update_freq, derived from tokens_per_update (or as
+// given) at every start: a checkpoint made with 8 workers and update_freq 1 resumes on 1 worker with
+// update_freq 8 (and back), never with another total. Settles config_.training.update_freq for the
+// loop and logs the batch.
+void Trainer::settle_batches_per_update() {
+  const std::int64_t world = comm_->world_size();
+  const Accumulation a = resolve_accumulation(config_.training, world);
+  if (state_.batches_per_update > 0 && state_.batches_per_update != a.batches) {
+    const bool divides = state_.batches_per_update % world == 0;
+    const std::string fix =
+        !divides    ? fmt::format("it cannot continue on {} workers (use a number of workers that divides {})", world,
+                                  state_.batches_per_update)
+        : a.derived ? fmt::format("set training.tokens_per_update to the run's {}",
+                                  state_.batches_per_update * config_.training.max_tokens)
+                    : fmt::format("set training.update_freq to {} / {} workers", state_.batches_per_update, world);
     throw Error(fmt::format(
-        "run directory {} trains with {} batches per update (workers x training.update_freq), this command with {} "
-        "({} workers x update_freq {}): set training.update_freq to {} / {} workers, or use --overwrite to start "
-        "afresh",
-        run_, state_.batches_per_update, now, comm_->world_size(), config_.training.update_freq,
-        state_.batches_per_update, comm_->world_size()));
+        "run directory {} trains with {} batches per update (workers x update_freq), this command with {} ({} "
+        "workers x update_freq {}): {}, or use --overwrite to start afresh",
+        run_, state_.batches_per_update, a.batches, world, a.update_freq, fix));
   }
-  state_.batches_per_update = now;
+  state_.batches_per_update = a.batches;
+  config_.training.update_freq = a.update_freq;
+  spdlog::info("train: {}", describe(a, config_.training, world));
 }
 
 // The workers of this process: worker 0 is model_ (state_'s moments), worker w > 0 replicas_[w - 1].

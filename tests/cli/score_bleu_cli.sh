@@ -61,7 +61,7 @@ if [[ "$from_file" == "$from_stdin" && -n "$from_file" ]]; then passes=$((passes
 # The paper's tokenized BLEU (--paper LANG): a second line after sacreBLEU's, which says what it is
 # (compound splitting by default for German only);
 # the number itself is checked against sacremoses + sacreBLEU in tests/eval/test_moses_tokenizer.cpp.
-expect paper 0 "^BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:moses-de\+atat\|smooth:none\|version:multi-bleu\+dragoman = [0-9]+\.[0-9]{2} .*\(tokenized BLEU as in the paper: Moses tokenizer -l de, ##AT## compound splitting, multi-bleu\.perl\)$" \
+expect paper 0 "^BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:moses-de\+norm\+atat\|smooth:none\|version:multi-bleu\+dragoman = [0-9]+\.[0-9]{2} .*\(tokenized BLEU as in the paper: tensor2tensor's get_ende_bleu.sh \(replace-unicode-punctuation, „ as \"\), Moses tokenizer -l de, ##AT## compound splitting, multi-bleu\.perl\)$" \
   -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de
 paper_lines=$("$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de | wc -l)
 first_line=$("$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de | head -n 1 | sed 's/^ *//')
@@ -73,8 +73,14 @@ expect paper-french-keeps-compounds 0 "tok:moses-fr\|smooth:none" -- "$dragoman"
   -i "$fixtures/fr.hyp" --paper fr
 expect paper-french-split 0 "tok:moses-fr\+atat\|smooth:none" -- "$dragoman" score-bleu -r "$fixtures/fr.ref" \
   -i "$fixtures/fr.hyp" --paper fr --paper-compounds split
-expect paper-german-keep 0 "tok:moses-de\|smooth:none.*Moses tokenizer -l de, multi-bleu" -- "$dragoman" score-bleu \
-  -r "$ref" -i "$hyp" --paper de --paper-compounds keep
+expect paper-german-keep 0 "tok:moses-de\+norm\|smooth:none.*Moses tokenizer -l de, multi-bleu" -- "$dragoman" \
+  score-bleu -r "$ref" -i "$hyp" --paper de --paper-compounds keep
+expect paper-german-raw 0 "tok:moses-de\+atat\|smooth:none.*: Moses tokenizer -l de, ##AT##" -- "$dragoman" \
+  score-bleu -r "$ref" -i "$hyp" --paper de --paper-punctuation keep
+expect paper-french-normalized 0 "tok:moses-fr\+norm\|smooth:none" -- "$dragoman" score-bleu -r "$fixtures/fr.ref" \
+  -i "$fixtures/fr.hyp" --paper fr --paper-punctuation normalize
+expect paper-bad-punctuation 2 "--paper-punctuation" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de \
+  --paper-punctuation maybe
 expect paper-bad-compounds 2 "--paper-compounds" -- "$dragoman" score-bleu -r "$ref" -i "$hyp" --paper de \
   --paper-compounds maybe
 expect paper-aggressive 0 "tok:moses-en-a\|" -- "$dragoman" score-bleu -r "$fixtures/en.ref" \

@@ -23,7 +23,15 @@ Writes one JSON object:
     Moses-tokenized in the file's language, compounds split (or not, or after aggressive dash
     splitting), then sacrebleu.corpus_bleu(tokenize="none", smooth_method="none"): score, counts,
     totals, sys_len, ref_len at full precision. The same with sacreBLEU's default smoothing is
-    asserted equal (no n-gram order without a match).
+    asserted equal (no n-gram order without a match);
+  * "get_ende_bleu": tensor2tensor's get_ende_bleu.sh re-implemented step for step on
+    tests/fixtures/bleu/{t2t,de}.hyp against .ref (quotes, dashes, compounds, fullwidth
+    punctuation): Moses' replace-unicode-punctuation.perl as that script runs it (Perl without
+    utf8 layers, so byte-wise substitutions on UTF-8; ported below on bytes, not sacremoses'
+    version, which differs: \s* for " *" and "1" for the script's '"' from fullwidth 1), then „
+    as " (the quote-normalised reference of tensor2tensor issue 317, on both sides), then
+    tokenizer.perl -l de (sacremoses, escaping), then perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g',
+    then multi-bleu.perl (sacreBLEU with tokenize="none", smooth_method="none").
 """
 import json
 import os
@@ -83,6 +91,24 @@ def split_compounds(text):
     return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", text)
 
 
+# Moses' scripts/tokenizer/replace-unicode-punctuation.perl, its substitutions in its order, on
+# bytes as the script (no utf8 layer) applies them.
+REPLACE_UNICODE_PUNCTUATION = [
+    ("，", ","), ("。 *", ". "), ("、", ","), ("”", '"'), ("“", '"'), ("∶", ":"), ("：", ":"), ("？", "?"),
+    ("《", '"'), ("》", '"'), ("）", ")"), ("！", "!"), ("（", "("), ("；", ";"), ("１", '"'), ("」", '"'),
+    ("「", '"'), ("０", "0"), ("３", "3"), ("２", "2"), ("５", "5"), ("６", "6"), ("９", "9"), ("７", "7"),
+    ("８", "8"), ("４", "4"), ("． *", ". "), ("～", "~"), ("’", "'"), ("…", "..."), ("━", "-"), ("〈", "<"),
+    ("〉", ">"), ("【", "["), ("】", "]"), ("％", "%"),
+]
+
+
+def replace_unicode_punctuation(line):
+    data = line.encode("utf-8")
+    for pattern, substitution in REPLACE_UNICODE_PUNCTUATION:  # no regex characters but " *"
+        data = re.sub(pattern.encode("utf-8"), substitution.encode("utf-8"), data)
+    return data.decode("utf-8")
+
+
 def lines(name):
     with open(os.path.join(BLEU_DIR, name), encoding="utf-8") as f:
         return f.read().split("\n")[:-1]
@@ -130,10 +156,23 @@ def main():
                           "split_compounds": compounds_split, "aggressive": aggressive, "score": b.score,
                           "counts": b.counts, "totals": b.totals, "sys_len": b.sys_len, "ref_len": b.ref_len})
 
+    ende = []
+    for name in ["t2t", "de"]:
+        def t2t(file):
+            return [split_compounds(tokenize(toks, "de", replace_unicode_punctuation(line).replace("„", '"')))
+                    for line in lines(file)]
+
+        hyp, ref = t2t(name + ".hyp"), t2t(name + ".ref")
+        b = sacrebleu.corpus_bleu(hyp, [ref], tokenize="none", smooth_method="none")
+        ende.append({"hyp": name + ".hyp", "ref": name + ".ref", "score": b.score, "counts": b.counts,
+                     "totals": b.totals, "sys_len": b.sys_len, "ref_len": b.ref_len,
+                     "normalized_hyp": [replace_unicode_punctuation(line).replace("„", '"')
+                                        for line in lines(name + ".hyp")]})
+
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"sacremoses": "0.1.1", "sacrebleu": sacrebleu.__version__, "tokenize": cases,
-                   "compounds": compounds, "paper_bleu": paper}, f, ensure_ascii=False, indent=1)
+                   "compounds": compounds, "paper_bleu": paper, "get_ende_bleu": ende}, f, ensure_ascii=False, indent=1)
         f.write("\n")
 
 

@@ -92,3 +92,43 @@ TEST_CASE("the paper's BLEU equals sacremoses then sacreBLEU with --tokenize non
     }
   }
 }
+
+namespace dragoman::eval {
+namespace {
+
+TEST_CASE("the paper's BLEU for German is tensor2tensor's get_ende_bleu.sh step for step", "[moses][bleu]") {
+  const nlohmann::json fixture = test::read_json_fixture("moses/expected.json");
+  REQUIRE(fixture.at("get_ende_bleu").size() == 2);
+  for (const auto& c : fixture.at("get_ende_bleu")) {
+    INFO(c.at("hyp").get<std::string>());
+    const io::TextLines hyp = io::read_text_lines(test::fixture_path("bleu/" + c.at("hyp").get<std::string>()));
+    const io::TextLines ref = io::read_text_lines(test::fixture_path("bleu/" + c.at("ref").get<std::string>()));
+    // The normalisation alone: replace-unicode-punctuation.perl as the script runs it, „ as ".
+    const auto normalized = c.at("normalized_hyp").get<std::vector<std::string>>();
+    REQUIRE(normalized.size() == hyp.lines.size());
+    for (std::size_t i = 0; i < normalized.size(); ++i) {
+      CHECK(utf8::encode(normalize_t2t_punctuation(utf8::decode(hyp.lines[i]))) == normalized[i]);
+    }
+    Corpus corpus;
+    corpus.hyps = hyp.lines;
+    corpus.refs.push_back(ref.lines);
+    PaperBleuOptions o;
+    o.lang = "de";
+    o.normalize_punctuation = true;
+    const MetricResult r = corpus_score(PaperBleu(o), corpus, 2);
+    CHECK(test::close_to(r.score, c.at("score").get<double>()));
+    CHECK(r.details.at("counts").get<std::vector<double>>() == c.at("counts").get<std::vector<double>>());
+    CHECK(r.details.at("totals").get<std::vector<double>>() == c.at("totals").get<std::vector<double>>());
+    CHECK(r.details.at("hyp_len").get<std::int64_t>() == c.at("sys_len").get<std::int64_t>());
+    CHECK(r.details.at("ref_len").get<std::int64_t>() == c.at("ref_len").get<std::int64_t>());
+    CHECK(r.signature.find("tok:moses-de+norm+atat|smooth:none|version:multi-bleu+dragoman") != std::string::npos);
+    // Without the normalisation the fixture's quotes and fullwidth punctuation cost points.
+    o.normalize_punctuation = false;
+    if (c.at("hyp") == "t2t.hyp") CHECK(corpus_score(PaperBleu(o), corpus, 2).score < r.score - 5);
+  }
+  // What the script's Perl does with spaces after an ideographic full stop, and its fullwidth 1.
+  CHECK(utf8::encode(normalize_t2t_punctuation(utf8::decode("a。   b．c１„d“"))) == "a. b. c\"\"d\"");
+}
+
+}  // namespace
+}  // namespace dragoman::eval

@@ -37,7 +37,7 @@ for model in averaged ema; do
   scores=$run/newstest2014.bleu
   if [[ $(wc -l <"$run/newstest2014.de") -eq 80 ]] && grep -q "translated with $weights" "$tmp/$model.log" &&
     grep -q "^ *BLEU|nrefs:1|.*|tok:13a|" "$scores" && grep -q "^ *chrF2|" "$scores" &&
-    grep -q "^BLEU|.*|tok:moses-de+atat|smooth:none|.* (tokenized BLEU as in the paper" "$scores"; then
+    grep -q "^BLEU|.*|tok:moses-de+norm+atat|smooth:none|.* (tokenized BLEU as in the paper" "$scores"; then
     echo "ok $model"
   else
     echo "FAIL $model: translations, log or scores not as expected:"; cat "$scores"; failures=$((failures + 1))

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "train/accumulation.h"
 #include "train/config.h"
 #include "train/schedule.h"
 #include "train/train_testing.h"
@@ -182,7 +183,11 @@ TEST_CASE("train config: validate() refuses configs that cannot train", "[train]
   CHECK_THROWS_WITH(invalid("training.threads=-1").validate(), Contains("training.threads"));
   CHECK_NOTHROW(invalid("training.threads=1024").validate());
   CHECK_THROWS_WITH(invalid("data.vocab_type=wordpiece").validate(), Contains("vocab_type"));
-  CHECK_THROWS_WITH(invalid("training.update_freq=0").validate(), Contains("update_freq"));
+  CHECK_THROWS_WITH(invalid("training.update_freq=-1").validate(), Contains("update_freq"));
+  CHECK_THROWS_WITH(invalid("training.tokens_per_update=-1").validate(), Contains("tokens_per_update"));
+  CHECK_NOTHROW(invalid("training.update_freq=0").validate());  // derived
+  CHECK_THROWS_WITH(TrainConfig::load(path, {"training.update_freq=2", "training.tokens_per_update=9000"}).validate(),
+                    Contains("both set: give one"));
   CHECK_THROWS_WITH(invalid("training.max_tokens=0").validate(), Contains("max_tokens"));
   CHECK_THROWS_WITH(invalid("checkpoint.keep_last=0").validate(), Contains("keep_last"));
   CHECK_THROWS_WITH(invalid("training.valid_bleu=1"), Contains("training.valid_bleu") && Contains("true or false"));
@@ -244,16 +249,23 @@ TEST_CASE("train config: the shipped configs load and follow the paper", "[train
   CHECK(base.model.encoder_layers == 6);
   CHECK(base.model.dropout == 0.1);
   CHECK(base.model.label_smoothing == 0.1);
-  CHECK(base.training.max_tokens * base.training.update_freq == 25000);
+  CHECK(base.training.max_tokens == 3125);
+  CHECK(base.training.tokens_per_update == 25000);  // the paper's batch on any number of workers
+  for (const std::int64_t workers : {1, 2, 4, 8}) {
+    CHECK(resolve_accumulation(base.training, workers).update_freq * workers == 8);
+  }
   CHECK(base.training.max_steps == 100000);
   CHECK(base.training.warmup_steps == 4000);
-  CHECK(base.checkpoint.every_minutes == 10);
+  // Checkpoints by updates: the paper's 10 minutes at 100,000 updates in 12 hours, on any hardware.
+  CHECK(base.checkpoint.every_steps == 1390);
+  CHECK(base.checkpoint.every_minutes == 0);
   const TrainConfig big = TrainConfig::load(configs + "transformer-big.yaml", {});
   CHECK(big.model.d_model == 1024);
   CHECK(big.model.d_ff == 4096);
   CHECK(big.model.heads == 16);
   CHECK(big.model.dropout == 0.3);
   CHECK(big.training.max_steps == 300000);
+  CHECK(big.checkpoint.every_steps == 600);  // 10 minutes at 300,000 updates in 3.5 days
   for (const char* recipe : {"wmt14-en-de.yaml", "wmt14-en-fr.yaml", "tiny.yaml", "demo.yaml", "finetune.yaml"}) {
     const TrainConfig c = TrainConfig::load(configs + recipe, {});
     c.validate();
@@ -372,4 +384,48 @@ TEST_CASE("training.lr_decay: checked when the config is loaded", "[train]") {
                     .validate());
 }
 
+}  // namespace dragoman::train
+
+namespace dragoman::train {
+namespace {
+
+TEST_CASE("train config: tokens_per_update derives the accumulation from the workers", "[train]") {
+  TrainingConfig t;
+  t.max_tokens = 3125;
+  t.tokens_per_update = 25000;
+  const Accumulation one = resolve_accumulation(t, 1);
+  CHECK(one.derived);
+  CHECK(one.update_freq == 8);
+  CHECK(one.batches == 8);
+  CHECK(one.tokens == 25000);
+  CHECK(describe(one, t, 1) ==
+        "25,000 tokens per update (training.tokens_per_update 25,000): 8 batches of at most 3,125 tokens "
+        "(1 worker x update_freq 8)");
+  CHECK(resolve_accumulation(t, 2).update_freq == 4);
+  CHECK(resolve_accumulation(t, 8).update_freq == 1);
+  // 3 workers: 9 batches (+12.5 %) is past the margin; the message names max_tokens that meet it.
+  CHECK_THROWS_WITH(resolve_accumulation(t, 3),
+                    Contains("cannot be met with training.max_tokens 3,125 on 3 workers") && Contains("+12 %") &&
+                        Contains("set training.max_tokens to 2778 (update_freq 3: 25,002 tokens) or 2083"));
+  // 16 GPUs: one batch each is already twice the paper's.
+  CHECK_THROWS_WITH(resolve_accumulation(t, 16), Contains("update_freq 1, 50,000 tokens per update (+100 %") &&
+                                                     Contains("set training.max_tokens to 1563"));
+  // Within the margin: 7 workers x 1 = 21,875 (-12.5 %) is not, 2 x 3,000 x 4 = 24,000 (-4 %) is.
+  CHECK_THROWS(resolve_accumulation(t, 7));
+  t.max_tokens = 3000;
+  CHECK(resolve_accumulation(t, 2).update_freq == 4);
+  CHECK(resolve_accumulation(t, 2).tokens == 24000);
+  // Not set: update_freq as given (0: 1), whatever the workers.
+  TrainingConfig given;
+  given.max_tokens = 1000;
+  CHECK(resolve_accumulation(given, 4).update_freq == 1);
+  CHECK(resolve_accumulation(given, 4).batches == 4);
+  CHECK_FALSE(resolve_accumulation(given, 4).derived);
+  given.update_freq = 3;
+  CHECK(resolve_accumulation(given, 2).batches == 6);
+  CHECK(describe(resolve_accumulation(given, 2), given, 2) ==
+        "6,000 tokens per update: 6 batches of at most 1,000 tokens (2 workers x update_freq 3)");
+}
+
+}  // namespace
 }  // namespace dragoman::train
