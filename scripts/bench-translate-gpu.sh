@@ -49,7 +49,7 @@ for model in ${MODELS:-base big}; do
   [[ -s $work/$model.safetensors ]] && continue
   "$dragoman" train --config "configs/transformer-$model.yaml" --run "$work/$model-run" --devices "$device" \
     --set "data.train_source=$data/small.en" --set "data.train_target=$data/small.de" \
-    --set "data.vocabulary=$data/vocab.model" --set training.max_steps=1 --set training.update_freq=1 \
+    --set "data.vocabulary=$data/vocab.model" --set training.max_steps=1 --set training.tokens_per_update=3125 \
     --set checkpoint.every_minutes=0 2>"$work/train.log" || { tail -n 20 "$work/train.log" >&2; exit 1; }
   cp "$work/$model-run/checkpoints/checkpoint-last.safetensors" "$work/$model.safetensors"
 done

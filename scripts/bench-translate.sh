@@ -53,7 +53,7 @@ if [[ ! -s $work/base.safetensors ]]; then
   head -n 2000 "$work/train.de" >"$work/small.de"
   "$dragoman" train --config configs/transformer-base.yaml --run "$work/base-run" \
     --set "data.train_source=$work/small.en" --set "data.train_target=$work/small.de" \
-    --set "data.vocabulary=$work/vocab.model" --set training.max_steps=1 --set training.update_freq=1 \
+    --set "data.vocabulary=$work/vocab.model" --set training.max_steps=1 --set training.tokens_per_update=3125 \
     --set checkpoint.every_minutes=0 2>"$work/train.log" || { tail -n 20 "$work/train.log" >&2; exit 1; }
   cp "$work/base-run/checkpoints/checkpoint-last.safetensors" "$work/base.safetensors"
 fi

@@ -22,13 +22,14 @@ sed -n '101,180p' "$text/random.ref" >"$tmp/data/newstest2014.en"
 sed -n '101,180p' "$text/random.ref2" >"$tmp/data/newstest2014.de"
 tiny="--set data.vocab_size=600 --set data.vocab_sample=0 --set model.d_model=32 --set model.d_ff=64"
 tiny+=" --set model.heads=2 --set model.encoder_layers=1 --set model.decoder_layers=1"
-tiny+=" --set training.max_steps=30 --set training.max_tokens=1000 --set training.update_freq=1"
+tiny+=" --set training.max_steps=30 --set training.max_tokens=1000 --set training.tokens_per_update=1000"
 tiny+=" --set training.warmup_steps=10 --set training.valid_every=15 --set training.log_every=10"
 tiny+=" --set checkpoint.every_steps=5 --set checkpoint.every_minutes=0 --set training.threads=2"
 failures=0
 for model in averaged ema; do
   run=$tmp/run-$model
-  if ! DATA_DIR=$tmp/data DRAGOMAN=$dragoman MODEL=$model EMA_DECAY=0.9 TRAIN_ARGS=$tiny \
+  # (80 test lines, not 3,003: the count check lets it go on when told.)
+  if ! ALLOW_COUNT_MISMATCH=1 DATA_DIR=$tmp/data DRAGOMAN=$dragoman MODEL=$model EMA_DECAY=0.9 TRAIN_ARGS=$tiny \
     bash "$root/scripts/wmt14.sh" en-de base "$run" >"$tmp/$model.log" 2>&1; then
     echo "FAIL $model: scripts/wmt14.sh failed:"; tail -n 20 "$tmp/$model.log"; failures=$((failures + 1)); continue
   fi
