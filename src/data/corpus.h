@@ -2,7 +2,9 @@
 // checked (UTF-8, equal line counts, one tab per TSV line), encoded once with the vocabulary,
 // filtered, and cached in a binary file keyed by a hash of the inputs, the vocabulary and the
 // filter settings, so a restarted run does not encode again and a changed input is never served
-// from a stale cache.
+// from a stale cache. The inputs are streamed a chunk of lines at a time and the encoded pairs go
+// straight to the cache, which is then mapped, not read (data/corpus_cache.h): memory stays bounded
+// whatever the corpus's size, and the processes of a machine share one copy.
 #pragma once
 
 #include <atomic>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data/column.h"
 #include "text/vocabulary.h"
 
 namespace dragoman::data {
@@ -35,11 +38,12 @@ struct FilterCounts {
   std::int64_t kept = 0;
 };
 
-// The kept pairs' token ids (no BOS/EOS), concatenated, with offsets.
+// The kept pairs' token ids (no BOS/EOS), concatenated, with offsets: in memory, or views of the
+// mapped cache.
 struct EncodedCorpus {
-  std::vector<std::int32_t> src_tokens, tgt_tokens;
-  std::vector<std::int64_t> src_offsets{0}, tgt_offsets{0};  // size() + 1 entries
-  std::vector<std::int64_t> line_numbers;                    // 1-based line of each kept pair
+  Column<std::int32_t> src_tokens, tgt_tokens;
+  Column<std::int64_t> src_offsets{0}, tgt_offsets{0};  // size() + 1 entries
+  Column<std::int64_t> line_numbers;                    // 1-based line of each kept pair
   FilterCounts counts;
 
   std::int64_t size() const { return static_cast<std::int64_t>(line_numbers.size()); }
@@ -50,7 +54,7 @@ struct EncodedCorpus {
 };
 
 // Reads, checks, encodes and filters the corpus. cache_path: the binary cache to use and refresh
-// (empty: none); a cache made from other inputs, another vocabulary or other filter settings, or
+// (empty: none, the corpus is kept in memory; else the result is the mapped cache); a cache made from other inputs, another vocabulary or other filter settings, or
 // an unreadable one, is rebuilt. Errors name the file and line: invalid UTF-8, a TSV line without
 // exactly one tab, and files with different line counts. `stop` (may be nullptr) is checked before
 // each sentence is encoded: when it is set, dragoman::Interrupted is thrown within a sentence's time.

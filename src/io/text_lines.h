@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,5 +25,32 @@ TextLines read_text_lines(const std::string& path);
 
 // Splits and validates bytes already in memory; `name` is used in error messages.
 TextLines text_lines_from_bytes(std::string name, std::string data);
+
+// The same lines, the same checks and errors, one at a time in bounded memory (a block and the
+// longest line): for inputs larger than memory, such as a training corpus of tens of millions of
+// lines.
+class TextLineStream {
+ public:
+  explicit TextLineStream(const std::string& path);  // "-": standard input
+  ~TextLineStream();
+  TextLineStream(const TextLineStream&) = delete;
+  TextLineStream& operator=(const TextLineStream&) = delete;
+
+  // The next line (a view valid until the next call), checked; false at the end.
+  bool next(std::string_view& line);
+  std::size_t line_number() const { return line_number_; }  // of the last line returned, 1-based
+  const std::string& name() const { return name_; }
+
+ private:
+  bool fill();  // reads a block; false at the end of the file
+
+  std::string name_;
+  std::FILE* file_ = nullptr;
+  bool owned_ = false;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;  // the unread bytes are buffer_[begin_, end_)
+  bool eof_ = false;
+  std::size_t line_number_ = 0;
+};
 
 }  // namespace dragoman::io

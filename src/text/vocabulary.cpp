@@ -25,31 +25,27 @@ void SetMinLogLevel(int level);
 namespace dragoman::text {
 namespace {
 
-// Feeds SentencePiece the non-empty lines of the input files, one file in memory at a time.
-// read_text_lines validates UTF-8 and names file and line on error.
+// Feeds SentencePiece the non-empty lines of the input files, streamed (a corpus may not fit in
+// memory; SentencePiece keeps its own sample of input_sentence_size lines). The stream validates
+// UTF-8 and names file and line on error.
 class FileSentences : public sentencepiece::SentenceIterator {
  public:
   explicit FileSentences(const std::vector<std::string>& paths) : paths_(paths) { advance(); }
 
   bool done() const override { return file_ >= paths_.size(); }
-  void Next() override {
-    ++line_;
-    advance();
-  }
+  void Next() override { advance(); }
   const std::string& value() const override { return value_; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  // Moves to the next non-empty line at or after the current position, loading files as needed.
+  // Moves to the next non-empty line, opening files as needed.
   void advance() {
+    std::string_view line;
     while (file_ < paths_.size()) {
-      if (!lines_) {
-        lines_ = std::make_unique<io::TextLines>(io::read_text_lines(paths_[file_]));
-        line_ = 0;
-      }
-      while (line_ < lines_->lines.size() && lines_->lines[line_].empty()) ++line_;
-      if (line_ < lines_->lines.size()) {
-        value_.assign(lines_->lines[line_]);
+      if (!lines_) lines_ = std::make_unique<io::TextLineStream>(paths_[file_]);
+      while (lines_->next(line)) {
+        if (line.empty()) continue;
+        value_.assign(line);
         return;
       }
       lines_.reset();
@@ -58,8 +54,8 @@ class FileSentences : public sentencepiece::SentenceIterator {
   }
 
   std::vector<std::string> paths_;
-  std::size_t file_ = 0, line_ = 0;
-  std::unique_ptr<io::TextLines> lines_;
+  std::size_t file_ = 0;
+  std::unique_ptr<io::TextLineStream> lines_;
   std::string value_;
 };
 
@@ -106,7 +102,11 @@ Vocabulary Vocabulary::train(const VocabularyOptions& o) {
   };
   // Read every file once before training, so bad input fails fast (file:line) and not midway.
   std::size_t lines = 0;
-  for (const std::string& path : o.inputs) lines += io::read_text_lines(path).lines.size();
+  for (const std::string& path : o.inputs) {
+    io::TextLineStream stream(path);
+    std::string_view line;
+    while (stream.next(line)) ++lines;
+  }
   sentencepiece::SetRandomGeneratorSeed(o.seed);
   sentencepiece::logging::SetMinLogLevel(o.verbose ? 0 : 1);
   FileSentences sentences(o.inputs);

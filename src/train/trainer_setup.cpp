@@ -507,7 +507,7 @@ void Trainer::report_unknown_tokens() const {
   const auto unknown_id = [](const text::Vocabulary& side) {
     return side.table() != nullptr ? side.table()->unk_id : text::kUnkId;
   };
-  const auto count = [](const std::vector<std::int32_t>& tokens, std::int32_t id) {
+  const auto count = [](const data::Column<std::int32_t>& tokens, std::int32_t id) {
     return static_cast<std::int64_t>(std::count(tokens.begin(), tokens.end(), id));
   };
   const auto report = [&](const data::EncodedCorpus& corpus, const char* what) {

@@ -121,9 +121,16 @@ TEST_CASE("corpus: the cache is used when valid and rebuilt when its inputs chan
   Fixture f;
   const std::string cache = f.dir + "/corpus.cache";
   data::CorpusOptions o = f.pair("a b\nc d\n", "b a\nd c\n");
-  const data::EncodedCorpus first = data::load_parallel_corpus(o, f.vocab, cache, 1);
+  const data::EncodedCorpus mapped = data::load_parallel_corpus(o, f.vocab, cache, 1);
   REQUIRE(std::filesystem::exists(cache));
+  CHECK(mapped.src_tokens.mapped());  // the result is the cache, mapped
   const std::string cached = test::read_text(cache);
+  // A copy in memory: the sections below damage the cache file in place, which a mapping would see.
+  data::EncodedCorpus first;
+  first.src_tokens.append(mapped.src_tokens.begin(), mapped.src_tokens.end());
+  first.tgt_tokens.append(mapped.tgt_tokens.begin(), mapped.tgt_tokens.end());
+  first.tgt_offsets = data::Column<std::int64_t>{};
+  first.tgt_offsets.append(mapped.tgt_offsets.begin(), mapped.tgt_offsets.end());
 
   // A second load reads the cache: same result, the file untouched.
   const data::EncodedCorpus again = data::load_parallel_corpus(o, f.vocab, cache, 1);
@@ -180,8 +187,48 @@ TEST_CASE("corpus: the cache is used when valid and rebuilt when its inputs chan
     CHECK(data::load_parallel_corpus(o, f.vocab, cache, 1).src_tokens == first.src_tokens);
     CHECK(test::read_text(cache) == cached);
   }
-  // The inputs are never modified.
+  SECTION("a mapped corpus stays as it was when the cache is rebuilt (written anew, then renamed)") {
+    test::write_text(o.target, "b a\nd c e\n");
+    const data::EncodedCorpus changed = data::load_parallel_corpus(o, f.vocab, cache, 1);
+    CHECK(changed.tgt(1) == f.vocab.encode("d c e"));
+    CHECK(mapped.tgt_tokens == first.tgt_tokens);
+  }
+  SECTION("a cache of the earlier format (version 2) is rebuilt") {
+    std::string old = cached.substr(0, cached.size() - 8);
+    const std::uint64_t version = 2;
+    std::memcpy(old.data() + 16, &version, 8);
+    const std::uint64_t checksum = ContentHash().add(old).value();
+    old.append(reinterpret_cast<const char*>(&checksum), 8);
+    test::write_text(cache, old);
+    CHECK(data::load_parallel_corpus(o, f.vocab, cache, 1).src_tokens == first.src_tokens);
+    CHECK(test::read_text(cache) == cached);
+  }
+  // The inputs are never modified, and no temporary file stays behind.
   CHECK(test::read_text(o.source) == "a b\nc d\n");
+  for (const auto& entry : std::filesystem::directory_iterator(f.dir)) {
+    CHECK(entry.path().filename().string().find(".part-") == std::string::npos);
+  }
+}
+
+TEST_CASE("corpus: a cache larger than a checksum block streams in and maps back the same corpus", "[data]") {
+  Fixture f;
+  const test::ReversalFiles files = test::write_reversal_corpus(f.dir, "big", 60000, 3);
+  data::CorpusOptions o;
+  o.source = files.source;
+  o.target = files.target;
+  const data::EncodedCorpus memory = data::load_parallel_corpus(o, f.vocab, "", 2);
+  const data::EncodedCorpus cached = data::load_parallel_corpus(o, f.vocab, f.dir + "/big.cache", 2);
+  REQUIRE(std::filesystem::file_size(f.dir + "/big.cache") > (1u << 20));
+  CHECK(cached.src_tokens.mapped());
+  CHECK(cached.size() == memory.size());
+  CHECK(cached.src_tokens == memory.src_tokens);
+  CHECK(cached.tgt_tokens == memory.tgt_tokens);
+  CHECK(cached.src_offsets == memory.src_offsets);
+  CHECK(cached.tgt_offsets == memory.tgt_offsets);
+  CHECK(cached.line_numbers == memory.line_numbers);
+  CHECK(data::check_parallel_corpus(o) != 0);
+  // Mapped again: the same.
+  CHECK(data::load_parallel_corpus(o, f.vocab, f.dir + "/big.cache", 2).tgt_tokens == memory.tgt_tokens);
 }
 
 TEST_CASE("corpus: thread count does not change the encoding", "[data]") {

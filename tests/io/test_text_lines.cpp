@@ -49,3 +49,62 @@ TEST_CASE("a file is read whole, and a missing file is a clear error", "[io]") {
   CHECK_THROWS_WITH(read_text_lines("/nonexistent/dir/file.txt"),
                     Catch::StartsWith("cannot open /nonexistent/dir/file.txt"));
 }
+
+namespace {
+
+std::vector<std::string> stream_lines(const std::string& bytes) {
+  const std::string path = "test_text_lines_stream.tmp";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  std::vector<std::string> lines;
+  {
+    TextLineStream stream(path);
+    std::string_view line;
+    while (stream.next(line)) {
+      lines.emplace_back(line);
+      CHECK(stream.line_number() == lines.size());
+    }
+  }
+  std::remove(path.c_str());
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a text line stream gives read_text_lines's lines in bounded memory", "[io]") {
+  // The same lines as the whole-file reader, for newline-only splitting, a '\r', empty lines, a last
+  // line without newline, an empty file, and lines longer than the stream's 1 MiB block.
+  const std::string long_line(3 * (1 << 20) + 17, 'x');
+  for (const std::string& bytes :
+       {std::string("a\r\nb\n\nc"), std::string("x\n"), std::string(), std::string("\n\n"),
+        "first\n" + long_line + "\nmiddle\n" + long_line, long_line + "\n" + std::string(1 << 20, 'y') + "\n"}) {
+    const TextLines whole = text_lines_from_bytes("mem", bytes);
+    const std::vector<std::string> streamed = stream_lines(bytes);
+    REQUIRE(streamed.size() == whole.lines.size());
+    for (std::size_t i = 0; i < streamed.size(); ++i) CHECK(streamed[i] == whole.lines[i]);
+  }
+  // A line that ends exactly at a block boundary, and many short lines over several blocks.
+  std::string many;
+  for (int i = 0; i < 300000; ++i) many += std::to_string(i) + "\n";
+  const std::vector<std::string> lines = stream_lines(std::string((1 << 20) - 1, 'z') + "\n" + many);
+  REQUIRE(lines.size() == 300001);
+  CHECK(lines[0].size() == (1 << 20) - 1);
+  CHECK(lines[300000] == "299999");
+}
+
+TEST_CASE("a text line stream names the file and line of invalid UTF-8, and a missing file", "[io]") {
+  const std::string path = "test_text_lines_bad.tmp";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "good\nstill good\nbad \xFF here\n";
+  }
+  TextLineStream stream(path);
+  std::string_view line;
+  CHECK(stream.next(line));
+  CHECK(stream.next(line));
+  CHECK_THROWS_WITH(stream.next(line), Catch::StartsWith(path + ":3: invalid UTF-8 at byte 5 of the line"));
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(TextLineStream("/nonexistent/dir/file.txt"), Catch::StartsWith("cannot open /nonexistent/dir"));
+}
