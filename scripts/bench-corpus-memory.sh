@@ -5,7 +5,9 @@
 #      each VOCAB_SAMPLES sentences (SentencePiece's input_sentence_size);
 #   2. a first `dragoman train` start: the corpus checked, encoded into the run's cache, one update
 #      (a tiny model, so that the memory is the data's);
-#   3. a restart: the cache mapped, the next update.
+#   3. a restart: the cache mapped, the next update, the training files read once more to hash them
+#      (their record removed first, as a run that has none);
+#   4. another restart: the files as recorded (size, time), not read; the cache mapped, an update.
 # Prints a table: wall seconds and peak resident memory of each step, the text and cache sizes.
 #   scripts/bench-corpus-memory.sh [PAIRS] [VOCAB_SAMPLES]
 # Environment: DRAGOMAN (default build/src/dragoman), WORK (default /tmp/dragoman-corpus-bench: the
@@ -78,11 +80,16 @@ checkpoint: {every_minutes: 0}
 YAML
 measure first "first start: check, encode $pairs pairs into the cache, 1 update" "$dragoman" train \
   -c "$work/tiny.yaml" --run "$run" --set training.max_steps=1
-measure restart "restart: the cache mapped, 1 update" "$dragoman" train --run "$run" --set training.max_steps=2
+rm "$run/train.inputs.json"  # as a run from before the record: the files read to hash them
+measure restart "restart: the files hashed, the cache mapped, 1 update" "$dragoman" train --run "$run" \
+  --set training.max_steps=2
+measure restart2 "restart: the files as recorded, the cache mapped, 1 update" "$dragoman" train --run "$run" \
+  --set training.max_steps=3
 cache_bytes=$(stat -c %s "$run/train.cache")
 
 echo "corpus: $pairs pairs ($(numfmt --to=iec "$text_bytes") of text), cache $(numfmt --to=iec "$cache_bytes"); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(free -g | awk '/Mem:/ { print $2 }') GiB"
 echo "| step | wall s | peak RSS MiB | of it anonymous MiB |"
 echo "|---|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
-grep -h "corpus: encoding\|training pairs:\|step 1 \|step 2 " "$work/first.log" "$work/restart.log" || true
+grep -h "corpus: encoding\|training pairs:\|not read again\|step [123] " "$work/first.log" "$work/restart.log" \
+  "$work/restart2.log" || true

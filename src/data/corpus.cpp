@@ -1,6 +1,9 @@
 #include "data/corpus.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstring>
@@ -193,6 +196,18 @@ void split_tsv_file(const std::string& tsv, const std::string& source, const std
   tgt.commit();
 }
 
+std::string input_stamp(const CorpusOptions& options) {
+  std::string stamp;
+  for (const std::string* path : {&options.source, &options.target, &options.tsv}) {
+    if (path->empty()) continue;
+    struct stat st {};
+    if (::stat(path->c_str(), &st) != 0) throw Error("cannot read " + *path + ": " + std::strerror(errno));
+    stamp += *path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+             std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_ino) + "\n";
+  }
+  return stamp;
+}
+
 std::uint64_t check_parallel_corpus(const CorpusOptions& options) {
   PairStream pairs(options);
   std::vector<std::string> a, b;
@@ -206,35 +221,39 @@ EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Voc
                                    std::optional<std::uint64_t> checked_hash) {
   if (options.max_length < 1) throw Error("corpus: max_length must be >= 1");
   if (options.max_ratio < 0) throw Error("corpus: max_ratio must be >= 0 (0: no ratio filter)");
+  std::uint64_t hash = 0;
   if (cache_path.empty()) {
-    std::uint64_t hash = 0;
-    return encode(options, vocab, threads, stop, nullptr, hash);
+    EncodedCorpus corpus = encode(options, vocab, threads, stop, nullptr, hash);
+    corpus.inputs_hash = hash;
+    return corpus;
   }
-  // The cache is keyed by the inputs' hash: a streaming pass over them first (unless the caller
-  // has it from check_parallel_corpus), then the cache if it matches, else an encoding pass.
-  const std::uint64_t inputs = checked_hash ? *checked_hash : check_parallel_corpus(options);
-  const std::uint64_t key = cache_key(inputs, options, vocab);
-  const bool have_cache = std::filesystem::exists(cache_path);
-  if (have_cache) {
-    if (std::optional<EncodedCorpus> cached = map_cache(cache_path, key)) {
+  // The cache is keyed by the inputs' hash: with the one the caller has from check_parallel_corpus
+  // (or a streaming pass now), a cache that matches is mapped; else one encoding pass, whose own
+  // hash keys the new cache.
+  if (std::filesystem::exists(cache_path)) {
+    const std::uint64_t inputs = checked_hash ? *checked_hash : check_parallel_corpus(options);
+    if (std::optional<EncodedCorpus> cached = map_cache(cache_path, cache_key(inputs, options, vocab))) {
       spdlog::debug("corpus: using the cache {}", cache_path);
+      cached->inputs_hash = inputs;
       return std::move(*cached);
     }
     spdlog::info("corpus: {} was made from other inputs (or is damaged); encoding again", cache_path);
   }
-  spdlog::info("corpus: encoding {} into {}", options.tsv.empty() ? options.source + " and " + options.target : options.tsv,
-               cache_path);
-  std::uint64_t hash = 0;
+  const std::string what = options.tsv.empty() ? options.source + " and " + options.target : options.tsv;
+  spdlog::info("corpus: encoding {} into {}", what, cache_path);
+  std::uint64_t key = 0;
   {
     CacheWriter writer(cache_path);
     const EncodedCorpus counted = encode(options, vocab, threads, stop, &writer, hash);
-    if (hash != inputs) {
-      throw Error("corpus: the training files changed while they were read; run again once they are complete");
+    if (checked_hash && hash != *checked_hash) {
+      spdlog::warn("corpus: {} changed since it was checked; the cache holds what was read now", what);
     }
+    key = cache_key(hash, options, vocab);
     writer.finish(key, counted.counts);
   }
   std::optional<EncodedCorpus> mapped = map_cache(cache_path, key);
   if (!mapped) throw Error("corpus: cannot read back the cache " + cache_path + " just written");
+  mapped->inputs_hash = hash;
   return std::move(*mapped);
 }
 

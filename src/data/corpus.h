@@ -45,6 +45,7 @@ struct EncodedCorpus {
   Column<std::int64_t> src_offsets{0}, tgt_offsets{0};  // size() + 1 entries
   Column<std::int64_t> line_numbers;                    // 1-based line of each kept pair
   FilterCounts counts;
+  std::uint64_t inputs_hash = 0;  // check_parallel_corpus's hash of the inputs it was made from
 
   std::int64_t size() const { return static_cast<std::int64_t>(line_numbers.size()); }
   std::int64_t src_length(std::int64_t i) const { return src_offsets[i + 1] - src_offsets[i]; }
@@ -67,6 +68,11 @@ EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Voc
 // The checks of load_parallel_corpus without the encoding (so a run can refuse bad data before it
 // writes anything); returns a hash of the input files' bytes, which changes whenever they do.
 std::uint64_t check_parallel_corpus(const CorpusOptions& options);
+
+// The inputs' identity without reading them: each file's path, size, modification time (in
+// nanoseconds) and inode, as one string. A run keeps it beside check_parallel_corpus's hash, so a
+// restart on unchanged files need not read tens of gigabytes again to hash them.
+std::string input_stamp(const CorpusOptions& options);
 
 // Writes a TSV file's two columns to `source` and `target` (for training a vocabulary on them), with
 // the same checks as load_parallel_corpus.

@@ -39,7 +39,8 @@ namespace fs = std::filesystem;
 // The files a run writes into its directory (all removed by --overwrite; train.lock stays).
 inline const char* const kRunFiles[] = {
     "checkpoints", "metrics.jsonl", "train.cache", "valid.cache",     "vocab.model",           "vocab.vocab",
-    "vocab.json",  "config.yaml",   "train.log",   "vocab-build.tmp", "valid-translation.txt", "valid-translations"};
+    "vocab.json",  "config.yaml",   "train.log",   "vocab-build.tmp", "valid-translation.txt", "valid-translations",
+    "train.inputs.json"};
 
 class Trainer {
  public:
@@ -157,6 +158,7 @@ class Trainer {
   std::unique_ptr<model::Transformer> model_;
   TrainState state_;
   std::uint64_t train_data_hash_ = 0, valid_data_hash_ = 0;  // of the data files, from check_inputs
+  std::string train_data_stamp_;  // their sizes and times (data::input_stamp): train.inputs.json
   data::EncodedCorpus train_, valid_;
   std::vector<std::string> valid_references_;  // the target text of each kept dev pair (valid_bleu)
   bool has_valid_ = false;

@@ -173,8 +173,18 @@ void Trainer::check_inputs() {
                 std::to_string(mc.max_positions));
   }
   const DataConfig& d = config_.data;
-  train_data_hash_ =
-      data::check_parallel_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true));
+  // The training files, unless the run checked them before and they have not changed since (the
+  // same size, modification time and inode as train.inputs.json recorded): a large corpus is not
+  // read again at every start just to hash it.
+  const data::CorpusOptions train = corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true);
+  train_data_stamp_ = data::input_stamp(train);
+  const nlohmann::json recorded = read_json_or_null(fs::path(options_.run_dir) / "train.inputs.json");
+  if (recorded.is_object() && recorded.value("stamp", "") == train_data_stamp_ && recorded.contains("hash")) {
+    train_data_hash_ = std::stoull(recorded["hash"].get<std::string>(), nullptr, 16);
+    spdlog::info("train: the training files are as they were checked (size, modification time): not read again");
+  } else {
+    train_data_hash_ = data::check_parallel_corpus(train);
+  }
   has_valid_ = !d.valid_source.empty() || !d.valid_tsv.empty();
   if (has_valid_) {
     valid_data_hash_ =
@@ -465,6 +475,12 @@ void Trainer::load_corpora() {
   const DataConfig& d = config_.data;
   train_ = load_corpus(corpus_options(d.train_source, d.train_target, d.train_tsv, config_, true), *vocab_,
                        (fs::path(run_) / "train.cache").string(), "training", options_.stop_signal, train_data_hash_);
+  if (writer_) {  // what the next start trusts for files of this size and time
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(train_.inputs_hash));
+    io::write_file_atomically((fs::path(run_) / "train.inputs.json").string(),
+                              nlohmann::json{{"stamp", train_data_stamp_}, {"hash", hash}}.dump(1) + "\n");
+  }
   if (has_valid_) {
     valid_ =
         load_corpus(corpus_options(d.valid_source, d.valid_target, d.valid_tsv, config_, false), *vocab_,

@@ -331,5 +331,22 @@ check no-progress-no-bar test -z "$(grep -a 'train \[' "$tmp/nobar.out")"
 check no-terminal-no-bar test -z "$(grep -a -e 'train \[' -e $'\r' "$tmp/plain.err")"
 check no-terminal-log grep -q "train: done at step 20" "$tmp/plain.err"
 
+# A restart does not read unchanged training files again (train.inputs.json: size, time, inode);
+# a changed file is read, checked and encoded again; touched but the same, it is read and the
+# cache still serves.
+mkdir -p "$tmp/stamp"
+cp "$tmp/train.src" "$tmp/train.tgt" "$tmp/stamp/"
+sed -e "s|$tmp/train.src|$tmp/stamp/train.src|; s|$tmp/train.tgt|$tmp/stamp/train.tgt|" "$tmp/c.yaml" >"$tmp/stamp.yaml"
+expect stamp-first 0 "corpus: encoding .*stamp/train.src" -- "$dragoman" train -c "$tmp/stamp.yaml" --run "$tmp/stamp/run"
+check stamp-recorded grep -q '"hash"' "$tmp/stamp/run/train.inputs.json"
+expect stamp-unchanged 0 "training files are as they were checked .*not read again" -- "$dragoman" train \
+  --run "$tmp/stamp/run" --set training.max_steps=22
+touch -d "2001-01-01" "$tmp/stamp/train.tgt"
+"$dragoman" train --run "$tmp/stamp/run" --set training.max_steps=24 >"$tmp/stamp/touched.log" 2>&1
+check stamp-touched-read bash -c "! grep -q 'not read again' '$tmp/stamp/touched.log' && ! grep -q 'corpus: encoding' '$tmp/stamp/touched.log' && grep -q 'done at step 24' '$tmp/stamp/touched.log'"
+echo "a b c" >>"$tmp/stamp/train.src"
+expect stamp-changed-checked 1 "stamp/train.src has 301 lines but .*stamp/train.tgt has 300" -- "$dragoman" train \
+  --run "$tmp/stamp/run" --set training.max_steps=26
+
 echo "train_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

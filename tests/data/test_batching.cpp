@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/philox.h"
 #include "data/batching.h"
 
 namespace dragoman {
@@ -178,6 +179,70 @@ TEST_CASE("batching: a curriculum takes the first epoch's batches from short to 
   CHECK(data::make_token_batches(c, 300, 5, 0, data::Curriculum{0.0, 0.2}) == plain);
   CHECK_THROWS_AS(data::make_token_batches(c, 300, 5, 0, data::Curriculum{1.5, 0.2}), Error);
   CHECK_THROWS_AS(data::make_token_batches(c, 300, 5, 0, data::Curriculum{0.5, 0.0}), Error);
+}
+
+}  // namespace dragoman
+
+namespace dragoman {
+namespace {
+
+// The batches make_token_batches forms (before its shuffle), by the definition: the pairs sorted by
+// (target length, source length, the tie philox draws from (seed, epoch), index) with a comparison
+// sort, then cut greedily at the budget.
+std::vector<std::vector<std::int64_t>> batches_by_definition(const data::EncodedCorpus& c, std::int64_t budget,
+                                                            std::uint64_t seed, std::uint64_t epoch) {
+  const std::uint64_t stream = 0xBA7C'0000'0000'0000ull + epoch;
+  const auto tie = [&](std::int64_t i) {
+    const auto k = static_cast<std::uint64_t>(i);
+    return (static_cast<std::uint64_t>(philox::bits(seed, stream, 2 * k)) << 32) | philox::bits(seed, stream, 2 * k + 1);
+  };
+  std::vector<std::int64_t> order(static_cast<std::size_t>(c.size()));
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    if (c.tgt_length(a) != c.tgt_length(b)) return c.tgt_length(a) < c.tgt_length(b);
+    if (c.src_length(a) != c.src_length(b)) return c.src_length(a) < c.src_length(b);
+    if (tie(a) != tie(b)) return tie(a) < tie(b);
+    return a < b;
+  });
+  std::vector<std::vector<std::int64_t>> batches;
+  std::vector<std::int64_t> current;
+  std::int64_t max_src = 0, max_tgt = 0;
+  for (const std::int64_t i : order) {
+    const std::int64_t s = std::max(max_src, c.src_length(i)), t = std::max(max_tgt, c.tgt_length(i) + 1);
+    const auto size = static_cast<std::int64_t>(current.size()) + 1;
+    if (!current.empty() && (size * s > budget || size * t > budget)) {
+      batches.push_back(std::move(current));
+      current.clear();
+      max_src = max_tgt = 0;
+    }
+    current.push_back(i);
+    max_src = std::max(max_src, c.src_length(i));
+    max_tgt = std::max(max_tgt, c.tgt_length(i) + 1);
+  }
+  if (!current.empty()) batches.push_back(std::move(current));
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("batching: the length order (counting sort, ties per group) is the comparison sort's exactly", "[data]") {
+  // Plans must not change between versions (a resumed run, the PyTorch twin): the batches, as sets
+  // and each in its order, are the definition's for several corpora, budgets, seeds and epochs.
+  for (const std::int64_t n : {1, 7, 2000, 20000}) {
+    const data::EncodedCorpus c = synthetic_corpus(n);
+    for (const std::int64_t budget : {40, 300, 4000}) {
+      for (const std::uint64_t seed : {1u, 12345u}) {
+        for (const std::int64_t epoch : {0, 3}) {
+          auto plan = data::make_token_batches(c, budget, seed, epoch);
+          auto expected = batches_by_definition(c, budget, seed, static_cast<std::uint64_t>(epoch));
+          std::sort(plan.begin(), plan.end());
+          std::sort(expected.begin(), expected.end());
+          INFO(n << " pairs, budget " << budget << ", seed " << seed << ", epoch " << epoch);
+          CHECK(plan == expected);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace dragoman
