@@ -15,10 +15,6 @@
 
 #include "data/corpus.h"
 
-namespace dragoman::io {
-class AtomicFileWriter;
-}
-
 namespace dragoman::data {
 
 class CacheWriter {
