@@ -22,7 +22,7 @@
 namespace dragoman::data {
 namespace {
 
-constexpr std::size_t kChunk = 1 << 16;  // lines read and encoded at a time (bounds the memory)
+constexpr std::size_t kChunk = 1 << 16;    // lines read and encoded at a time (bounds the memory)
 constexpr std::uint64_t kHashVersion = 3;  // the inputs hashed line by line
 
 // The pairs of the inputs, a chunk at a time, each line checked as it is read (UTF-8; the TSV's

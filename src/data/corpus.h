@@ -55,10 +55,11 @@ struct EncodedCorpus {
 };
 
 // Reads, checks, encodes and filters the corpus. cache_path: the binary cache to use and refresh
-// (empty: none, the corpus is kept in memory; else the result is the mapped cache); a cache made from other inputs, another vocabulary or other filter settings, or
-// an unreadable one, is rebuilt. Errors name the file and line: invalid UTF-8, a TSV line without
-// exactly one tab, and files with different line counts. `stop` (may be nullptr) is checked before
-// each sentence is encoded: when it is set, dragoman::Interrupted is thrown within a sentence's time.
+// (empty: none, the corpus is kept in memory; else the result is the mapped cache); a cache made
+// from other inputs, another vocabulary or other filter settings, or an unreadable one, is rebuilt.
+// Errors name the file and line: invalid UTF-8, a TSV line without exactly one tab, and files with
+// different line counts. `stop` (may be nullptr) is checked before each sentence is encoded: when
+// it is set, dragoman::Interrupted is thrown within a sentence's time.
 // checked_hash: what check_parallel_corpus returned for these inputs in this process; with it, a
 // valid cache is used without reading the inputs again.
 EncodedCorpus load_parallel_corpus(const CorpusOptions& options, const text::Vocabulary& vocab,

@@ -110,8 +110,8 @@ void CacheWriter::finish(std::uint64_t key, const FilterCounts& counts) {
   ChecksummedOutput out(file);
   std::string header(kMagic, sizeof kMagic);
   for (const std::uint64_t word : {kVersion, key}) put(header, &word, 1);
-  for (const std::int64_t v : {counts.total, counts.empty, counts.too_long, counts.bad_ratio, counts.kept, pairs_,
-                               src_tokens_, tgt_tokens_}) {
+  for (const std::int64_t v :
+       {counts.total, counts.empty, counts.too_long, counts.bad_ratio, counts.kept, pairs_, src_tokens_, tgt_tokens_}) {
     put(header, &v, 1);
   }
   out.write(header);

@@ -38,9 +38,9 @@ namespace fs = std::filesystem;
 
 // The files a run writes into its directory (all removed by --overwrite; train.lock stays).
 inline const char* const kRunFiles[] = {
-    "checkpoints", "metrics.jsonl", "train.cache", "valid.cache",     "vocab.model",           "vocab.vocab",
-    "vocab.json",  "config.yaml",   "train.log",   "vocab-build.tmp", "valid-translation.txt", "valid-translations",
-    "train.inputs.json"};
+    "checkpoints",           "metrics.jsonl",      "train.cache",      "valid.cache", "vocab.model",
+    "vocab.vocab",           "vocab.json",         "config.yaml",      "train.log",   "vocab-build.tmp",
+    "valid-translation.txt", "valid-translations", "train.inputs.json"};
 
 class Trainer {
  public:

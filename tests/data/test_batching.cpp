@@ -190,11 +190,12 @@ namespace {
 // (target length, source length, the tie philox draws from (seed, epoch), index) with a comparison
 // sort, then cut greedily at the budget.
 std::vector<std::vector<std::int64_t>> batches_by_definition(const data::EncodedCorpus& c, std::int64_t budget,
-                                                            std::uint64_t seed, std::uint64_t epoch) {
+                                                             std::uint64_t seed, std::uint64_t epoch) {
   const std::uint64_t stream = 0xBA7C'0000'0000'0000ull + epoch;
   const auto tie = [&](std::int64_t i) {
     const auto k = static_cast<std::uint64_t>(i);
-    return (static_cast<std::uint64_t>(philox::bits(seed, stream, 2 * k)) << 32) | philox::bits(seed, stream, 2 * k + 1);
+    return (static_cast<std::uint64_t>(philox::bits(seed, stream, 2 * k)) << 32) |
+           philox::bits(seed, stream, 2 * k + 1);
   };
   std::vector<std::int64_t> order(static_cast<std::size_t>(c.size()));
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
