@@ -89,6 +89,14 @@ void check_options(const TranslateCliOptions& o) {
   }
   check_decoding_device("translate", o.decoding.device, o.decoding.precision);
   // (Without --beam the model file may recommend a beam: checked once it is known.)
+  const decode::SamplingOptions& sampling = o.decoding.sampling;
+  if (!sampling.enabled &&
+      (sampling.temperature != 1.0 || sampling.top_k != 0 || sampling.top_p != 1.0 || sampling.seed != 1)) {
+    throw CLI::ValidationError("--temperature, --top-k, --top-p and --seed shape --sampling: give --sampling too");
+  }
+  if (o.decoding.sampling.enabled && o.decoding.given.beam) {
+    throw CLI::ValidationError("--beam is for the beam search; with --sampling, --nbest N gives N samples a line");
+  }
   if (o.decoding.given.beam) check_nbest(o.nbest, o.decoding.beam);
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   if (o.output_format == "json" && o.scores) {
@@ -104,7 +112,10 @@ void check_options(const TranslateCliOptions& o) {
 int run_translate(const TranslateCliOptions& o) {
   check_options(o);
   cpu::set_compute_threads(cpu::resolve_threads(o.decoding.threads, "translate: --threads"));
-  ops::set_row_invariant_products(o.deterministic);
+  // Samples are a function of the seed and the line: on the CPU the log-probabilities they are drawn
+  // from must not depend on the batch (translate --deterministic).
+  const bool sampling_on_cpu = o.decoding.sampling.enabled && Device::parse(o.decoding.device).is_cpu();
+  ops::set_row_invariant_products(o.deterministic || sampling_on_cpu);
   // The input and the output are opened before the model is loaded, so that a missing input or an
   // output that cannot be written is reported at once. Signals are caught from here on: a signal
   // while the model loads stops translate before its first chunk, the temporary output removed.
@@ -119,6 +130,7 @@ int run_translate(const TranslateCliOptions& o) {
   decode::DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
   const decode::SearchOrigins origins =
       apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective);
+  if (effective.sampling.enabled) effective.beam = std::max(o.nbest, 1);  // the samples a line
   check_nbest(o.nbest, effective.beam);
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
@@ -131,9 +143,13 @@ int run_translate(const TranslateCliOptions& o) {
     spdlog::info("translate: {} (step {}){}", o.models[i], models.infos[i].step,
                  o.models.size() > 1 ? fmt::format(", ensemble member {} of {}", i + 1, o.models.size()) : "");
   }
-  spdlog::info("translate: beam {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {} ({})",
-               effective.beam, effective.length_normalization, effective.length_penalty, effective.max_length_a,
-               effective.max_length_b,
+  const decode::SamplingOptions& sampling = effective.sampling;
+  spdlog::info("translate: {}, {} length normalisation alpha {}, output at most {} x source + {} tokens, {} ({})",
+               sampling.enabled
+                   ? fmt::format("sampling {} a line (temperature {}, top-k {}, top-p {}, seed {})", effective.beam,
+                                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.seed)
+                   : fmt::format("beam {}", effective.beam),
+               effective.length_normalization, effective.length_penalty, effective.max_length_a, effective.max_length_b,
                device.is_cpu() ? fmt::format("{} thread(s)", cpu::compute_threads())
                                : fmt::format("on {} in {}", device.str(), effective.precision),
                describe_origins(origins));
@@ -213,6 +229,30 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_option("--attention-dir", o->attention_dir,
                   "Write one SVG picture of each sentence's attention (source words across, target words down) "
                   "into this directory, as NNNNNN.svg for sentence NNNNNN (from 0, as n-best ids; input line NNNNNN + 1)");
+  // Sampling (decode/sampling.h): fairseq's --sampling, --sampling-topk, --sampling-topp, --temperature.
+  sub->add_flag("--sampling", o->decoding.sampling.enabled,
+                "Sample each output from the model's distribution instead of the beam search (back-translation); "
+                "--nbest N: N samples a line, best first. Reproducible: a function of --seed and the line")
+      ->group("Sampling");
+  sub->add_option("--temperature", o->decoding.sampling.temperature,
+                  "With --sampling: the log-probabilities divided by T before the softmax (< 1: sharper, > 1: flatter)")
+      ->check(number_in(0.01, 100))
+      ->capture_default_str()
+      ->group("Sampling");
+  sub->add_option("--top-k", o->decoding.sampling.top_k,
+                  "With --sampling: only the K most probable tokens at each step (0: all)")
+      ->check(integer_in(0, 1 << 24))
+      ->capture_default_str()
+      ->group("Sampling");
+  sub->add_option(
+         "--top-p", o->decoding.sampling.top_p,
+         "With --sampling: only the most probable tokens whose probabilities sum to P (nucleus sampling; 1: all)")
+      ->check(number_in(0.000001, 1))
+      ->capture_default_str()
+      ->group("Sampling");
+  sub->add_option("--seed", o->decoding.sampling.seed, "With --sampling: the random seed")
+      ->capture_default_str()
+      ->group("Sampling");
   add_decoding_options(sub, o->decoding, kBatchOptions);
   sub->add_option("--chunk-lines", o->chunks.chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))

@@ -111,6 +111,11 @@ std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model
 
 BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
   if (options_.beam < 1) throw Error("beam search: the beam must be >= 1");
+  if (options_.sampling.enabled) {  // the options checked once, not at every draw
+    const std::vector<std::pair<std::int32_t, double>> check =
+        sampling_distribution(std::vector<double>{0.0, 0.0}.data(), 2, options_.sampling, {});
+    (void)check;
+  }
   if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
 }
 
@@ -135,10 +140,21 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
     s.id = ids[b];
     s.source_length = static_cast<std::int64_t>(sources[b].size());
     s.max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
-    s.tokens = {{}};
-    s.log_probs = {0.0};
-    s.token_log_probs = {{}};
-    s.attention = {{}};
+    if (o.sampling.enabled) {  // every row a sample from the start
+      const auto rows = static_cast<std::size_t>(o.beam);
+      s.tokens.assign(rows, {});
+      s.log_probs.assign(rows, 0.0);
+      s.token_log_probs.assign(rows, {});
+      s.attention.assign(rows, {});
+      s.samples.resize(rows);
+      std::iota(s.samples.begin(), s.samples.end(), 0);
+      s.key = sampling_key(sources[b]);
+    } else {
+      s.tokens = {{}};
+      s.log_probs = {0.0};
+      s.token_log_probs = {{}};
+      s.attention = {{}};
+    }
     capacity = std::max(capacity, s.max_length + 1);
   }
   DecodingState more = model_.start(batch, capacity, o.beam, o.record_attention ? &o.attention : nullptr);
@@ -183,6 +199,65 @@ void BeamSearch::remove(const std::function<bool(std::int64_t)>& drop) {
   if (kept.size() != active_.size()) keep(kept, rows, std::move(feed));
 }
 
+void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& log_probs,
+                             std::vector<std::int64_t>& next_rows, std::vector<std::int32_t>& next_feed) {
+  const model::ModelConfig& c = model_.config();
+  const SearchOptions& o = options_;
+  const std::int64_t vocab = log_probs.dim(1);
+  std::vector<std::vector<std::int32_t>> tokens;
+  std::vector<double> sums;
+  std::vector<std::vector<double>> token_log_probs;
+  std::vector<std::vector<std::vector<float>>> attention;
+  std::vector<std::int64_t> samples;
+  const std::vector<std::int32_t> excluded = {c.pad_id, c.bos_id};
+  for (std::size_t k = 0; k < s.tokens.size(); ++k) {
+    const std::int64_t row = first_row + static_cast<std::int64_t>(k);
+    std::int32_t token = c.eos_id;
+    double value = 0;
+    if (log_probs.dtype() == DType::kF32) {
+      const float* values = log_probs.data<float>() + row * vocab;
+      if (t < s.max_length) {
+        token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
+                           sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
+      }
+      value = static_cast<double>(values[token]);
+    } else {
+      const double* values = log_probs.data<double>() + row * vocab;
+      if (t < s.max_length) {
+        token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
+                           sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
+      }
+      value = values[token];
+    }
+    const double sum = s.log_probs[k] + value;
+    std::vector<double> lps = std::move(s.token_log_probs[k]);
+    lps.push_back(value);
+    std::vector<std::vector<float>> att;
+    if (o.record_attention) {
+      att = std::move(s.attention[k]);
+      att.push_back(attention_row(state_, row, s.source_length));
+    }
+    if (token == c.eos_id) {
+      s.finished.push_back(
+          {std::move(s.tokens[k]), sum, hypothesis_score(o, sum, t + 1), std::move(lps), std::move(att)});
+      continue;
+    }
+    next_rows[first_row + static_cast<std::int64_t>(tokens.size())] = row;
+    next_feed[first_row + static_cast<std::int64_t>(tokens.size())] = token;
+    tokens.push_back(std::move(s.tokens[k]));
+    tokens.back().push_back(token);
+    sums.push_back(sum);
+    token_log_probs.push_back(std::move(lps));
+    attention.push_back(std::move(att));
+    samples.push_back(s.samples[k]);
+  }
+  s.tokens = std::move(tokens);
+  s.log_probs = std::move(sums);
+  s.token_log_probs = std::move(token_log_probs);
+  s.attention = std::move(attention);
+  s.samples = std::move(samples);
+}
+
 std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step() {
   std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> done;
   if (active_.empty()) return done;
@@ -194,7 +269,12 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
   const Tensor logits = model_.step(state_, Tensor::from_vector(feed_, {live_rows}).to(device));  // [A*K, V]
   // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
   ops::HostTopK top;
-  if (!device.is_cpu()) top = ops::top_k_rows_to_host(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
+  Tensor host_logits;  // sampling: every row's whole distribution, on the host
+  if (o.sampling.enabled) {
+    host_logits = device.is_cpu() ? logits : logits.to(Device::cpu());
+  } else if (!device.is_cpu()) {
+    top = ops::top_k_rows_to_host(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
+  }
   std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
   std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
   std::vector<std::size_t> still_active;  // positions j in active_
@@ -205,6 +285,17 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     const std::int64_t t = s.steps++;  // this step's tokens are the sentence's (t + 1)-th
     const auto first_row = static_cast<std::int64_t>(j) * k_max;
     for (std::int64_t k = 0; k < k_max; ++k) next_rows[first_row + k] = first_row;  // rows without a hypothesis
+    if (o.sampling.enabled) {                                                       // every sample to its EOS
+      sample_next(s, first_row, t, host_logits, next_rows, next_feed);
+      if (!s.tokens.empty()) {
+        still_active.push_back(j);
+        continue;
+      }
+      std::sort(s.finished.begin(), s.finished.end(), better);
+      if (static_cast<int>(s.finished.size()) > o.nbest) s.finished.resize(static_cast<std::size_t>(o.nbest));
+      done.emplace_back(s.id, std::move(s.finished));
+      continue;
+    }
     // Candidates: the 2K best extensions of each live beam hold the 2K best of all.
     candidates.clear();
     const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());

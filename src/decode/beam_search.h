@@ -20,6 +20,7 @@
 
 #include "decode/decoding_model.h"
 #include "decode/decoding_options.h"
+#include "decode/sampling.h"
 #include "model/transformer.h"
 
 namespace dragoman::decode {
@@ -37,6 +38,11 @@ struct SearchOptions {
   // layer and head (decoding_model.h), for alignments and attention pictures.
   bool record_attention = false;
   AttentionChoice attention;
+  // Sampling instead of the beam search (decode/sampling.h): `beam` independent samples a
+  // sentence, each to its EOS (or the length cap), returned best first by score; the scores and
+  // token log-probabilities are the model's own (without temperature or truncation), as a beam
+  // search's.
+  SamplingOptions sampling;
 };
 
 struct Hypothesis {
@@ -92,7 +98,12 @@ class BeamSearch {
     std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
     std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
     std::vector<Hypothesis> finished;
+    std::uint64_t key = 0;              // sampling: the sentence's random stream (sampling_key)
+    std::vector<std::int64_t> samples;  // sampling: per live row, its sample's number
   };
+  // Sampling: each live row of sentence `s` (rows from first_row) draws its next token.
+  void sample_next(Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& log_probs,
+                   std::vector<std::int64_t>& next_rows, std::vector<std::int32_t>& next_feed);
   // Keeps the sentences at `kept` (indices into active_, ascending) with their rows `rows` of the
   // decoder state and next tokens `feed`.
   void keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,

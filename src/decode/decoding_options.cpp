@@ -27,6 +27,7 @@ SearchOptions DecodingOptions::search_options() const {
   s.word_reward = word_reward;
   s.max_length_a = max_length_a;
   s.max_length_b = max_length_b;
+  s.sampling = sampling;
   return s;
 }
 

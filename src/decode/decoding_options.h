@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "decode/sampling.h"
 #include "device/device.h"
 
 namespace dragoman::decode {
@@ -115,6 +116,7 @@ struct DecodingOptions {
   double max_length_a = kDefaultMaxLengthA;
   std::int64_t max_length_b = kDefaultMaxLengthB;
   GivenSearchOptions given;  // which of beam and length penalty/normalisation were given: the rest are the model's
+  SamplingOptions sampling;  // enabled: samples instead of the beam search (beam: how many a sentence)
 
   // Where it runs.
   std::string device = kDefaultDevice;        // cpu or cuda:N

@@ -300,5 +300,31 @@ check sigint-stdout-prefix cmp -s "$tmp/int.txt" <(head -n "$written" "$tmp/long
 check sigint-stdout-message grep -q "interrupted by signal 2 after $written lines; the lines written are complete" \
   "$tmp/int.log"
 
+# Sampling: reproducible for a seed whatever the threads and batches, another seed other samples,
+# --nbest N samples a line; options that need --sampling, out-of-range values and --beam refused.
+head -n 40 "$tmp/train.src" >"$tmp/sample.src"
+sample() { "$dragoman" translate -m "$model" -i "$tmp/sample.src" --sampling --temperature 1.5 "$@" 2>/dev/null; }
+sample --seed 5 --threads 1 >"$tmp/s1.txt"
+sample --seed 5 --threads 2 --batch-sentences 3 >"$tmp/s2.txt"
+check sampling-lines test "$(wc -l <"$tmp/s1.txt")" -eq 40
+check sampling-reproducible cmp -s "$tmp/s1.txt" "$tmp/s2.txt"
+sample --seed 6 >"$tmp/s3.txt"
+check sampling-seed-matters bash -c "! cmp -s '$tmp/s1.txt' '$tmp/s3.txt'"
+check sampling-not-beam bash -c "! cmp -s '$tmp/s1.txt' <('$dragoman' translate -m '$model' -i '$tmp/sample.src' 2>/dev/null)"
+sample --seed 5 --nbest 3 >"$tmp/s4.txt"
+check sampling-nbest test "$(wc -l <"$tmp/s4.txt")" -eq 120
+check sampling-top-k-1-is-greedy cmp -s <(sample --top-k 1) <("$dragoman" translate -m "$model" -i "$tmp/sample.src" \
+  --beam 1 2>/dev/null)
+expect sampling-logged 0 "sampling 1 a line \(temperature 1.5, top-k 0, top-p 0.9, seed 5\)" -- "$dragoman" translate \
+  -m "$model" -i "$tmp/sample.src" -o "$tmp/s5.txt" --sampling --temperature 1.5 --top-p 0.9 --seed 5
+expect sampling-needs-flag 2 "shape --sampling: give --sampling too" -- "$dragoman" translate -m "$model" \
+  -i "$tmp/sample.src" --top-k 10
+expect sampling-no-beam 2 "--beam is for the beam search; with --sampling, --nbest N gives N samples" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/sample.src" --sampling --beam 4
+expect sampling-bad-top-p 2 "--top-p: expected a number from 1e-06 to 1, got .1.5." -- "$dragoman" translate -m "$model" \
+  -i "$tmp/sample.src" --sampling --top-p 1.5
+expect sampling-bad-temperature 2 "--temperature" -- "$dragoman" translate -m "$model" -i "$tmp/sample.src" \
+  --sampling --temperature 0
+
 echo "translate_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,0 +1,87 @@
+// Sampled decoding's draws (see sampling.h).
+#include "decode/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "base/hash.h"
+#include "base/philox.h"
+
+namespace dragoman::decode {
+
+std::uint64_t sampling_key(const std::vector<std::int32_t>& source) {
+  ContentHash h;
+  h.add(std::string_view(reinterpret_cast<const char*>(source.data()), source.size() * sizeof(std::int32_t)));
+  return h.value();
+}
+
+double sampling_uniform(std::uint64_t seed, std::uint64_t key, std::int64_t sample, std::int64_t step) {
+  const std::uint64_t stream = philox::purpose_stream(philox::Purpose::kSample, key);
+  // Two 32-bit words per draw; the sample's number in the high bits of the index.
+  const std::uint64_t index = (static_cast<std::uint64_t>(sample) << 40) | (static_cast<std::uint64_t>(step) << 1);
+  const philox::Block b = philox::block_bits(seed, stream, index >> 2);  // index is even: words 0-1 or 2-3
+  const std::uint32_t hi = b.v[index & 3], lo = b.v[(index & 3) + 1];
+  const std::uint64_t bits53 = ((static_cast<std::uint64_t>(hi) << 32) | lo) >> 11;
+  return static_cast<double>(bits53) * (1.0 / 9007199254740992.0);  // / 2^53
+}
+
+template <typename T>
+std::vector<std::pair<std::int32_t, double>> sampling_distribution(const T* log_probs, std::int64_t vocab,
+                                                                   const SamplingOptions& o,
+                                                                   const std::vector<std::int32_t>& excluded) {
+  if (!(o.temperature > 0) || !std::isfinite(o.temperature)) throw Error("sampling: the temperature must be > 0");
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("sampling: top-p must be in (0, 1]");
+  if (o.top_k < 0) throw Error("sampling: top-k must be >= 0");
+  std::vector<std::pair<std::int32_t, double>> kept;  // (token, tempered log-probability)
+  kept.reserve(static_cast<std::size_t>(vocab));
+  for (std::int64_t v = 0; v < vocab; ++v) {
+    const auto token = static_cast<std::int32_t>(v);
+    if (std::find(excluded.begin(), excluded.end(), token) != excluded.end()) continue;
+    const double x = static_cast<double>(log_probs[v]);
+    if (x == -std::numeric_limits<double>::infinity()) continue;  // probability 0
+    kept.emplace_back(token, x / o.temperature);
+  }
+  if (kept.empty()) throw Error("sampling: no token has a probability above 0");
+  const auto before = [](const std::pair<std::int32_t, double>& a, const std::pair<std::int32_t, double>& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  if (o.top_k > 0 && static_cast<std::size_t>(o.top_k) < kept.size()) {
+    std::partial_sort(kept.begin(), kept.begin() + o.top_k, kept.end(), before);
+    kept.resize(static_cast<std::size_t>(o.top_k));
+  } else {
+    std::sort(kept.begin(), kept.end(), before);
+  }
+  // The softmax of what is kept (the largest first: the sum in a fixed order).
+  const double top = kept.front().second;
+  double sum = 0;
+  for (auto& [token, x] : kept) sum += (x = std::exp(x - top));
+  for (auto& [token, p] : kept) p /= sum;
+  if (o.top_p < 1) {  // the smallest prefix whose probability reaches p
+    double cumulative = 0;
+    std::size_t n = 0;
+    while (n < kept.size() && cumulative < o.top_p) cumulative += kept[n++].second;
+    kept.resize(n);
+    for (auto& [token, p] : kept) p /= cumulative;
+  }
+  return kept;
+}
+
+template std::vector<std::pair<std::int32_t, double>> sampling_distribution(const float*, std::int64_t,
+                                                                            const SamplingOptions&,
+                                                                            const std::vector<std::int32_t>&);
+template std::vector<std::pair<std::int32_t, double>> sampling_distribution(const double*, std::int64_t,
+                                                                            const SamplingOptions&,
+                                                                            const std::vector<std::int32_t>&);
+
+std::int32_t pick_token(const std::vector<std::pair<std::int32_t, double>>& distribution, double u) {
+  double cumulative = 0;
+  for (const auto& [token, p] : distribution) {
+    cumulative += p;
+    if (u < cumulative) return token;
+  }
+  return distribution.back().first;  // u within rounding of 1
+}
+
+}  // namespace dragoman::decode
