@@ -1,6 +1,10 @@
 // serve's request parsing and checks (see api.h).
 #include "serve/api.h"
 
+#include <fmt/format.h>
+
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -64,6 +68,15 @@ int integer_in(const json& value, const std::string& field, int low, int high) {
   return static_cast<int>(v);
 }
 
+double number_in(const json& value, const std::string& field, double low, double high) {
+  if (!value.is_number()) bad(field + ": expected a number, got " + std::string(value.type_name()));
+  const double v = value.get<double>();
+  if (!(v >= low && v <= high)) {
+    bad(field + ": expected a number in [" + fmt::format("{:g}", low) + ", " + fmt::format("{:g}", high) + "]");
+  }
+  return v;
+}
+
 bool boolean(const json& value, const std::string& field) {
   if (!value.is_boolean()) bad(field + ": expected true or false, got " + std::string(value.type_name()));
   return value.get<bool>();
@@ -79,7 +92,7 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
   r.search = defaults;
   r.search.nbest = 1;
   r.output.format = decode::OutputFormat::kJson;
-  bool has_text = false;
+  bool has_text = false, beam_given = false, shaped = false;
   for (const auto& [key, value] : j.items()) {
     if (key == "text") {
       bool list = false;
@@ -90,6 +103,22 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
       r.model = value.get<std::string>();
     } else if (key == "beam") {
       r.search.beam = integer_in(value, "beam", 1, limits.max_beam);
+      beam_given = true;
+    } else if (key == "sampling") {
+      r.search.sampling.enabled = boolean(value, "sampling");
+    } else if (key == "temperature") {
+      r.search.sampling.temperature = number_in(value, "temperature", 0.01, 100);
+      shaped = true;
+    } else if (key == "top_k") {
+      r.search.sampling.top_k = integer_in(value, "top_k", 0, 1 << 24);
+      shaped = true;
+    } else if (key == "top_p") {
+      r.search.sampling.top_p = number_in(value, "top_p", 1e-6, 1);
+      shaped = true;
+    } else if (key == "seed") {
+      r.search.sampling.seed =
+          static_cast<std::uint64_t>(integer_in(value, "seed", 0, std::numeric_limits<int>::max()));
+      shaped = true;
     } else if (key == "n_best") {
       r.output.nbest = integer_in(value, "n_best", 1, limits.max_beam);
     } else if (key == "length_penalty") {
@@ -112,7 +141,9 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
         bad("alignment: expected true, false, \"hard\" or \"soft\", got " + value.dump());
       }
     } else {
-      bad("unknown field \"" + key + "\" (expected text, model, beam, n_best, length_penalty, word_scores, alignment)");
+      bad("unknown field \"" + key +
+          "\" (expected text, model, beam, n_best, length_penalty, word_scores, alignment, sampling, temperature, "
+          "top_k, top_p, seed)");
     }
   }
   if (!has_text) bad("text: missing (the sentences to translate)");
@@ -120,6 +151,12 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
     if (r.texts[i].find_first_of("\r\n") != std::string::npos) {
       bad("text[" + std::to_string(i) + "]: a line break: give one sentence per text (split lines into a list)");
     }
+  }
+  if (shaped && !r.search.sampling.enabled)
+    bad("temperature, top_k, top_p and seed shape sampling: give \"sampling\": true");
+  if (r.search.sampling.enabled) {  // n_best samples a sentence, no beam
+    if (beam_given) bad("beam: is for the beam search; with sampling, n_best gives the samples a sentence");
+    r.search.beam = std::max(r.output.nbest, 1);
   }
   if (r.output.nbest > r.search.beam) {
     bad("n_best: " + std::to_string(r.output.nbest) + " is larger than the beam " + std::to_string(r.search.beam));

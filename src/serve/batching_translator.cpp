@@ -15,7 +15,9 @@ bool same_search(const decode::SearchOptions& a, const decode::SearchOptions& b)
   return a.beam == b.beam && a.length_penalty == b.length_penalty && a.alpha == b.alpha &&
          a.word_reward == b.word_reward && a.max_length_a == b.max_length_a && a.max_length_b == b.max_length_b &&
          a.nbest == b.nbest && a.record_attention == b.record_attention && a.attention.layer == b.attention.layer &&
-         a.attention.head == b.attention.head;
+         a.attention.head == b.attention.head && a.sampling.enabled == b.sampling.enabled &&
+         a.sampling.temperature == b.sampling.temperature && a.sampling.top_k == b.sampling.top_k &&
+         a.sampling.top_p == b.sampling.top_p && a.sampling.seed == b.sampling.seed;
 }
 
 namespace {

@@ -105,6 +105,32 @@ print(f"{len(bad)} of {sum(map(len, jobs))} answers differ from translate's")
 for b in bad[:3]: print(b)
 assert not bad
 PY
+# Sampling requests: each sentence's samples are translate --sampling's for the same options, with
+# other requests (beam searches, other seeds) in flight; they never share a search with them.
+head -n 12 "$tmp/train.src" >"$tmp/sample-lines.txt"
+"$dragoman" translate -m "$model" -i "$tmp/sample-lines.txt" --sampling --seed 9 --temperature 1.4 --nbest 2 \
+  --output-format json --threads 1 2>/dev/null >"$tmp/sample-expected.jsonl"
+check sampling-answers-are-translates python3 - "$port" "$tmp/sample-lines.txt" "$tmp/sample-expected.jsonl" <<'PY'
+import json, sys, threading, urllib.request
+port, lines = sys.argv[1], open(sys.argv[2]).read().split("\n")[:-1]
+expected = [json.loads(e) for e in open(sys.argv[3]).read().split("\n")[:-1]]
+def ask(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=60))["translations"]
+answers = {}
+def sampled(i):
+    answers[i] = ask({"text": lines[i], "sampling": True, "seed": 9, "temperature": 1.4, "n_best": 2})[0]
+def other(i):
+    ask({"text": lines[i], "sampling": True, "seed": 10, "n_best": 2})
+    ask({"text": lines[i], "beam": 3})
+threads = [threading.Thread(target=f, args=(i,)) for i in range(len(lines)) for f in (sampled, other)]
+for t in threads: t.start()
+for t in threads: t.join()
+bad = [i for i in range(len(lines)) if answers[i] != expected[i]]
+print(f"{len(bad)} of {len(lines)} sampled answers differ from translate --sampling's")
+assert not bad
+PY
 # Under load, a mix of good requests and malformed ones (bad JSON and UTF-8, deep nesting, huge
 # values, wrong types and paths, garbage and cut-off HTTP on raw sockets): every good answer is
 # still translate's, nothing but 4xx (or 503) for the bad ones, and the server stays up.

@@ -73,6 +73,24 @@ TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input 
   CHECK(one.output.alignment == decode::AlignmentKind::kHard);
   CHECK(one.search.nbest == 1);
 
+  // Sampling: n_best samples a sentence; its options are the search's, so requests that differ in
+  // them never share a search.
+  const serve::TranslateRequest sampled = serve::parse_translate_request(
+      R"({"text": "x", "sampling": true, "n_best": 3, "temperature": 0.8, "top_k": 10, "top_p": 0.9, "seed": 7})",
+      defaults, limits);
+  CHECK(sampled.search.sampling.enabled);
+  CHECK(sampled.search.beam == 3);
+  CHECK(sampled.search.nbest == 3);
+  CHECK(sampled.search.sampling.temperature == 0.8);
+  CHECK(sampled.search.sampling.top_k == 10);
+  CHECK(sampled.search.sampling.top_p == 0.9);
+  CHECK(sampled.search.sampling.seed == 7);
+  decode::SearchOptions other_seed = sampled.search;
+  other_seed.sampling.seed = 8;
+  CHECK(serve::same_search(sampled.search, sampled.search));
+  CHECK_FALSE(serve::same_search(sampled.search, other_seed));
+  CHECK_FALSE(serve::same_search(sampled.search, one.search));
+
   const std::vector<std::tuple<std::string, int, std::string>> bad = {
       {R"({"text": )", 400, "invalid JSON"},
       {"{\"text\": \"a\xff\"}", 400, "invalid JSON"},
@@ -91,6 +109,12 @@ TEST_CASE("serve's /v1/translate requests: fields, defaults and every bad input 
       {R"({"text": "a", "Text": "b"})", 400, "unknown field \"Text\""},
       {R"({"text": ["a", "b\r\nc"]})", 400, "text[1]: a line break"},
       {R"({"text": "a", "beam": 1e999})", 400, "invalid JSON"},  // out_of_range, not parse_error (fuzzing)
+      {R"({"text": "a", "top_k": 10})", 400, "shape sampling: give \"sampling\": true"},
+      {R"({"text": "a", "sampling": true, "beam": 4})", 400, "beam: is for the beam search; with sampling"},
+      {R"({"text": "a", "sampling": true, "top_p": 1.5})", 400, "top_p: expected a number in [1e-06, 1]"},
+      {R"({"text": "a", "sampling": true, "temperature": 0})", 400, "temperature: expected a number in [0.01, 100]"},
+      {R"({"text": "a", "sampling": "yes"})", 400, "sampling: expected true or false, got string"},
+      {R"({"text": "a", "sampling": true, "n_best": 17})", 400, "n_best: 17 is not in [1, 16]"},
   };
   for (const auto& [body, status, message] : bad) {
     INFO(body);
