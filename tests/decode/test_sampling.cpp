@@ -106,7 +106,7 @@ TEST_CASE("sampling: the distribution is the tempered, truncated softmax, and dr
   CHECK_THROWS_WITH(sampling_distribution(row.data(), 8, bad, excluded), Catch::Contains("top-p must be in (0, 1]"));
 }
 
-TEST_CASE("sampling: uniforms are a function of (seed, sentence, sample, step), in [0, 1)", "[decode]") {
+TEST_CASE("sampling: uniforms are a function of (seed, sentence, sample, step), from 0 to below 1", "[decode]") {
   CHECK(sampling_uniform(1, 2, 3, 4) == sampling_uniform(1, 2, 3, 4));
   std::vector<double> all;
   for (std::uint64_t seed : {1u, 2u}) {
@@ -122,7 +122,7 @@ TEST_CASE("sampling: uniforms are a function of (seed, sentence, sample, step), 
   CHECK(sampling_key({5, 6, 7}) != sampling_key({5, 6}));
 }
 
-TEST_CASE("sampling: a sentence's samples are the model's, and batching or threads change nothing", "[decode]") {
+TEST_CASE("sampling: a sentence's samples are the model's, and batching changes nothing", "[decode]") {
   const model::Transformer model = test::random_model(test::fixture_config("pre_untied_learned"), 9);
   const std::vector<std::vector<std::int32_t>> sources = {{5, 6, 7}, {8}, {9, 10, 11, 12, 13}};
   SearchOptions o;
