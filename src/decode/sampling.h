@@ -31,8 +31,9 @@ std::uint64_t sampling_key(const std::vector<std::int32_t>& source);
 double sampling_uniform(std::uint64_t seed, std::uint64_t key, std::int64_t sample, std::int64_t step);
 
 // The tokens a row of log-probabilities [vocab] may give, with their probabilities under the
-// options (temperature, top-k, top-p; renormalised), most probable first (equal: lower id first).
-// `excluded` tokens (<pad>, <s>) are never kept.
+// options (temperature, top-k, top-p; renormalised): most probable first (equal: lower id first)
+// when top-k or top-p restricts them, else every token in token order. `excluded` tokens (<pad>,
+// <s>) are never kept.
 template <typename T>
 std::vector<std::pair<std::int32_t, double>> sampling_distribution(const T* log_probs, std::int64_t vocab,
                                                                    const SamplingOptions& options,

@@ -106,6 +106,27 @@ TEST_CASE("sampling: the distribution is the tempered, truncated softmax, and dr
   CHECK_THROWS_WITH(sampling_distribution(row.data(), 8, bad, excluded), Catch::Contains("top-p must be in (0, 1]"));
 }
 
+TEST_CASE("sampling: top-p over a large vocabulary, sorted only as far as the nucleus needs", "[decode]") {
+  // 5,000 tokens: a peaked row (the nucleus within the first 64) and a flat one (it needs most of
+  // the vocabulary: the partial sort grows several times); both equal the direct computation.
+  for (const double slope : {0.5, 0.0005}) {
+    std::vector<double> row(5000);
+    for (std::size_t v = 0; v < row.size(); ++v) row[v] = -slope * static_cast<double>((v * 7919) % row.size());
+    const double log_z =
+        std::log(std::accumulate(row.begin(), row.end(), 0.0, [](double a, double x) { return a + std::exp(x); }));
+    for (double& x : row) x -= log_z;
+    for (const double top_p : {0.5, 0.9, 0.999}) {
+      SamplingOptions o;
+      o.top_p = top_p;
+      INFO("slope " << slope << ", top-p " << top_p);
+      const std::map<std::int32_t, double> expected = expected_distribution(row, o, {0, 2});
+      const auto got = sampling_distribution(row.data(), 5000, o, {0, 2});
+      REQUIRE(got.size() == expected.size());
+      for (const auto& [token, p] : got) CHECK(p == Approx(expected.at(token)).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("sampling: uniforms are a function of (seed, sentence, sample, step), from 0 to below 1", "[decode]") {
   CHECK(sampling_uniform(1, 2, 3, 4) == sampling_uniform(1, 2, 3, 4));
   std::vector<double> all;
