@@ -105,8 +105,9 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
 
 std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& options) {
-  return beam_search(TransformerDecoding(model), sources, options);
+                                                 const SearchOptions& options,
+                                                 const std::vector<std::vector<std::int32_t>>* prefixes) {
+  return beam_search(TransformerDecoding(model), sources, options, prefixes);
 }
 
 BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
@@ -119,8 +120,10 @@ BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : mode
   if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
 }
 
-void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids) {
+void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids,
+                     const std::vector<std::vector<std::int32_t>>* prefixes) {
   if (ids.size() != sources.size()) throw Error("beam search: one id per source");
+  if (prefixes != nullptr && prefixes->size() != sources.size()) throw Error("beam search: one prefix per source");
   if (sources.empty()) return;
   const model::ModelConfig& c = model_.config();
   const SearchOptions& o = options_;
@@ -139,7 +142,21 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
         std::floor(o.max_length_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_length_b));
     s.id = ids[b];
     s.source_length = static_cast<std::int64_t>(sources[b].size());
-    s.max_length = std::clamp<std::int64_t>(static_cast<std::int64_t>(limit), 0, c.max_positions - 1);
+    if (prefixes != nullptr) {
+      s.prefix = (*prefixes)[b];
+      if (static_cast<std::int64_t>(s.prefix.size()) > c.max_positions - 1) {
+        throw Error("beam search: a target prefix of " + std::to_string(s.prefix.size()) +
+                    " tokens does not fit the model's " + std::to_string(c.max_positions) + " positions");
+      }
+      for (const std::int32_t token : s.prefix) {
+        if (token < 0 || token >= c.tgt_vocab_size || token == c.pad_id || token == c.bos_id || token == c.eos_id) {
+          throw Error("beam search: a target prefix holds the token id " + std::to_string(token) +
+                      ", which no output holds");
+        }
+      }
+    }
+    s.max_length = std::clamp<std::int64_t>(
+        std::max(static_cast<std::int64_t>(limit), static_cast<std::int64_t>(s.prefix.size())), 0, c.max_positions - 1);
     if (o.sampling.enabled) {  // every row a sample from the start
       const auto rows = static_cast<std::size_t>(o.beam);
       s.tokens.assign(rows, {});
@@ -216,14 +233,18 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
     double value = 0;
     if (log_probs.dtype() == DType::kF32) {
       const float* values = log_probs.data<float>() + row * vocab;
-      if (t < s.max_length) {
+      if (t < static_cast<std::int64_t>(s.prefix.size())) {
+        token = s.prefix[static_cast<std::size_t>(t)];
+      } else if (t < s.max_length) {
         token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
                            sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
       }
       value = static_cast<double>(values[token]);
     } else {
       const double* values = log_probs.data<double>() + row * vocab;
-      if (t < s.max_length) {
+      if (t < static_cast<std::int64_t>(s.prefix.size())) {
+        token = s.prefix[static_cast<std::size_t>(t)];
+      } else if (t < s.max_length) {
         token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
                            sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
       }
@@ -269,10 +290,14 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
   const Tensor logits = model_.step(state_, Tensor::from_vector(feed_, {live_rows}).to(device));  // [A*K, V]
   // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
   ops::HostTopK top;
-  Tensor host_logits;  // sampling: every row's whole distribution, on the host
-  if (o.sampling.enabled) {
+  Tensor host_logits;  // sampling, or a prefix's forced token on a GPU: every row's distribution, on the host
+  const bool forcing = std::any_of(active_.begin(), active_.end(), [](const Sentence& s) {
+    return s.steps < static_cast<std::int64_t>(s.prefix.size());
+  });
+  if (o.sampling.enabled || (forcing && !device.is_cpu())) {
     host_logits = device.is_cpu() ? logits : logits.to(Device::cpu());
-  } else if (!device.is_cpu()) {
+  }
+  if (!o.sampling.enabled && !device.is_cpu()) {
     top = ops::top_k_rows_to_host(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
   }
   std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
@@ -300,6 +325,15 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     candidates.clear();
     const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
     for (std::int64_t k = 0; k < live; ++k) {
+      if (t < static_cast<std::int64_t>(s.prefix.size())) {  // the prefix's token, forced
+        const std::int32_t token = s.prefix[static_cast<std::size_t>(t)];
+        const Tensor& values = device.is_cpu() ? logits : host_logits;
+        const std::int64_t at = (first_row + k) * values.dim(1) + token;
+        const double value =
+            values.dtype() == DType::kF32 ? static_cast<double>(values.data<float>()[at]) : values.data<double>()[at];
+        candidates.push_back({s.log_probs[k] + value, k, token, value});
+        continue;
+      }
       if (device.is_cpu()) {
         row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
       } else {
@@ -389,11 +423,12 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
 
 std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& o) {
+                                                 const SearchOptions& o,
+                                                 const std::vector<std::vector<std::int32_t>>* prefixes) {
   BeamSearch search(model, o);
   std::vector<std::int64_t> ids(sources.size());
   std::iota(ids.begin(), ids.end(), 0);
-  search.add(sources, ids);
+  search.add(sources, ids, prefixes);
   std::vector<std::vector<Hypothesis>> results(sources.size());
   while (!search.empty()) {
     for (auto& [id, hypotheses] : search.step()) results[static_cast<std::size_t>(id)] = std::move(hypotheses);

@@ -73,8 +73,12 @@ class BeamSearch {
   BeamSearch(const DecodingModel& model, SearchOptions options);
 
   // Encodes `sources` (token ids without BOS/EOS, each non-empty and within the model's positions)
-  // and adds them to the search under the caller's `ids` (one per source).
-  void add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids);
+  // and adds them to the search under the caller's `ids` (one per source). `prefixes` (one per
+  // source, or none): target tokens forced as the start of each output (a hypothesis's tokens,
+  // log-probabilities and attention include them); the search goes on after them, and the length
+  // cap is at least the prefix's length.
+  void add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids,
+           const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
   // One decoding step of every sentence being searched; returns the sentences it finished, each
   // with its n-best hypotheses (best first).
   std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> step();
@@ -98,6 +102,7 @@ class BeamSearch {
     std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
     std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
     std::vector<Hypothesis> finished;
+    std::vector<std::int32_t> prefix;   // forced as the output's first tokens
     std::uint64_t key = 0;              // sampling: the sentence's random stream (sampling_key)
     std::vector<std::int64_t> samples;  // sampling: per live row, its sample's number
   };
@@ -121,10 +126,12 @@ class BeamSearch {
 // within the model's positions), best first.
 std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& options);
+                                                 const SearchOptions& options,
+                                                 const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
 // The same with one model.
 std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& options);
+                                                 const SearchOptions& options,
+                                                 const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
 
 }  // namespace dragoman::decode
