@@ -13,13 +13,6 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-struct Candidate {
-  double log_prob;
-  std::int64_t beam;  // row within the sentence's beams
-  std::int32_t token;
-  double token_log_prob;  // the step's log-probability of `token`
-};
-
 bool better(const Hypothesis& a, const Hypothesis& b) {
   if (a.score != b.score) return a.score > b.score;
   if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
@@ -87,6 +80,33 @@ std::vector<float> attention_row(const DecodingState& state, std::int64_t row, s
   return std::vector<float>(values, values + length);
 }
 
+// A guide's tokens are target ids an output can hold, and the prefix and constraints fit the
+// model's positions together (the length cap grows to hold them).
+void check_guide(const TargetGuide& guide, const model::ModelConfig& c, const SearchOptions& o) {
+  const auto check_tokens = [&c](const std::vector<std::int32_t>& tokens, const char* what) {
+    for (const std::int32_t token : tokens) {
+      if (token < 0 || token >= c.tgt_vocab_size || token == c.pad_id || token == c.bos_id || token == c.eos_id) {
+        throw Error(std::string("beam search: a ") + what + " holds the token id " + std::to_string(token) +
+                    ", which no output holds");
+      }
+    }
+  };
+  check_tokens(guide.prefix, "target prefix");
+  for (const std::vector<std::int32_t>& constraint : guide.constraints) {
+    if (constraint.empty()) throw Error("beam search: an empty constraint");
+    check_tokens(constraint, "constraint");
+  }
+  const std::int64_t tokens = static_cast<std::int64_t>(guide.prefix.size()) + guide.constraint_tokens();
+  if (tokens > c.max_positions - 1) {
+    throw Error("beam search: a target prefix and constraints of " + std::to_string(tokens) +
+                " tokens do not fit the model's " + std::to_string(c.max_positions) + " positions (" +
+                std::to_string(c.max_positions - 1) + " tokens before EOS)");
+  }
+  if (!guide.constraints.empty() && o.sampling.enabled) {
+    throw Error("beam search: constraints need the beam search, not sampling");
+  }
+}
+
 }  // namespace
 
 double length_normaliser(const SearchOptions& options, std::int64_t length) {
@@ -105,9 +125,8 @@ double hypothesis_score(const SearchOptions& options, double log_prob, std::int6
 
 std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& options,
-                                                 const std::vector<std::vector<std::int32_t>>* prefixes) {
-  return beam_search(TransformerDecoding(model), sources, options, prefixes);
+                                                 const SearchOptions& options, const std::vector<TargetGuide>* guides) {
+  return beam_search(TransformerDecoding(model), sources, options, guides);
 }
 
 BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
@@ -121,9 +140,9 @@ BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : mode
 }
 
 void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids,
-                     const std::vector<std::vector<std::int32_t>>* prefixes) {
+                     const std::vector<TargetGuide>* guides) {
   if (ids.size() != sources.size()) throw Error("beam search: one id per source");
-  if (prefixes != nullptr && prefixes->size() != sources.size()) throw Error("beam search: one prefix per source");
+  if (guides != nullptr && guides->size() != sources.size()) throw Error("beam search: one guide per source");
   if (sources.empty()) return;
   const model::ModelConfig& c = model_.config();
   const SearchOptions& o = options_;
@@ -142,21 +161,13 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
         std::floor(o.max_length_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_length_b));
     s.id = ids[b];
     s.source_length = static_cast<std::int64_t>(sources[b].size());
-    if (prefixes != nullptr) {
-      s.prefix = (*prefixes)[b];
-      if (static_cast<std::int64_t>(s.prefix.size()) > c.max_positions - 1) {
-        throw Error("beam search: a target prefix of " + std::to_string(s.prefix.size()) +
-                    " tokens does not fit the model's " + std::to_string(c.max_positions) + " positions");
-      }
-      for (const std::int32_t token : s.prefix) {
-        if (token < 0 || token >= c.tgt_vocab_size || token == c.pad_id || token == c.bos_id || token == c.eos_id) {
-          throw Error("beam search: a target prefix holds the token id " + std::to_string(token) +
-                      ", which no output holds");
-        }
-      }
+    if (guides != nullptr) {
+      s.guide = (*guides)[b];
+      check_guide(s.guide, c, o);
     }
-    s.max_length = std::clamp<std::int64_t>(
-        std::max(static_cast<std::int64_t>(limit), static_cast<std::int64_t>(s.prefix.size())), 0, c.max_positions - 1);
+    const std::int64_t guided_length = static_cast<std::int64_t>(s.guide.prefix.size()) + s.guide.constraint_tokens();
+    s.max_length =
+        std::clamp<std::int64_t>(std::max(static_cast<std::int64_t>(limit), guided_length), 0, c.max_positions - 1);
     if (o.sampling.enabled) {  // every row a sample from the start
       const auto rows = static_cast<std::size_t>(o.beam);
       s.tokens.assign(rows, {});
@@ -171,6 +182,7 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
       s.log_probs = {0.0};
       s.token_log_probs = {{}};
       s.attention = {{}};
+      if (!s.guide.constraints.empty()) s.constraints = {start_constraints(s.guide.constraints)};
     }
     capacity = std::max(capacity, s.max_length + 1);
   }
@@ -233,8 +245,8 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
     double value = 0;
     if (log_probs.dtype() == DType::kF32) {
       const float* values = log_probs.data<float>() + row * vocab;
-      if (t < static_cast<std::int64_t>(s.prefix.size())) {
-        token = s.prefix[static_cast<std::size_t>(t)];
+      if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {
+        token = s.guide.prefix[static_cast<std::size_t>(t)];
       } else if (t < s.max_length) {
         token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
                            sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
@@ -242,8 +254,8 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
       value = static_cast<double>(values[token]);
     } else {
       const double* values = log_probs.data<double>() + row * vocab;
-      if (t < static_cast<std::int64_t>(s.prefix.size())) {
-        token = s.prefix[static_cast<std::size_t>(t)];
+      if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {
+        token = s.guide.prefix[static_cast<std::size_t>(t)];
       } else if (t < s.max_length) {
         token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
                            sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
@@ -290,11 +302,12 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
   const Tensor logits = model_.step(state_, Tensor::from_vector(feed_, {live_rows}).to(device));  // [A*K, V]
   // On a GPU, only each row's 2K candidates (and its EOS value) come back to the host.
   ops::HostTopK top;
-  Tensor host_logits;  // sampling, or a prefix's forced token on a GPU: every row's distribution, on the host
-  const bool forcing = std::any_of(active_.begin(), active_.end(), [](const Sentence& s) {
-    return s.steps < static_cast<std::int64_t>(s.prefix.size());
+  // Sampling, a prefix's forced token or constraints on a GPU: every row's distribution, on the host.
+  Tensor host_logits;
+  const bool guiding = std::any_of(active_.begin(), active_.end(), [](const Sentence& s) {
+    return s.steps < static_cast<std::int64_t>(s.guide.prefix.size()) || !s.guide.constraints.empty();
   });
-  if (o.sampling.enabled || (forcing && !device.is_cpu())) {
+  if (o.sampling.enabled || (guiding && !device.is_cpu())) {
     host_logits = device.is_cpu() ? logits : logits.to(Device::cpu());
   }
   if (!o.sampling.enabled && !device.is_cpu()) {
@@ -305,6 +318,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
   std::vector<std::size_t> still_active;  // positions j in active_
   std::vector<std::pair<double, std::int32_t>> best;
   std::vector<Candidate> candidates;
+  std::vector<ConstraintState> states;  // constrained search: the candidates'
   for (std::size_t j = 0; j < active_.size(); ++j) {
     Sentence& s = active_[j];
     const std::int64_t t = s.steps++;  // this step's tokens are the sentence's (t + 1)-th
@@ -324,9 +338,12 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     // Candidates: the 2K best extensions of each live beam hold the 2K best of all.
     candidates.clear();
     const std::int64_t live = static_cast<std::int64_t>(s.tokens.size());
-    for (std::int64_t k = 0; k < live; ++k) {
-      if (t < static_cast<std::int64_t>(s.prefix.size())) {  // the prefix's token, forced
-        const std::int32_t token = s.prefix[static_cast<std::size_t>(t)];
+    const bool constrained = !s.guide.constraints.empty();
+    if (constrained)
+      constrained_candidates(s, first_row, t, device.is_cpu() ? logits : host_logits, candidates, states);
+    for (std::int64_t k = 0; k < live && !constrained; ++k) {
+      if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {  // the prefix's token, forced
+        const std::int32_t token = s.guide.prefix[static_cast<std::size_t>(t)];
         const Tensor& values = device.is_cpu() ? logits : host_logits;
         const std::int64_t at = (first_row + k) * values.dim(1) + token;
         const double value =
@@ -341,17 +358,21 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
       }
       for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
     }
-    const std::size_t keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
-                      [](const Candidate& x, const Candidate& y) {
-                        if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
-                        if (x.beam != y.beam) return x.beam < y.beam;
-                        return x.token < y.token;
-                      });
+    const std::size_t keep =
+        constrained ? candidates.size() : std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * k_max));
+    if (!constrained) {
+      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                        [](const Candidate& x, const Candidate& y) {
+                          if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+                          if (x.beam != y.beam) return x.beam < y.beam;
+                          return x.token < y.token;
+                        });
+    }
     std::vector<std::vector<std::int32_t>> tokens;
     std::vector<double> log_probs;
     std::vector<std::vector<double>> token_log_probs;
     std::vector<std::vector<std::vector<float>>> attention;
+    std::vector<ConstraintState> constraint_states;
     for (std::size_t i = 0; i < keep && static_cast<std::int64_t>(tokens.size()) < k_max; ++i) {
       const Candidate& cand = candidates[i];
       if (cand.token == c.eos_id) {
@@ -374,6 +395,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
       tokens.push_back(s.tokens[cand.beam]);
       tokens.back().push_back(cand.token);
       log_probs.push_back(cand.log_prob);
+      if (constrained) constraint_states.push_back(std::move(states[static_cast<std::size_t>(cand.state)]));
       token_log_probs.push_back(s.token_log_probs[cand.beam]);
       token_log_probs.back().push_back(cand.token_log_prob);
       if (o.record_attention) {
@@ -385,6 +407,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     s.log_probs = std::move(log_probs);
     s.token_log_probs = std::move(token_log_probs);
     s.attention = std::move(attention);
+    s.constraints = std::move(constraint_states);
     std::sort(s.finished.begin(), s.finished.end(), better);
     // Stop: K finished, none live, or no live hypothesis can beat the n-best finished ones.
     bool stop = static_cast<std::int64_t>(s.finished.size()) >= k_max || s.tokens.empty();
@@ -423,12 +446,11 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
 
 std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
-                                                 const SearchOptions& o,
-                                                 const std::vector<std::vector<std::int32_t>>* prefixes) {
+                                                 const SearchOptions& o, const std::vector<TargetGuide>* guides) {
   BeamSearch search(model, o);
   std::vector<std::int64_t> ids(sources.size());
   std::iota(ids.begin(), ids.end(), 0);
-  search.add(sources, ids, prefixes);
+  search.add(sources, ids, guides);
   std::vector<std::vector<Hypothesis>> results(sources.size());
   while (!search.empty()) {
     for (auto& [id, hypotheses] : search.step()) results[static_cast<std::size_t>(id)] = std::move(hypotheses);

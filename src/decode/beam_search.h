@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "decode/constraints.h"
 #include "decode/decoding_model.h"
 #include "decode/decoding_options.h"
 #include "decode/sampling.h"
@@ -73,12 +74,14 @@ class BeamSearch {
   BeamSearch(const DecodingModel& model, SearchOptions options);
 
   // Encodes `sources` (token ids without BOS/EOS, each non-empty and within the model's positions)
-  // and adds them to the search under the caller's `ids` (one per source). `prefixes` (one per
-  // source, or none): target tokens forced as the start of each output (a hypothesis's tokens,
-  // log-probabilities and attention include them); the search goes on after them, and the length
-  // cap is at least the prefix's length.
+  // and adds them to the search under the caller's `ids` (one per source). `guides` (one per
+  // source, or none; constraints.h): a prefix's target tokens are forced as the start of the output
+  // (a hypothesis's tokens, log-probabilities and attention include them) and the search goes on
+  // after them; every output contains each constraint (beam search only). The length cap is at
+  // least the prefix and the constraints together; a guide that does not fit the model's positions,
+  // or holds a token no output holds, is an error.
   void add(const std::vector<std::vector<std::int32_t>>& sources, const std::vector<std::int64_t>& ids,
-           const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
+           const std::vector<TargetGuide>* guides = nullptr);
   // One decoding step of every sentence being searched; returns the sentences it finished, each
   // with its n-best hypotheses (best first).
   std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> step();
@@ -102,10 +105,25 @@ class BeamSearch {
     std::vector<std::vector<double>> token_log_probs;        // per live beam: each token's
     std::vector<std::vector<std::vector<float>>> attention;  // per live beam: each token's (record_attention)
     std::vector<Hypothesis> finished;
-    std::vector<std::int32_t> prefix;   // forced as the output's first tokens
+    TargetGuide guide;                         // the prefix forced, the constraints owed
+    std::vector<ConstraintState> constraints;  // per live beam, when the guide has constraints
     std::uint64_t key = 0;              // sampling: the sentence's random stream (sampling_key)
     std::vector<std::int64_t> samples;  // sampling: per live row, its sample's number
   };
+  // One of a step's extensions of a sentence's hypotheses.
+  struct Candidate {
+    double log_prob;
+    std::int64_t beam;  // row within the sentence's beams
+    std::int32_t token;
+    double token_log_prob;    // the step's log-probability of `token`
+    std::int64_t state = -1;  // constrained search: its ConstraintState's index
+  };
+  // Constrained search (constrained_search.cpp): the extensions of sentence `s` (rows from
+  // first_row of the host's log-probabilities `values`) that keep room for the constraint tokens
+  // each owes, in the order the step takes them: dynamic beam allocation's K first, then the best
+  // of the rest by bank for the live hypotheses that EOS left free. `states` gets their states.
+  void constrained_candidates(const Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& values,
+                              std::vector<Candidate>& candidates, std::vector<ConstraintState>& states) const;
   // Sampling: each live row of sentence `s` (rows from first_row) draws its next token.
   void sample_next(Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& log_probs,
                    std::vector<std::int64_t>& next_rows, std::vector<std::int32_t>& next_feed);
@@ -127,11 +145,11 @@ class BeamSearch {
 std::vector<std::vector<Hypothesis>> beam_search(const DecodingModel& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options,
-                                                 const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
+                                                 const std::vector<TargetGuide>* guides = nullptr);
 // The same with one model.
 std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model,
                                                  const std::vector<std::vector<std::int32_t>>& sources,
                                                  const SearchOptions& options,
-                                                 const std::vector<std::vector<std::int32_t>>* prefixes = nullptr);
+                                                 const std::vector<TargetGuide>* guides = nullptr);
 
 }  // namespace dragoman::decode
