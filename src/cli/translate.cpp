@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -41,6 +42,8 @@ struct TranslateCliOptions {
   int attention_layer = 0;  // 1-based; 0: the last
   int attention_head = 0;   // 1-based; 0: the average of the heads
   std::string attention_dir;
+  std::string target_prefix;    // a file: each input line's output prefix
+  std::string constraints;      // a file: each input line's required phrases, tab-separated
   decode::ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
   bool deterministic = false;
   bool progress = false;     // log lines of progress off a terminal too
@@ -97,6 +100,10 @@ void check_options(const TranslateCliOptions& o) {
   if (o.decoding.sampling.enabled && o.decoding.given.beam) {
     throw CLI::ValidationError("--beam is for the beam search; with --sampling, --nbest N gives N samples a line");
   }
+  if (o.decoding.sampling.enabled && !o.constraints.empty()) {
+    throw CLI::ValidationError(
+        "--constraints need the beam search: not with --sampling (--target-prefix works with both)");
+  }
   if (o.decoding.given.beam) check_nbest(o.nbest, o.decoding.beam);
   if (o.nbest > 0 && o.scores) throw CLI::ValidationError("--scores is for 1-best output; n-best lines have scores");
   if (o.output_format == "json" && o.scores) {
@@ -122,6 +129,9 @@ int run_translate(const TranslateCliOptions& o) {
   StopSignals signals;
   io::LineReader reader(o.input);
   reader.stop_waiting_when(signals.flag());
+  std::optional<io::LineReader> prefixes, constraints;  // files, one line per input line
+  if (!o.target_prefix.empty()) prefixes.emplace(o.target_prefix);
+  if (!o.constraints.empty()) constraints.emplace(o.constraints);
   decode::TranslationSink output(o.output);
   signals.remove_on_abort(output.temporary_path());
 
@@ -170,8 +180,10 @@ int run_translate(const TranslateCliOptions& o) {
   const Clock::time_point start = Clock::now();
   decode::TranslationWriter writer(output, output_options(o), *models.vocabulary, reader.name(), max_positions,
                                    o.attention_dir, caption);
-  if (translate_stream(translator, reader, chunks, needs_source_words(o), writer, progress, signals.flag()) ==
-      decode::StreamEnd::kStopped) {
+  decode::GuideReader guides(*models.vocabulary, prefixes ? &*prefixes : nullptr,
+                             constraints ? &*constraints : nullptr);
+  if (translate_stream(translator, reader, chunks, needs_source_words(o), writer, progress, signals.flag(),
+                       guides.active() ? &guides : nullptr) == decode::StreamEnd::kStopped) {
     spdlog::warn("translate: interrupted by signal {} after {} lines; {}", signals.received(), writer.totals().lines,
                  o.output == "-" ? "the lines written are complete and in input order" : "no output file written");
     return 128 + signals.received();
@@ -253,6 +265,17 @@ Subcommand add_translate(CLI::App& app) {
   sub->add_option("--seed", o->decoding.sampling.seed, "With --sampling: the random seed")
       ->capture_default_str()
       ->group("Sampling");
+  // Guided output (decode/guide_input.h): CTranslate2's target_prefix, fairseq's and Sockeye's
+  // lexical constraints (one line per input line, here in files of their own).
+  sub->add_option("--target-prefix", o->target_prefix,
+                  "A file with one line per input line: the text that line's translation starts with (empty: none)")
+      ->check(CLI::ExistingFile)
+      ->group("Guided output");
+  sub->add_option("--constraints", o->constraints,
+                  "A file with one line per input line: phrases that line's translation must contain, separated by "
+                  "tabs (empty: none)")
+      ->check(CLI::ExistingFile)
+      ->group("Guided output");
   add_decoding_options(sub, o->decoding, kBatchOptions);
   sub->add_option("--chunk-lines", o->chunks.chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))

@@ -25,11 +25,13 @@ LineEncoder translator_encoder(const Translator& translator, bool with_words) {
 }
 
 std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool replace_invalid,
-                                const LineEncoder& encode) {
+                                const LineEncoder& encode, GuideReader* guides) {
   std::vector<std::string> lines;
   Chunk chunk;
   std::string line;
-  while (static_cast<std::int64_t>(lines.size()) < limit && (lines.empty() || input.ready()) && input.next(line)) {
+  bool more = true;
+  while (static_cast<std::int64_t>(lines.size()) < limit && (lines.empty() || input.ready()) &&
+         (more = input.next(line))) {
     const std::size_t bad = utf8::find_invalid(line);
     if (bad != std::string::npos) {
       if (!replace_invalid) {
@@ -40,15 +42,17 @@ std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool 
       line = utf8::replace_invalid(line);
       ++chunk.replaced_lines;
     }
+    if (guides != nullptr) chunk.guides.push_back(guides->next(input));
     lines.push_back(std::move(line));
   }
+  if (!more && guides != nullptr && !input.stopped()) guides->finish(input);
   if (lines.empty()) return std::nullopt;
   encode(lines, chunk);
   return chunk;
 }
 
-ChunkPrefetcher::ChunkPrefetcher(io::LineSource& input, ChunkOptions options, LineEncoder encode)
-    : input_(input), options_(options), encode_(std::move(encode)) {
+ChunkPrefetcher::ChunkPrefetcher(io::LineSource& input, ChunkOptions options, LineEncoder encode, GuideReader* guides)
+    : input_(input), options_(options), encode_(std::move(encode)), guides_(guides) {
   input_.stop_waiting_when(&abandon_);
   start();
 }
@@ -67,7 +71,7 @@ std::optional<Chunk> ChunkPrefetcher::next() {
 void ChunkPrefetcher::start() {
   limit_ = next_chunk_size(limit_, options_);
   pending_ = std::async(std::launch::async, [this, limit = limit_] {
-    return read_chunk(input_, limit, options_.replace_invalid, encode_);
+    return read_chunk(input_, limit, options_.replace_invalid, encode_, guides_);
   });
 }
 

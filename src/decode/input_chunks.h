@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/guide_input.h"
 #include "decode/translation_output.h"
 #include "decode/translator.h"
 #include "io/line_reader.h"
@@ -43,6 +44,7 @@ std::int64_t next_chunk_size(std::int64_t previous, const ChunkOptions& options)
 struct Chunk {
   std::vector<std::vector<std::int32_t>> sources;  // each line's source ids
   std::vector<SourceWords> words;                  // each line's, when the encoder makes them
+  std::vector<TargetGuide> guides;                 // each line's, when there are guide files
   std::int64_t replaced_lines = 0;                 // lines whose invalid UTF-8 replace_invalid repaired
 };
 
@@ -58,8 +60,10 @@ LineEncoder translator_encoder(const Translator& translator, bool with_words);
 // terminal fed a line at a time): those lines are translated instead of waiting for more. Empty
 // when the input has ended (or a wait was stopped) and no line was read. Invalid UTF-8 is an
 // error "FILE:LINE: invalid UTF-8 at byte B of the line ..." (base/error.h throw_input_error).
+// `guides` (nullptr: none) reads each line's guide from its files, and at the input's end checks
+// that they end too.
 std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool replace_invalid,
-                                const LineEncoder& encode);
+                                const LineEncoder& encode, GuideReader* guides = nullptr);
 
 // Reads and encodes the input one chunk ahead of the translation, on a thread of its own: the text
 // work (reading, UTF-8 checks, SentencePiece) of the next chunk overlaps the decoding of this one,
@@ -68,8 +72,9 @@ std::optional<Chunk> read_chunk(io::LineSource& input, std::int64_t limit, bool 
 // translated and written first, as without the thread.
 class ChunkPrefetcher {
  public:
-  // Starts reading the first chunk. `input` and what `encode` uses must outlive the prefetcher.
-  ChunkPrefetcher(io::LineSource& input, ChunkOptions options, LineEncoder encode);
+  // Starts reading the first chunk. `input`, `guides` (nullptr: none) and what `encode` uses must
+  // outlive the prefetcher.
+  ChunkPrefetcher(io::LineSource& input, ChunkOptions options, LineEncoder encode, GuideReader* guides = nullptr);
   // Stops a wait for input (a pipe with nothing to read) and waits for the thread.
   ~ChunkPrefetcher();
   ChunkPrefetcher(const ChunkPrefetcher&) = delete;
@@ -86,6 +91,7 @@ class ChunkPrefetcher {
   io::LineSource& input_;
   const ChunkOptions options_;
   const LineEncoder encode_;
+  GuideReader* guides_;
   std::atomic<int> abandon_{0};
   std::int64_t limit_ = 0;  // of the chunk being read
   std::future<std::optional<Chunk>> pending_;

@@ -23,21 +23,23 @@ struct StopRequested {};
 
 StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
                            bool with_words, TranslationWriter& writer, io::Progress& progress,
-                           const std::atomic<int>* stop) {
+                           const std::atomic<int>* stop, GuideReader* guides) {
   const auto stop_requested = [stop] { return stop != nullptr && stop->load() != 0; };
   try {
-    ChunkPrefetcher prefetcher(input, chunks, translator_encoder(translator, with_words));
+    ChunkPrefetcher prefetcher(input, chunks, translator_encoder(translator, with_words), guides);
     while (std::optional<Chunk> chunk = prefetcher.next()) {
       if (stop_requested()) throw StopRequested{};  // e.g. while the model was loading
       writer.count_replaced_lines(chunk->replaced_lines);
       const std::int64_t chunk_start = writer.totals().lines;
       writer.start_chunk(with_words ? &chunk->words : nullptr);
-      translator.translate_ids_in_batches(std::move(chunk->sources),
-                                          [&](const std::vector<Translation>& results, std::int64_t done) {
-                                            writer.write_ready(results);
-                                            progress.update(chunk_start + done);
-                                            if (stop_requested()) throw StopRequested{};
-                                          });
+      translator.translate_ids_in_batches(
+          std::move(chunk->sources),
+          [&](const std::vector<Translation>& results, std::int64_t done) {
+            writer.write_ready(results);
+            progress.update(chunk_start + done);
+            if (stop_requested()) throw StopRequested{};
+          },
+          std::move(chunk->guides));
     }
     if (stop_requested()) throw StopRequested{};  // a stop while waiting for input
   } catch (const StopRequested&) {

@@ -30,9 +30,10 @@ enum class StreamEnd {
 // after every chunk is read and every batch is written; a wait for input it must cut short is the
 // input's business (LineSource::stop_waiting_when). Errors (a bad line, a failed read or write)
 // are thrown after the lines before them are written.
+// `guides` (nullptr: none) gives each line its target prefix and constraints from their files.
 StreamEnd translate_stream(const Translator& translator, io::LineSource& input, const ChunkOptions& chunks,
                            bool with_words, TranslationWriter& writer, io::Progress& progress,
-                           const std::atomic<int>* stop);
+                           const std::atomic<int>* stop, GuideReader* guides = nullptr);
 
 // The summary translate logs at the end: lines, tokens, rates, the allocator's peak on `device`
 // (debug), and the counts of truncated lines and of lines with invalid UTF-8 replaced.

@@ -107,8 +107,9 @@ std::vector<Translation> Translator::translate_in_batches(const std::vector<std:
 }
 
 std::vector<Translation> Translator::translate_ids_in_batches(std::vector<std::vector<std::int32_t>> sources,
-                                                              const BatchDone& batch_done) const {
-  return search(std::move(sources), batch_done);
+                                                              const BatchDone& batch_done,
+                                                              std::vector<TargetGuide> guides) const {
+  return search(std::move(sources), batch_done, std::move(guides));
 }
 
 std::vector<std::vector<std::int32_t>> Translator::encode(const std::vector<std::string>& lines) const {
@@ -120,8 +121,9 @@ std::vector<Translation> Translator::translate_ids(std::vector<std::vector<std::
   return search(std::move(sources), count_only(progress));
 }
 
-std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t>> sources,
-                                            const BatchDone& batch_done) const {
+std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done,
+                                            std::vector<TargetGuide> guides) const {
+  if (!guides.empty() && guides.size() != sources.size()) throw Error("translate: one guide per source");
   const std::int64_t max_positions = model_.config().max_positions;
   std::vector<Translation> results(sources.size());
   std::vector<std::int64_t> lengths(sources.size());
@@ -136,8 +138,13 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
   if (batches.empty()) batch_done(results, done);
   for (const std::vector<std::int64_t>& batch : batches) {
     std::vector<std::vector<std::int32_t>> batch_sources;
-    for (const std::int64_t i : batch) batch_sources.push_back(std::move(sources[static_cast<std::size_t>(i)]));
-    const std::vector<std::vector<Hypothesis>> found = beam_search(model_, batch_sources, options_.search);
+    std::vector<TargetGuide> batch_guides;
+    for (const std::int64_t i : batch) {
+      batch_sources.push_back(std::move(sources[static_cast<std::size_t>(i)]));
+      if (!guides.empty()) batch_guides.push_back(std::move(guides[static_cast<std::size_t>(i)]));
+    }
+    const std::vector<std::vector<Hypothesis>> found =
+        beam_search(model_, batch_sources, options_.search, guides.empty() ? nullptr : &batch_guides);
     for (std::size_t j = 0; j < batch.size(); ++j) {
       results[static_cast<std::size_t>(batch[j])].nbest = translated(vocabulary_, found[j]);
     }

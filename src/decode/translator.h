@@ -81,9 +81,11 @@ class Translator {
   std::vector<Translation> translate_in_batches(const std::vector<std::string>& lines,
                                                 const BatchDone& batch_done) const;
   // translate_ids() calling `batch_done` after each batch (sources from encode(): translate's
-  // reader thread encodes the next lines while this decodes).
+  // reader thread encodes the next lines while this decodes). `guides`: none, or one per source
+  // (its target prefix and constraints; an empty source's translation stays empty).
   std::vector<Translation> translate_ids_in_batches(std::vector<std::vector<std::int32_t>> sources,
-                                                    const BatchDone& batch_done) const;
+                                                    const BatchDone& batch_done,
+                                                    std::vector<TargetGuide> guides = {}) const;
   // The source ids of `lines`, as translate() makes them; safe to call on another thread while a
   // translation runs.
   std::vector<std::vector<std::int32_t>> encode(const std::vector<std::string>& lines) const;
@@ -97,7 +99,8 @@ class Translator {
   const text::Vocabulary& vocabulary_;
   TranslatorOptions options_;
 
-  std::vector<Translation> search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done) const;
+  std::vector<Translation> search(std::vector<std::vector<std::int32_t>> sources, const BatchDone& batch_done,
+                                  std::vector<TargetGuide> guides = {}) const;
   void check() const;  // the vocabulary against the model, the options
 };
 

@@ -27,6 +27,8 @@ class LineSource {
   virtual bool ready() = 0;
   // Adds a flag that, once non-zero, stops a wait for input (nullptr: none).
   virtual void stop_waiting_when(const std::atomic<int>* flag) = 0;
+  // Whether the last next() returned false because a wait was stopped, not at the input's end.
+  virtual bool stopped() const { return false; }
   virtual std::int64_t line_number() const = 0;  // of the last line returned, 1-based
   virtual const std::string& name() const = 0;   // for messages: "FILE:LINE: ..."
 };
@@ -51,7 +53,7 @@ class LineReader final : public LineSource {
   void stop_waiting_when(const std::atomic<int>* flag) override {
     if (flag != nullptr) stop_flags_.push_back(flag);
   }
-  bool stopped() const { return stopped_; }
+  bool stopped() const override { return stopped_; }
 
   std::int64_t line_number() const override { return line_number_; }  // of the last line returned, 1-based
   const std::string& name() const override { return name_; }          // the path, or "<stdin>"

@@ -82,6 +82,65 @@ bool boolean(const json& value, const std::string& field) {
   return value.get<bool>();
 }
 
+// "target_prefix": a string for a single text, a list of strings (one per text) for a list.
+std::vector<std::string> target_prefixes_of(const json& value, std::size_t texts, bool list) {
+  std::vector<std::string> prefixes;
+  if (!list) {
+    if (!value.is_string())
+      bad("target_prefix: expected a string (text is one), got " + std::string(value.type_name()));
+    prefixes.push_back(value.get<std::string>());
+  } else {
+    if (!value.is_array() || value.size() != texts) {
+      bad("target_prefix: expected a list of " + std::to_string(texts) + " strings, one for each text");
+    }
+    for (const json& item : value) {
+      if (!item.is_string()) bad("target_prefix: expected strings in the list, got " + std::string(item.type_name()));
+      prefixes.push_back(item.get<std::string>());
+    }
+  }
+  for (std::size_t i = 0; i < prefixes.size(); ++i) {
+    if (prefixes[i].find_first_of("\r\n") != std::string::npos) {
+      bad("target_prefix[" + std::to_string(i) + "]: a line break (a prefix is the start of one sentence)");
+    }
+  }
+  return prefixes;
+}
+
+// One text's constraints: a list of non-empty strings without line breaks.
+std::vector<std::string> phrases_of(const json& value, const std::string& field, const RequestLimits& limits) {
+  if (!value.is_array()) bad(field + ": expected a list of strings, got " + std::string(value.type_name()));
+  if (value.size() > static_cast<std::size_t>(limits.max_constraints)) {
+    bad(field + ": " + std::to_string(value.size()) + " constraints, more than this server's limit of " +
+        std::to_string(limits.max_constraints) + " per text");
+  }
+  std::vector<std::string> phrases;
+  for (const json& item : value) {
+    if (!item.is_string()) bad(field + ": expected strings, got " + std::string(item.type_name()));
+    std::string phrase = item.get<std::string>();
+    if (phrase.empty()) bad(field + ": an empty constraint");
+    if (phrase.find_first_of("\r\n") != std::string::npos) bad(field + ": a constraint with a line break");
+    phrases.push_back(std::move(phrase));
+  }
+  return phrases;
+}
+
+// "constraints": a list of strings for a single text, a list of such lists (one per text) for a list.
+std::vector<std::vector<std::string>> constraints_of(const json& value, std::size_t texts, bool list,
+                                                     const RequestLimits& limits) {
+  std::vector<std::vector<std::string>> constraints;
+  if (!list) {
+    constraints.push_back(phrases_of(value, "constraints", limits));
+    return constraints;
+  }
+  if (!value.is_array() || value.size() != texts) {
+    bad("constraints: expected a list of " + std::to_string(texts) + " lists of strings, one for each text");
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    constraints.push_back(phrases_of(value[i], "constraints[" + std::to_string(i) + "]", limits));
+  }
+  return constraints;
+}
+
 }  // namespace
 
 TranslateRequest parse_translate_request(const std::string& body, const decode::SearchOptions& defaults,
@@ -92,12 +151,17 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
   r.search = defaults;
   r.search.nbest = 1;
   r.output.format = decode::OutputFormat::kJson;
-  bool has_text = false, beam_given = false, shaped = false;
+  bool has_text = false, beam_given = false, shaped = false, list = false;
+  const json* prefixes = nullptr;  // read once the texts are known
+  const json* constraints = nullptr;
   for (const auto& [key, value] : j.items()) {
     if (key == "text") {
-      bool list = false;
       r.texts = texts_of(value, "text", limits, list);
       has_text = true;
+    } else if (key == "target_prefix") {
+      prefixes = &value;
+    } else if (key == "constraints") {
+      constraints = &value;
     } else if (key == "model") {
       if (!value.is_string()) bad("model: expected a string, got " + std::string(value.type_name()));
       r.model = value.get<std::string>();
@@ -143,7 +207,7 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
     } else {
       bad("unknown field \"" + key +
           "\" (expected text, model, beam, n_best, length_penalty, word_scores, alignment, sampling, temperature, "
-          "top_k, top_p, seed)");
+          "top_k, top_p, seed, target_prefix, constraints)");
     }
   }
   if (!has_text) bad("text: missing (the sentences to translate)");
@@ -151,6 +215,12 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
     if (r.texts[i].find_first_of("\r\n") != std::string::npos) {
       bad("text[" + std::to_string(i) + "]: a line break: give one sentence per text (split lines into a list)");
     }
+  }
+  if (prefixes != nullptr) r.target_prefixes = target_prefixes_of(*prefixes, r.texts.size(), list);
+  if (constraints != nullptr) {
+    r.constraints = constraints_of(*constraints, r.texts.size(), list, limits);
+    if (r.search.sampling.enabled)
+      bad("constraints: need the beam search, not sampling (target_prefix works with both)");
   }
   if (shaped && !r.search.sampling.enabled)
     bad("temperature, top_k, top_p and seed shape sampling: give \"sampling\": true");

@@ -1,6 +1,7 @@
 // The requests `dragoman serve` accepts, parsed and checked without HTTP (docs/SERVE.md):
 //   POST /v1/translate  JSON {"text": "..." | ["...", ...], "model", "beam", "n_best",
-//                       "length_penalty", "word_scores", "alignment"}
+//                       "length_penalty", "word_scores", "alignment", "sampling", "temperature",
+//                       "top_k", "top_p", "seed", "target_prefix", "constraints"}
 //   POST /translate     LibreTranslate: JSON or form fields q (a string or a list), source,
 //                       target, format ("text"), api_key (ignored)
 // Anything else in a request (an unknown field, a wrong type, a value out of range, invalid JSON or
@@ -26,6 +27,7 @@ struct ApiError {
 struct RequestLimits {
   std::int64_t max_sentences = 1000;  // per request (413 beyond)
   int max_beam = decode::kMaxServeBeam;  // decode/decoding_options.h says why a server's is lower than translate's
+  int max_constraints = 32;              // per text: each one widens every step's candidates
 };
 
 struct TranslateRequest {
@@ -33,6 +35,9 @@ struct TranslateRequest {
   std::string model;               // "" for the default model
   decode::SearchOptions search;
   decode::OutputOptions output;  // JSON, with the n-best list, word scores, alignment as asked
+  // Per text (both empty when the request has none): the output's prefix and required phrases.
+  std::vector<std::string> target_prefixes;
+  std::vector<std::vector<std::string>> constraints;
 };
 
 // `defaults`: the server's search options (beam, length penalty, ...), which a request may change.

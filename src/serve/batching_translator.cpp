@@ -55,8 +55,10 @@ std::int64_t BatchingTranslator::queued_sentences() const {
 
 std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
                                                            std::vector<std::vector<std::int32_t>> sources,
-                                                           const decode::SearchOptions& search) {
+                                                           const decode::SearchOptions& search,
+                                                           std::vector<decode::TargetGuide> guides) {
   if (model >= models_.size()) throw Error("serve: model " + std::to_string(model) + " out of range");
+  if (!guides.empty() && guides.size() != sources.size()) throw Error("serve: one guide per source");
   auto job = std::make_shared<TranslationJob>();
   job->model = model;
   job->search = search;
@@ -70,6 +72,7 @@ std::shared_ptr<TranslationJob> BatchingTranslator::submit(std::size_t model,
     if (!sources[i].empty()) job->order.push_back(i);
   }
   job->sources = std::move(sources);
+  job->guides = std::move(guides);
   std::stable_sort(job->order.begin(), job->order.end(),
                    [&](std::size_t a, std::size_t b) { return job->sources[a].size() > job->sources[b].size(); });
   job->missing = job->order.size();
@@ -157,6 +160,8 @@ void BatchingTranslator::take_queued(Joining& joining) {
       searching_[id] = {*it, index};
       joining.sources.push_back(job.sources[index]);
       joining.ids.push_back(id);
+      joining.guides.push_back(job.guides.empty() ? decode::TargetGuide() : job.guides[index]);
+      joining.guided = joining.guided || !job.guides.empty();
       ++sentences;
       tokens += length;
     }
@@ -240,7 +245,9 @@ void BatchingTranslator::run(const std::function<bool()>& finished) {
     take_queued(joining);
     lock.unlock();
     try {
-      if (!joining.sources.empty()) search_->add(joining.sources, joining.ids);
+      if (!joining.sources.empty()) {
+        search_->add(joining.sources, joining.ids, joining.guided ? &joining.guides : nullptr);
+      }
       step();
     } catch (...) {
       spdlog::error("serve: a search of {} sentence(s) failed", searching_.size());

@@ -59,6 +59,7 @@ struct QueueFull {};
 struct TranslationJob {
   std::size_t model = 0;
   std::vector<std::vector<std::int32_t>> sources;
+  std::vector<decode::TargetGuide> guides;  // none, or one per source
   decode::SearchOptions search;
   std::promise<std::vector<decode::Translation>> result;
   std::atomic<bool> abandoned{false};
@@ -96,11 +97,13 @@ class BatchingTranslator {
                      StepObserver observer = {});
   ~BatchingTranslator();
 
-  // Queues `sources` (token ids) to be translated by model `model` with `search`; throws QueueFull
-  // when the queue has no room for them (or after drain()). The job's future gets the translations
-  // (or the error).
+  // Queues `sources` (token ids) to be translated by model `model` with `search` (and `guides`:
+  // none, or one per source, checked by the caller to fit the model); throws QueueFull when the
+  // queue has no room for them (or after drain()). The job's future gets the translations (or the
+  // error).
   std::shared_ptr<TranslationJob> submit(std::size_t model, std::vector<std::vector<std::int32_t>> sources,
-                                         const decode::SearchOptions& search);
+                                         const decode::SearchOptions& search,
+                                         std::vector<decode::TargetGuide> guides = {});
   // Translates queued requests on the calling thread until `finished()` is true (checked at least
   // every 50 ms) and nothing is queued or searched.
   void run(const std::function<bool()>& finished);
@@ -113,6 +116,8 @@ class BatchingTranslator {
   struct Joining {
     std::vector<std::vector<std::int32_t>> sources;
     std::vector<std::int64_t> ids;
+    std::vector<decode::TargetGuide> guides;  // one per source (empty ones for unguided requests)
+    bool guided = false;
   };
   // Moves queued sentences of the search's model and options into `joining` while the search has
   // room (the lock held); answers the requests that were abandoned or have nothing to search.

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "base/timing.h"
+#include "decode/guide_input.h"
 #include "serve/metrics.h"
 
 namespace dragoman::serve {
@@ -57,14 +58,15 @@ std::size_t model_for_languages(Context& c, const std::string& source, const std
 // Translates `texts` (one sentence each) with `model`, through its batcher: the translations in
 // order. Throws ApiError 503 (queue full) or 504 (timeout).
 std::vector<decode::Translation> translate(Context& c, std::size_t model, const std::vector<std::string>& texts,
-                                           const decode::SearchOptions& search) {
+                                           const decode::SearchOptions& search,
+                                           std::vector<decode::TargetGuide> guides = {}) {
   const text::Vocabulary& vocabulary = *c.models[model].models.vocabulary;
   std::vector<std::vector<std::int32_t>> sources;
   sources.reserve(texts.size());
   for (const std::string& text : texts) sources.push_back(vocabulary.encode(text));
   std::shared_ptr<TranslationJob> job;
   try {
-    job = c.batcher.submit(model, std::move(sources), search);
+    job = c.batcher.submit(model, std::move(sources), search, std::move(guides));
   } catch (const QueueFull&) {
     throw ApiError{503, "the server is busy (its queue is full): try again shortly"};
   }
@@ -78,11 +80,44 @@ std::vector<decode::Translation> translate(Context& c, std::size_t model, const 
   return result.get();
 }
 
+// A request's target prefixes and constraints, encoded for the model (none when it has neither);
+// what the model cannot produce, or what does not fit its positions, is a 400 naming the text.
+std::vector<decode::TargetGuide> request_guides(const TranslateRequest& r, const text::Vocabulary& vocabulary,
+                                                const model::ModelConfig& config) {
+  std::vector<decode::TargetGuide> guides;
+  if (r.target_prefixes.empty() && r.constraints.empty()) return guides;
+  for (std::size_t i = 0; i < r.texts.size(); ++i) {
+    const std::string where = r.texts.size() > 1 ? "[" + std::to_string(i) + "]" : "";
+    decode::TargetGuide guide;
+    try {
+      if (!r.target_prefixes.empty() && !r.target_prefixes[i].empty()) {
+        guide.prefix = decode::encode_target_phrase(vocabulary, r.target_prefixes[i], "target_prefix" + where);
+      }
+      if (!r.constraints.empty()) {
+        for (const std::string& phrase : r.constraints[i]) {
+          guide.constraints.push_back(decode::encode_target_phrase(vocabulary, phrase, "constraints" + where));
+        }
+      }
+    } catch (const Error& e) {
+      throw ApiError{400, e.what()};
+    }
+    const std::int64_t tokens = static_cast<std::int64_t>(guide.prefix.size()) + guide.constraint_tokens();
+    if (tokens > config.max_positions - 1) {
+      throw ApiError{400, "target_prefix and constraints" + where + ": " + std::to_string(tokens) +
+                              " tokens, more than the model's output can hold (" +
+                              std::to_string(config.max_positions - 1) + ")"};
+    }
+    guides.push_back(std::move(guide));
+  }
+  return guides;
+}
+
 std::string v1_translate(Context& c, const httplib::Request& req) {
   const TranslateRequest r = parse_translate_request(req.body, c.options.search, c.options.limits);
   const std::size_t index = model_named(c, r.model);
   const ServedModel& model = c.models[index];
-  const std::vector<decode::Translation> done = translate(c, index, r.texts, r.search);
+  const std::vector<decode::Translation> done = translate(
+      c, index, r.texts, r.search, request_guides(r, *model.models.vocabulary, model.models.decoding().config()));
   ordered_json answer = {{"model", model.name}, {"translations", ordered_json::array()}};
   for (std::size_t i = 0; i < done.size(); ++i) {
     decode::SourceWords words;

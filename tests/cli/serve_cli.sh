@@ -131,6 +131,49 @@ bad = [i for i in range(len(lines)) if answers[i] != expected[i]]
 print(f"{len(bad)} of {len(lines)} sampled answers differ from translate --sampling's")
 assert not bad
 PY
+# Guided requests: target prefixes and constraints, one request per sentence beside plain ones,
+# answered as translate --target-prefix --constraints answers (each output starts with its prefix
+# and holds its constraints).
+: >"$tmp/guide.pre"
+: >"$tmp/guide.con"
+for ((i = 0; i < 12; i++)); do
+  if ((i % 3 == 0)); then echo "j" >>"$tmp/guide.pre"; else echo >>"$tmp/guide.pre"; fi
+  if ((i % 2 == 0)); then printf 'a b\tc\n' >>"$tmp/guide.con"; else echo >>"$tmp/guide.con"; fi
+done
+"$dragoman" translate -m "$model" -i "$tmp/sample-lines.txt" --target-prefix "$tmp/guide.pre" \
+  --constraints "$tmp/guide.con" --nbest 2 --deterministic --output-format json --threads 1 2>/dev/null \
+  >"$tmp/guide-expected.jsonl"
+check guided-answers-are-translates python3 - "$port" "$tmp/sample-lines.txt" "$tmp/guide-expected.jsonl" \
+  "$tmp/guide.pre" "$tmp/guide.con" <<'PY'
+import json, sys, threading, urllib.request
+port, lines = sys.argv[1], open(sys.argv[2]).read().split("\n")[:-1]
+expected = [json.loads(e) for e in open(sys.argv[3]).read().split("\n")[:-1]]
+prefixes = open(sys.argv[4]).read().split("\n")[:-1]
+constraints = [l.split("\t") if l else [] for l in open(sys.argv[5]).read().split("\n")[:-1]]
+def ask(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=60))["translations"]
+answers = {}
+def guided(i):
+    answers[i] = ask({"text": lines[i], "target_prefix": prefixes[i], "constraints": constraints[i], "n_best": 2})[0]
+def plain(i):
+    ask({"text": lines[i]})
+threads = [threading.Thread(target=f, args=(i,)) for i in range(len(lines)) for f in (guided, plain)]
+for t in threads: t.start()
+for t in threads: t.join()
+bad = [i for i in range(len(lines)) if answers[i] != expected[i]]
+print(f"{len(bad)} of {len(lines)} guided answers differ from translate's")
+assert not bad
+for i in range(len(lines)):
+    for hypothesis in answers[i]["nbest"] if "nbest" in answers[i] else [answers[i]]:
+        assert hypothesis["translation"].startswith(prefixes[i]), (i, hypothesis)
+        for c in constraints[i]:
+            assert c in hypothesis["translation"], (i, c, hypothesis)
+# A list of texts takes lists, one entry per text.
+both = ask({"text": lines[:2], "target_prefix": prefixes[:2], "constraints": constraints[:2], "n_best": 2})
+assert both == expected[:2], both
+PY
 # Under load, a mix of good requests and malformed ones (bad JSON and UTF-8, deep nesting, huge
 # values, wrong types and paths, garbage and cut-off HTTP on raw sockets): every good answer is
 # still translate's, nothing but 4xx (or 503) for the bad ones, and the server stays up.
@@ -216,6 +259,14 @@ check_status text-type 400 'text: expected a string or a list of strings, got nu
 check_status beam-range 400 'beam: 0 is not in \[1, 64\]' POST /v1/translate -d '{"text": "a", "beam": 0}'
 check_status nbest-over-beam 400 'n_best: 5 is larger than the beam 4' POST /v1/translate -d '{"text": "a", "n_best": 5}'
 check_status line-break 400 'text\[1\]: a line break' POST /v1/translate -d '{"text": ["a", "b\nc"]}'
+check_status prefix-type 400 'target_prefix: expected a string \(text is one\), got array' POST /v1/translate -d '{"text": "a", "target_prefix": ["a"]}'
+check_status prefix-count 400 'target_prefix: expected a list of 2 strings' POST /v1/translate -d '{"text": ["a", "b"], "target_prefix": ["a"]}'
+check_status constraints-count 400 'constraints: expected a list of 2 lists' POST /v1/translate -d '{"text": ["a", "b"], "constraints": [["a"]]}'
+check_status constraints-sampling 400 'constraints: need the beam search' POST /v1/translate -d '{"text": "a", "constraints": ["b"], "sampling": true}'
+check_status constraint-empty 400 'constraints: an empty constraint' POST /v1/translate -d '{"text": "a", "constraints": [""]}'
+check_status constraint-unknown 400 'constraints \\"字\\": the target vocabulary cannot encode it' POST /v1/translate -d '{"text": "a", "constraints": ["字"]}'
+check_status constraints-many 400 'constraints: 33 constraints, more than this server' POST /v1/translate -d "{\"text\": \"a\", \"constraints\": [$(printf '"a",%.0s' {1..32})\"a\"]}"
+check_status guide-too-long 400 'tokens, more than the model' POST /v1/translate -d "{\"text\": \"a\", \"target_prefix\": \"$(printf 'a %.0s' {1..300})\"}"
 check_status unknown-model 400 'no model named \\"xx\\"' POST /v1/translate -d '{"text": "a", "model": "xx"}'
 check_status too-many 413 '51 texts, more than this server.s limit of 50' POST /v1/translate \
   -d "{\"text\": [$(for ((i = 0; i < 50; i++)); do printf '"a",'; done)\"a\"]}"

@@ -326,5 +326,80 @@ expect sampling-bad-top-p 2 "--top-p: expected a number from 1e-06 to 1, got .1.
 expect sampling-bad-temperature 2 "--temperature" -- "$dragoman" translate -m "$model" -i "$tmp/sample.src" \
   --sampling --temperature 0
 
+# Target prefixes and constraints (files aligned with the input): every output starts with its
+# line's prefix and holds its constraints, also where the plain output lacks them; the scores are
+# `dragoman score`'s of the whole outputs; with sampling, prefixes hold too; files of other line
+# counts, invalid UTF-8, phrases the vocabulary cannot encode and empty constraints are refused
+# naming the file and the line.
+head -n 20 "$tmp/train.src" >"$tmp/guide.src"
+: >"$tmp/guide.pre"
+: >"$tmp/guide.con"
+for ((i = 0; i < 20; i++)); do
+  if ((i % 2 == 0)); then echo "j i" >>"$tmp/guide.pre"; else echo >>"$tmp/guide.pre"; fi
+  if ((i % 3 != 2)); then printf 'a b\tc d c\n' >>"$tmp/guide.con"; else echo >>"$tmp/guide.con"; fi
+done
+guided() { "$dragoman" translate -m "$model" -i "$tmp/guide.src" --target-prefix "$tmp/guide.pre" \
+  --constraints "$tmp/guide.con" "$@" 2>/dev/null; }
+guided --nbest 3 --beam 4 --deterministic --output-format json --word-scores >"$tmp/guided.jsonl"
+"$dragoman" translate -m "$model" -i "$tmp/guide.src" --deterministic >"$tmp/unguided.txt" 2>/dev/null
+check guided-outputs python3 - "$tmp/guided.jsonl" "$tmp/guide.pre" "$tmp/guide.con" "$tmp/unguided.txt" \
+  "$tmp/guided-pieces.txt" "$tmp/guided-src.txt" "$tmp/guide.src" <<'PY'
+import json, sys
+objects = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+prefixes = open(sys.argv[2]).read().split("\n")[:-1]
+constraints = [l.split("\t") if l else [] for l in open(sys.argv[3]).read().split("\n")[:-1]]
+plain = open(sys.argv[4]).read().split("\n")[:-1]
+sources = open(sys.argv[7]).read().split("\n")[:-1]
+assert len(objects) == 20, len(objects)
+lacking = 0
+with open(sys.argv[5], "w") as pieces, open(sys.argv[6], "w") as src:
+    for i, o in enumerate(objects):
+        assert len(o["nbest"]) == 3, o
+        for h in o["nbest"]:
+            assert h["translation"].startswith(prefixes[i]), (i, h["translation"])
+            for c in constraints[i]:
+                assert c in h["translation"], (i, c, h["translation"])
+            pieces.write(" ".join(h["pieces"][:-1]) + "\n")
+            src.write(sources[i] + "\n")
+        lacking += sum(c not in plain[i] for c in constraints[i])
+assert lacking >= 5, lacking  # the constraints were not met anyway
+print(f"{lacking} constraints the unconstrained outputs lack, met")
+PY
+"$dragoman" score -m "$model" -s "$tmp/guided-src.txt" -t "$tmp/guided-pieces.txt" --pieces --deterministic \
+  -o "$tmp/guided-scores.txt" 2>/dev/null
+check guided-scores-are-score python3 - "$tmp/guided.jsonl" "$tmp/guided-scores.txt" <<'PY'
+import json, sys
+objects = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+scores = [float(line) for line in open(sys.argv[2])]
+mine = [h["log_prob"] for o in objects for h in o["nbest"]]
+assert len(scores) == len(mine) == 60
+assert scores == mine, [(a, b) for a, b in zip(scores, mine) if a != b][:3]
+PY
+check guided-sampling-keeps-prefix python3 - "$tmp/guide.pre" <<PY
+import subprocess
+out = subprocess.run(["$dragoman", "translate", "-m", "$model", "-i", "$tmp/guide.src", "--target-prefix",
+                      "$tmp/guide.pre", "--sampling", "--temperature", "2", "--seed", "3"],
+                     capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+prefixes = open("$tmp/guide.pre").read().split("\n")[:-1]
+assert len(out) == 20 and all(o.startswith(p) for o, p in zip(out, prefixes)), out
+PY
+head -n 19 "$tmp/guide.pre" >"$tmp/guide-short.pre"
+expect guided-short-file 1 "guide-short.pre:20: the file ended, but .*guide.src has a line 20" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --target-prefix "$tmp/guide-short.pre"
+cat "$tmp/guide.con" "$tmp/guide.con" >"$tmp/guide-long.con"
+expect guided-long-file 1 "guide-long.con:21: a line more than .*guide.src has \(20 lines" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --constraints "$tmp/guide-long.con"
+{ head -n 3 "$tmp/guide.con"; printf 'a\xff\n'; tail -n 16 "$tmp/guide.con"; } >"$tmp/guide-bad.con"
+expect guided-bad-utf8 1 "guide-bad.con:4: invalid UTF-8 at byte 2" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --constraints "$tmp/guide-bad.con"
+{ head -n 4 "$tmp/guide.con"; printf 'a\tzz\n'; tail -n 15 "$tmp/guide.con"; } >"$tmp/guide-unk.con"
+expect guided-unencodable 1 "guide-unk.con:5: constraint \"zz\": the target vocabulary cannot encode it" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --constraints "$tmp/guide-unk.con"
+{ printf 'a\t\tb\n'; tail -n 19 "$tmp/guide.con"; } >"$tmp/guide-empty.con"
+expect guided-empty-constraint 1 "guide-empty.con:1: an empty constraint" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --constraints "$tmp/guide-empty.con"
+expect guided-no-sampling 2 "--constraints need the beam search" -- \
+  "$dragoman" translate -m "$model" -i "$tmp/guide.src" --constraints "$tmp/guide.con" --sampling
+
 echo "translate_cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
