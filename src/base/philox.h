@@ -57,8 +57,9 @@ DRAGOMAN_HOST_DEVICE inline std::uint32_t bits(std::uint64_t seed, std::uint64_t
 //   kDropout  dropout site k of batch b on data-parallel rank r: bits 48-59 r, 24-47 b, 0-23 k
 //   kData     the batcher's length ties and shuffles (data/batching.cpp), per epoch
 //   kSample   sampled decoding (decode/sampling.h): a sentence's stream from its source's hash
+//   kNoise    translate --noise (decode/output_noise.h): a sentence's stream from its source's hash
 // The purpose values are fixed forever: checkpoints resume with the same random numbers.
-enum class Purpose : std::uint64_t { kInit = 0x0, kDropout = 0x1, kSample = 0x5, kData = 0xB };
+enum class Purpose : std::uint64_t { kInit = 0x0, kDropout = 0x1, kSample = 0x5, kNoise = 0x6, kData = 0xB };
 
 constexpr int kPurposeShift = 60;
 constexpr std::uint64_t kPurposeMask = std::uint64_t{0xF} << kPurposeShift;

@@ -45,6 +45,7 @@ struct TranslateCliOptions {
   std::string target_prefix;    // a file: each input line's output prefix
   std::string constraints;      // a file: each input line's required phrases, tab-separated
   decode::ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
+  bool noise = false;           // Edunov et al.'s noise on each translation (decode/output_noise.h)
   bool deterministic = false;
   bool progress = false;     // log lines of progress off a terminal too
   bool no_progress = false;  // no status line on a terminal
@@ -93,9 +94,14 @@ void check_options(const TranslateCliOptions& o) {
   check_decoding_device("translate", o.decoding.device, o.decoding.precision);
   // (Without --beam the model file may recommend a beam: checked once it is known.)
   const decode::SamplingOptions& sampling = o.decoding.sampling;
-  if (!sampling.enabled &&
-      (sampling.temperature != 1.0 || sampling.top_k != 0 || sampling.top_p != 1.0 || sampling.seed != 1)) {
+  if (!sampling.enabled && (sampling.temperature != 1.0 || sampling.top_k != 0 || sampling.top_p != 1.0 ||
+                            (sampling.seed != 1 && !o.noise))) {
     throw CLI::ValidationError("--temperature, --top-k, --top-p and --seed shape --sampling: give --sampling too");
+  }
+  if (o.noise && (o.output_format != "text" || o.scores || o.nbest > 0 || o.word_scores || needs_source_words(o))) {
+    throw CLI::ValidationError(
+        "--noise changes the text only: not with --nbest, --scores, --word-scores, --alignment, --attention-dir or "
+        "JSON output (their tokens and scores would be the translation's before the noise)");
   }
   if (o.decoding.sampling.enabled && o.decoding.given.beam) {
     throw CLI::ValidationError("--beam is for the beam search; with --sampling, --nbest N gives N samples a line");
@@ -144,6 +150,8 @@ int run_translate(const TranslateCliOptions& o) {
   check_nbest(o.nbest, effective.beam);
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
+  options.noise.enabled = o.noise;
+  options.noise.seed = o.decoding.sampling.seed;
   const decode::Translator translator(models.decoding(), *models.vocabulary, options);
   const std::int64_t max_positions = models.decoding().config().max_positions;
   std::string caption;  // what the attention pictures show
@@ -262,7 +270,11 @@ Subcommand add_translate(CLI::App& app) {
       ->check(number_in(0.000001, 1))
       ->capture_default_str()
       ->group("Sampling");
-  sub->add_option("--seed", o->decoding.sampling.seed, "With --sampling: the random seed")
+  sub->add_flag("--noise", o->noise,
+                "Noise on each translation, for back-translation (Edunov et al. 2018's beam + noise): words moved "
+                "fewer than 3 places, each deleted with probability 0.1, each replaced by <BLANK> with probability 0.1")
+      ->group("Sampling");
+  sub->add_option("--seed", o->decoding.sampling.seed, "With --sampling or --noise: the random seed")
       ->capture_default_str()
       ->group("Sampling");
   // Guided output (decode/guide_input.h): CTranslate2's target_prefix, fairseq's and Sockeye's

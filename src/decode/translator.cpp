@@ -146,7 +146,13 @@ std::vector<Translation> Translator::search(std::vector<std::vector<std::int32_t
     const std::vector<std::vector<Hypothesis>> found =
         beam_search(model_, batch_sources, options_.search, guides.empty() ? nullptr : &batch_guides);
     for (std::size_t j = 0; j < batch.size(); ++j) {
-      results[static_cast<std::size_t>(batch[j])].nbest = translated(vocabulary_, found[j]);
+      std::vector<TranslatedHypothesis>& nbest = results[static_cast<std::size_t>(batch[j])].nbest;
+      nbest = translated(vocabulary_, found[j]);
+      if (!options_.noise.enabled) continue;
+      const std::uint64_t key = sampling_key(batch_sources[j]);
+      for (std::size_t r = 0; r < nbest.size(); ++r) {
+        nbest[r].text = add_noise(nbest[r].text, options_.noise, key, static_cast<std::int64_t>(r));
+      }
     }
     done += static_cast<std::int64_t>(batch.size());
     batch_done(results, done);

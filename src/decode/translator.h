@@ -16,6 +16,7 @@
 
 #include "decode/beam_search.h"
 #include "decode/decoding_options.h"
+#include "decode/output_noise.h"
 #include "device/device.h"
 #include "model/transformer.h"
 #include "text/vocabulary.h"
@@ -31,6 +32,9 @@ struct TranslatorOptions {
   // for short sentences would otherwise dwarf everything else (1,000 x 4 x 37,000 = 592 MB), and
   // so would the self-attention caches (rows x length x d_model x 2 x layers).
   std::int64_t batch_sentences = kCpuBatchSentences;
+  // Noise on each hypothesis's text (back-translation's "beam + noise"); its tokens and scores stay
+  // the search's.
+  NoiseOptions noise;
 
   // The defaults for a device: these on the CPU, kGpuBatchTokens and kGpuBatchSentences on a GPU.
   static TranslatorOptions for_device(const Device& device) {
