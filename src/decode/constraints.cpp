@@ -88,10 +88,21 @@ std::vector<std::size_t> allocate_banks(const std::vector<std::int64_t>& banks, 
       ++taken;
     }
   }
-  for (std::size_t i = 0; i < banks.size() && taken < slots; ++i) {  // slots no candidate of its bank took
-    if (chosen[i] == 0) {
-      chosen[i] = 1;
+  // The slots a bank could not fill: one to each bank's best candidate left, round by round, the
+  // fullest banks first (progress is what the plain ranking would prune).
+  std::vector<std::vector<std::size_t>> left(static_cast<std::size_t>(count));
+  for (std::size_t i = banks.size(); i-- > 0;) {
+    if (chosen[i] == 0) left[static_cast<std::size_t>(std::clamp<std::int64_t>(banks[i], 0, total))].push_back(i);
+  }
+  for (bool any = true; any && taken < slots;) {
+    any = false;
+    for (std::int64_t b = total; b >= 0 && taken < slots; --b) {
+      std::vector<std::size_t>& bank = left[static_cast<std::size_t>(b)];  // best last
+      if (bank.empty()) continue;
+      chosen[bank.back()] = 1;
+      bank.pop_back();
       ++taken;
+      any = true;
     }
   }
   std::vector<std::size_t> order;

@@ -48,8 +48,10 @@ void advancing_tokens(const ConstraintState& state, const std::vector<std::vecto
 
 // Dynamic beam allocation: of candidates in rank order (best first), each in the bank of the
 // constraint tokens it has met (`banks[i]` in [0, total]), chooses at most `slots`: each bank is
-// given slots / (total + 1) of them, the remainder going to the fullest banks, and the slots a
-// bank cannot fill go to the best candidates left. Returns the chosen positions, in rank order.
+// given slots / (total + 1) of them, the remainder going to the fullest banks; the slots a bank
+// cannot fill go round the banks, fullest first, to each bank's best candidate left (so that
+// hypotheses making progress are not pruned by the plain ranking). Returns the chosen positions,
+// in rank order.
 std::vector<std::size_t> allocate_banks(const std::vector<std::int64_t>& banks, std::int64_t total, std::int64_t slots);
 
 }  // namespace dragoman::decode

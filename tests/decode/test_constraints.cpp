@@ -60,8 +60,10 @@ TEST_CASE("constraints: progress over an output", "[decode]") {
 TEST_CASE("constraints: dynamic beam allocation", "[decode]") {
   // 3 banks (2 constraint tokens), 4 slots: one each, the spare one to the fullest bank.
   CHECK(allocate_banks({0, 0, 0, 1, 2, 2, 1}, 2, 4) == std::vector<std::size_t>{0, 3, 4, 5});
-  // A bank without candidates leaves its slot to the best candidates left.
+  // A bank without candidates leaves its slot to the banks' best left, the fullest first.
   CHECK(allocate_banks({0, 0, 0, 2}, 2, 4) == std::vector<std::size_t>{0, 1, 2, 3});
+  CHECK(allocate_banks({0, 0, 0, 1, 1, 3}, 3, 4) == std::vector<std::size_t>{0, 3, 4, 5});
+  CHECK(allocate_banks({0, 0, 0, 0, 1, 1, 2}, 5, 5) == std::vector<std::size_t>{0, 1, 4, 5, 6});
   // More banks than slots: the fullest banks' first.
   CHECK(allocate_banks({0, 1, 2, 3}, 3, 2) == std::vector<std::size_t>{2, 3});
   CHECK(allocate_banks({0, 1}, 1, 0).empty());
