@@ -131,11 +131,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model
 
 BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
   if (options_.beam < 1) throw Error("beam search: the beam must be >= 1");
-  if (options_.sampling.enabled) {  // the options checked once, not at every draw
-    const std::vector<std::pair<std::int32_t, double>> check =
-        sampling_distribution(std::vector<double>{0.0, 0.0}.data(), 2, options_.sampling, {});
-    (void)check;
-  }
+  if (options_.sampling.enabled) check_sampling_options(options_.sampling);  // at once, not at the first draw
   if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
 }
 
@@ -239,29 +235,23 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
   std::vector<std::vector<std::vector<float>>> attention;
   std::vector<std::int64_t> samples;
   const std::vector<std::int32_t> excluded = {c.pad_id, c.bos_id};
+  std::vector<std::pair<std::int32_t, double>> distribution;  // reused by the rows
   for (std::size_t k = 0; k < s.tokens.size(); ++k) {
     const std::int64_t row = first_row + static_cast<std::int64_t>(k);
     std::int32_t token = c.eos_id;
-    double value = 0;
-    if (log_probs.dtype() == DType::kF32) {
-      const float* values = log_probs.data<float>() + row * vocab;
-      if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {
-        token = s.guide.prefix[static_cast<std::size_t>(t)];
-      } else if (t < s.max_length) {
-        token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
-                           sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
+    if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {
+      token = s.guide.prefix[static_cast<std::size_t>(t)];
+    } else if (t < s.max_length) {
+      if (log_probs.dtype() == DType::kF32) {
+        sampling_distribution(log_probs.data<float>() + row * vocab, vocab, o.sampling, excluded, distribution);
+      } else {
+        sampling_distribution(log_probs.data<double>() + row * vocab, vocab, o.sampling, excluded, distribution);
       }
-      value = static_cast<double>(values[token]);
-    } else {
-      const double* values = log_probs.data<double>() + row * vocab;
-      if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {
-        token = s.guide.prefix[static_cast<std::size_t>(t)];
-      } else if (t < s.max_length) {
-        token = pick_token(sampling_distribution(values, vocab, o.sampling, excluded),
-                           sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
-      }
-      value = values[token];
+      token = pick_token(distribution, sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
     }
+    const double value = log_probs.dtype() == DType::kF32
+                             ? static_cast<double>(log_probs.data<float>()[row * vocab + token])
+                             : log_probs.data<double>()[row * vocab + token];
     const double sum = s.log_probs[k] + value;
     std::vector<double> lps = std::move(s.token_log_probs[k]);
     lps.push_back(value);

@@ -27,14 +27,27 @@ double sampling_uniform(std::uint64_t seed, std::uint64_t key, std::int64_t samp
   return static_cast<double>(bits53) * (1.0 / 9007199254740992.0);  // / 2^53
 }
 
+void check_sampling_options(const SamplingOptions& o) {
+  if (!(o.temperature > 0) || !std::isfinite(o.temperature)) throw Error("sampling: the temperature must be > 0");
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("sampling: top-p must be in (0, 1]");
+  if (o.top_k < 0) throw Error("sampling: top-k must be >= 0");
+}
+
 template <typename T>
 std::vector<std::pair<std::int32_t, double>> sampling_distribution(const T* log_probs, std::int64_t vocab,
                                                                    const SamplingOptions& o,
                                                                    const std::vector<std::int32_t>& excluded) {
-  if (!(o.temperature > 0) || !std::isfinite(o.temperature)) throw Error("sampling: the temperature must be > 0");
-  if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("sampling: top-p must be in (0, 1]");
-  if (o.top_k < 0) throw Error("sampling: top-k must be >= 0");
-  std::vector<std::pair<std::int32_t, double>> kept;  // (token, tempered log-probability)
+  std::vector<std::pair<std::int32_t, double>> kept;
+  sampling_distribution(log_probs, vocab, o, excluded, kept);
+  return kept;
+}
+
+template <typename T>
+void sampling_distribution(const T* log_probs, std::int64_t vocab, const SamplingOptions& o,
+                           const std::vector<std::int32_t>& excluded,
+                           std::vector<std::pair<std::int32_t, double>>& kept) {
+  check_sampling_options(o);
+  kept.clear();  // (token, tempered log-probability)
   kept.reserve(static_cast<std::size_t>(vocab));
   for (std::int64_t v = 0; v < vocab; ++v) {
     const auto token = static_cast<std::int32_t>(v);
@@ -81,7 +94,6 @@ std::vector<std::pair<std::int32_t, double>> sampling_distribution(const T* log_
     kept.resize(n);
     for (auto& [token, p] : kept) p /= cumulative;
   }
-  return kept;
 }
 
 template std::vector<std::pair<std::int32_t, double>> sampling_distribution(const float*, std::int64_t,
@@ -90,6 +102,10 @@ template std::vector<std::pair<std::int32_t, double>> sampling_distribution(cons
 template std::vector<std::pair<std::int32_t, double>> sampling_distribution(const double*, std::int64_t,
                                                                             const SamplingOptions&,
                                                                             const std::vector<std::int32_t>&);
+template void sampling_distribution(const float*, std::int64_t, const SamplingOptions&,
+                                    const std::vector<std::int32_t>&, std::vector<std::pair<std::int32_t, double>>&);
+template void sampling_distribution(const double*, std::int64_t, const SamplingOptions&,
+                                    const std::vector<std::int32_t>&, std::vector<std::pair<std::int32_t, double>>&);
 
 std::int32_t pick_token(const std::vector<std::pair<std::int32_t, double>>& distribution, double u) {
   double cumulative = 0;

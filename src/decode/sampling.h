@@ -23,6 +23,10 @@ struct SamplingOptions {
   std::uint64_t seed = 1;
 };
 
+// Throws Error when the options cannot shape a distribution (temperature <= 0 or not finite,
+// top-p outside (0, 1], top-k < 0).
+void check_sampling_options(const SamplingOptions& options);
+
 // The key of a sentence's random stream: a hash of its source tokens.
 std::uint64_t sampling_key(const std::vector<std::int32_t>& source);
 
@@ -38,6 +42,11 @@ template <typename T>
 std::vector<std::pair<std::int32_t, double>> sampling_distribution(const T* log_probs, std::int64_t vocab,
                                                                    const SamplingOptions& options,
                                                                    const std::vector<std::int32_t>& excluded);
+// The same into `out` (its memory reused: a sentence's rows draw one after another).
+template <typename T>
+void sampling_distribution(const T* log_probs, std::int64_t vocab, const SamplingOptions& options,
+                           const std::vector<std::int32_t>& excluded,
+                           std::vector<std::pair<std::int32_t, double>>& out);
 
 // The token `u` (uniform in [0, 1)) picks from a distribution as above: the first whose
 // cumulative probability exceeds u.

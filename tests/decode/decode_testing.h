@@ -47,6 +47,21 @@ inline double sequence_log_prob(const model::Transformer& model, const std::vect
   return total;
 }
 
+// A model of 7 pieces (pad, unk, bos, eos and three more): one layer each side, d_model 8, so
+// that a search can be checked against every output there is.
+inline model::ModelConfig small_vocab_config() {
+  model::ModelConfig c;
+  c.encoder_layers = c.decoder_layers = 1;
+  c.d_model = 8;
+  c.d_ff = 16;
+  c.heads = 2;
+  c.dropout = 0;
+  c.label_smoothing = 0;
+  c.max_positions = 16;
+  c.src_vocab_size = c.tgt_vocab_size = 7;
+  return c;
+}
+
 // A random model over the letters vocabulary (25 pieces): one layer each side, d_model 16, in
 // float64 so that results compare exactly across batchings.
 inline model::Transformer letters_model(std::int64_t max_positions) {

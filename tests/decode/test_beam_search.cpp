@@ -44,19 +44,6 @@ Hypothesis greedy(const model::Transformer& model, const std::vector<std::int32_
   }
 }
 
-model::ModelConfig small_vocab_config() {
-  model::ModelConfig c;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.d_model = 8;
-  c.d_ff = 16;
-  c.heads = 2;
-  c.dropout = 0;
-  c.label_smoothing = 0;
-  c.max_positions = 16;
-  c.src_vocab_size = c.tgt_vocab_size = 7;  // pad, unk, bos, eos and three more
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("beam search with beam 1 is greedy decoding", "[decode]") {
@@ -78,7 +65,7 @@ TEST_CASE("beam search with beam 1 is greedy decoding", "[decode]") {
 }
 
 TEST_CASE("beam search with a beam as large as the search space is exhaustive search", "[decode]") {
-  const model::Transformer model = random_model(small_vocab_config(), 11);
+  const model::Transformer model = random_model(test::small_vocab_config(), 11);
   const std::vector<std::int32_t> source = {4, 5, 6, 4};
   // Every output of at most 2 tokens from {unk, 4, 5, 6}: 1 + 4 + 16 = 21 hypotheses.
   const std::vector<std::int32_t> alphabet = {1, 4, 5, 6};

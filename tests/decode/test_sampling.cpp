@@ -187,15 +187,7 @@ TEST_CASE("sampling: a sentence's samples are the model's, and batching changes 
 }
 
 TEST_CASE("sampling: the first tokens of many samples follow the model's first-step distribution", "[decode]") {
-  model::ModelConfig c;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.d_model = 8;
-  c.d_ff = 16;
-  c.heads = 2;
-  c.dropout = 0;
-  c.label_smoothing = 0;
-  c.max_positions = 16;
-  c.src_vocab_size = c.tgt_vocab_size = 7;  // pad, unk, bos, eos and three more
+  const model::ModelConfig c = test::small_vocab_config();
   const model::Transformer model = test::random_model(c, 3);
   const std::vector<std::int32_t> source = {4, 5, 6};
   // The model's first-step log-probabilities.
