@@ -6,7 +6,10 @@
 // is the CPU's within 1e-4. Sentences joining a running search on the GPU (serve's continuous
 // batching: per-row positions, the caches scattered, states appended on the device) find what the
 // GPU finds for them in one batch. Force decoding (dragoman score) on the GPU gives the CPU's scores
-// within 1e-4, and each the beam search's log-probability of the translation it scores.
+// within 1e-4, and each the beam search's log-probability of the translation it scores. Target
+// prefixes and constraints hold on the GPU (the forced and owed tokens read from the host's copy
+// of the log-probabilities) with the CPU's outputs but for near-ties, and sampling there is
+// reproducible, its log-probabilities the model's, top-k 1 greedy decoding.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -226,6 +229,72 @@ TEST_CASE("force decoding on a GPU scores as the CPU, and as beam search scored 
     CHECK(on_gpu[i].log_prob == Approx(found[i].front().log_prob).margin(1e-4));
     REQUIRE(on_gpu[i].token_log_probs.size() == targets[i].size() + 1);
   }
+}
+
+TEST_CASE("target prefixes, constraints and sampling on a GPU", "[cuda][translate]") {
+  const std::vector<std::vector<std::int32_t>> sources = dev_sources();
+  const model::Transformer cpu_model = trained_f32(Device::cpu());
+  const model::Transformer gpu_model = trained_f32(Device::cuda(0));
+  // Each line: its own first token as the prefix, and its last token (then its last two) as
+  // constraints, which a reversal puts at the output's start rather than where they are owed.
+  std::vector<decode::TargetGuide> guides;
+  for (const auto& source : sources) {
+    decode::TargetGuide guide;
+    guide.prefix = {source.front()};
+    guide.constraints = {{source.back()}};
+    if (source.size() >= 3) guide.constraints.push_back({source[source.size() - 3], source[source.size() - 2]});
+    guides.push_back(guide);
+  }
+  decode::SearchOptions o;
+  o.beam = o.nbest = 4;
+  const auto on_gpu = beam_search(gpu_model, sources, o, &guides);
+  const auto on_cpu = beam_search(cpu_model, sources, o, &guides);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE(!on_gpu[i].empty());
+    for (const decode::Hypothesis& h : on_gpu[i]) {
+      REQUIRE(!h.tokens.empty());
+      CHECK(h.tokens.front() == guides[i].prefix.front());
+      for (const auto& phrase : guides[i].constraints) {
+        CHECK(std::search(h.tokens.begin(), h.tokens.end(), phrase.begin(), phrase.end()) != h.tokens.end());
+      }
+    }
+    if (on_gpu[i].front().tokens != on_cpu[i].front().tokens) continue;  // a near-tie
+    ++same;
+    CHECK(on_gpu[i].front().log_prob == Approx(on_cpu[i].front().log_prob).margin(1e-4));
+  }
+  CHECK(same * 50 >= sources.size() * 49);
+
+  decode::SearchOptions sampled;
+  sampled.beam = sampled.nbest = 3;
+  sampled.sampling.enabled = true;
+  sampled.sampling.temperature = 1.5;
+  sampled.sampling.seed = 7;
+  const auto first = beam_search(gpu_model, sources, sampled);
+  const auto again = beam_search(gpu_model, sources, sampled);
+  std::vector<std::vector<std::int32_t>> sample_sources, samples;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    REQUIRE(first[i].size() == again[i].size());
+    for (std::size_t j = 0; j < first[i].size(); ++j) {
+      CHECK(first[i][j].tokens == again[i][j].tokens);  // the same batch on the same GPU
+      sample_sources.push_back(sources[i]);
+      samples.push_back(first[i][j].tokens);
+    }
+  }
+  const auto scored = force_decode(decode::TransformerDecoding(gpu_model), sample_sources, samples, 2048, 64);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    for (const decode::Hypothesis& h : first[i]) CHECK(h.log_prob == Approx(scored[k++].log_prob).margin(1e-4));
+  }
+  decode::SearchOptions top1 = sampled;
+  top1.beam = top1.nbest = 1;
+  top1.sampling.top_k = 1;
+  decode::SearchOptions greedy;
+  greedy.beam = 1;
+  const auto sampled_top1 = beam_search(gpu_model, sources, top1);
+  const auto greedy_gpu = beam_search(gpu_model, sources, greedy);
+  for (std::size_t i = 0; i < sources.size(); ++i) CHECK(sampled_top1[i][0].tokens == greedy_gpu[i][0].tokens);
 }
 
 }  // namespace dragoman
