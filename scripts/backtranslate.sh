@@ -59,16 +59,17 @@ awk -v p="$mono_percent" -v o="$out/data" 'NR % 100 < p { print > (o "/mono.de")
 awk -v p="$mono_percent" -v o="$out/data" 'NR % 100 >= p { print > (o "/parallel.en") }' "$data/train.en"
 echo "backtranslate: $(wc -l <"$out/data/parallel.en") parallel pairs, $(wc -l <"$out/data/mono.de") monolingual German lines"
 
-# train NAME SRC TGT VALID_SRC VALID_TGT: a model on these files with CONFIG's recipe and the budget.
+# train NAME SRC TGT VALID_SRC VALID_TGT: a model on these files with CONFIG's recipe and the budget
+# (a run already finished is kept: running the script again resumes where it stopped).
 train() {
   local name=$1
   echo "== $name: train on $(wc -l <"$2") pairs, $budget"
   "$dragoman" train -c "$config" --run "$out/$name" --no-progress "${budget_args[@]}" \
     --set "data.train_source=$2" --set "data.train_target=$3" \
     --set "data.valid_source=$4" --set "data.valid_target=$5" --set "training.threads=$threads" \
-    >"$out/$name.log" 2>&1 || { tail -n 20 "$out/$name.log" >&2; die "training $name failed ($out/$name.log)"; }
+    >>"$out/$name.log" 2>&1 || { tail -n 20 "$out/$name.log" >&2; die "training $name failed ($out/$name.log)"; }
   [[ -f $out/$name/checkpoints/checkpoint-last.safetensors ]] || die "the $name run wrote no checkpoint"
-  grep -E "train: (done|already finished)" "$out/$name.log" | tail -n 1
+  grep -E "(done|already finished) at step" "$out/$name.log" | tail -n 1 || true
 }
 model() { echo "$out/$1/checkpoints/checkpoint-last.safetensors"; }
 
@@ -112,7 +113,7 @@ for name in bitext $(for m in $methods; do echo "bt-$m"; done); do
     --no-progress --beam 4 --length-penalty 0.6 2>/dev/null
   bleu=$("$dragoman" score-bleu --ref "$data/test.de" --input "$out/$name.test.de" --score-only --width 2)
   chrf=$("$dragoman" score-bleu --ref "$data/test.de" --input "$out/$name.test.de" --metrics chrf --score-only --width 2)
-  updates=$(sed -n 's/.*train: \(done\|already finished\) at step \([0-9]*\).*/\2/p' "$out/$name.log" | tail -n 1)
+  updates=$(sed -n 's/.*\(done\|already finished\) at step \([0-9]*\).*/\2/p' "$out/$name.log" | tail -n 1)
   case $name in
     bitext) what="parallel only" ; pairs=$(wc -l <"$out/data/parallel.en") ;;
     *) what="parallel + back-translated (${name#bt-})"; pairs=$(wc -l <"$out/data/train.${name#bt-}.en") ;;

@@ -49,6 +49,10 @@ for row in rows:
     assert updates == "500", row
     assert float(bleu) > 30, row
 PY
+# Run again: the finished runs are kept (no update more), the table the same models'.
+expect rerun-keeps-runs 0 "parallel \+ back-translated \(beam\) +[0-9]+ +500 " -- \
+  bt STEPS=500 METHODS="beam" bash "$source_dir/scripts/backtranslate.sh" "$tmp/run"
+check rerun-no-training bash -c "! grep -q 'step 100 ' <(sed -n '/already finished/,\$p' '$tmp/run/bt-beam.log')"
 expect bad-method 1 "unknown method 'greedy'" -- bt METHODS=greedy bash "$source_dir/scripts/backtranslate.sh" "$tmp/x"
 expect bad-share 1 "MONO_PERCENT must be a whole number from 1 to 99" -- \
   bt MONO_PERCENT=100 bash "$source_dir/scripts/backtranslate.sh" "$tmp/x"
