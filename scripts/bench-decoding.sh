@@ -8,7 +8,8 @@
 # unconstrained beam search's output.
 #   scripts/bench-decoding.sh MODEL [SOURCE REFERENCE]   (default data/demo/test.en, test.de)
 #   DRAGOMAN=build/src/dragoman  THREADS (default: all cores)  WORK (default /tmp/dragoman-bench-decoding)
-# Constraints: each reference's words of 5 or more letters (without punctuation), one or two of them
+# Constraints: each reference's words of 5 or more letters (nothing but letters once the ASCII
+# punctuation around them is cut), one or two of them
 # chosen at random (seed 1) for each line; lines without such a word have none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,13 @@ work=${WORK:-/tmp/dragoman-bench-decoding}
 [[ -x $dragoman ]] || { echo "bench-decoding: $dragoman not found: build first" >&2; exit 1; }
 mkdir -p "$work"
 
+# Words of letters only (German's included): quotation marks such as „ are not in every vocabulary.
+letters='^([A-Za-z]|ä|ö|ü|Ä|Ö|Ü|ß)+$'
 # The guides: one and two reference words as constraints; the reference's first two words as a prefix.
 pick() {
-  awk -v n="$1" 'BEGIN { srand(1) } {
+  awk -v n="$1" -v word="$letters" 'BEGIN { srand(1) } {
     k = 0
-    for (i = 1; i <= NF; i++) { w = $i; gsub(/^[[:punct:]]+|[[:punct:]]+$/, "", w); if (length(w) >= 5 && !(w in seen)) { seen[w] = 1; c[++k] = w } }
+    for (i = 1; i <= NF; i++) { w = $i; gsub(/^[[:punct:]]+|[[:punct:]]+$/, "", w); if (length(w) >= 5 && w ~ word && !(w in seen)) { seen[w] = 1; c[++k] = w } }
     delete seen
     line = ""
     for (j = 0; j < n && k > 0; j++) { r = int(rand() * k) + 1; line = line (j ? "\t" : "") c[r]; c[r] = c[k]; k-- }
@@ -34,7 +37,7 @@ pick() {
 }
 pick 1 >"$work/one.tsv"
 pick 2 >"$work/two.tsv"
-awk '{ print (NF >= 3 ? $1 " " $2 : "") }' "$reference" >"$work/prefix.txt"
+awk -v word="$letters" '{ print (NF >= 3 && $1 ~ word && $2 ~ word ? $1 " " $2 : "") }' "$reference" >"$work/prefix.txt"
 
 # share FILE CONSTRAINTS: the percentage of the constraints that FILE's lines contain.
 share() {
