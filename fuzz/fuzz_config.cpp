@@ -21,11 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string path = fuzz::write_temp("config.yaml", parts[0]);
   try {
-    const train::TrainConfig config = train::TrainConfig::load(path, overrides);
+    train::TrainConfig config = train::TrainConfig::load(path, overrides);
     try {
       config.validate();
     } catch (const Error&) {
     }
+    // As the trainer writes it: --set paths (relative to the working directory) made absolute,
+    // so that the written file, read against its own directory, names the same files.
+    config.make_paths_absolute();
     const nlohmann::json json = config.to_json();
     const std::string again = fuzz::write_temp("again.yaml", train::to_yaml(json));
     train::TrainConfig reloaded;
