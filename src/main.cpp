@@ -150,6 +150,7 @@ int main(int argc, char** argv) {
 
   const std::vector<Subcommand> commands = {
       dragoman::cli::add_average_checkpoints(app),
+      dragoman::cli::add_build_shortlist(app),
       dragoman::cli::add_build_vocab(app),
       dragoman::cli::add_convert(app),
       dragoman::cli::add_decoding_defaults(app),

@@ -17,6 +17,7 @@ struct Subcommand {
 };
 
 Subcommand add_average_checkpoints(CLI::App& app);
+Subcommand add_build_shortlist(CLI::App& app);
 Subcommand add_build_vocab(CLI::App& app);
 Subcommand add_convert(CLI::App& app);
 Subcommand add_decoding_defaults(CLI::App& app);

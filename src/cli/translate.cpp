@@ -44,6 +44,7 @@ struct TranslateCliOptions {
   std::string attention_dir;
   std::string target_prefix;    // a file: each input line's output prefix
   std::string constraints;      // a file: each input line's required phrases, tab-separated
+  std::string shortlist;        // a file: the vocabulary shortlist (decode/shortlist.h)
   decode::ChunkOptions chunks;  // --chunk-lines, --replace-invalid (the first chunk's size: run_translate)
   bool noise = false;           // Edunov et al.'s noise on each translation (decode/output_noise.h)
   bool deterministic = false;
@@ -142,7 +143,8 @@ int run_translate(const TranslateCliOptions& o) {
   signals.remove_on_abort(output.temporary_path());
 
   const Device device = Device::parse(o.decoding.device);
-  const decode::DecodingModels models = decode::load_decoding_models(o.models, o.decoding.precision, device);
+  const decode::DecodingModels models =
+      decode::load_decoding_models(o.models, o.decoding.precision, device, o.shortlist);
   decode::DecodingOptions effective = o.decoding;  // the first model's recommended settings for those not given
   const decode::SearchOrigins origins =
       apply_model_defaults(decode::decoding_defaults(models.infos.front(), o.models.front()), effective);
@@ -150,6 +152,7 @@ int run_translate(const TranslateCliOptions& o) {
   check_nbest(o.nbest, effective.beam);
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
+  options.search.shortlist = models.shortlist.get();
   options.noise.enabled = o.noise;
   options.noise.seed = o.decoding.sampling.seed;
   const decode::Translator translator(models.decoding(), *models.vocabulary, options);
@@ -288,6 +291,10 @@ Subcommand add_translate(CLI::App& app) {
                   "tabs (empty: none)")
       ->check(CLI::ExistingFile)
       ->group("Guided output");
+  sub->add_option("--shortlist", o->shortlist,
+                  "A vocabulary shortlist (dragoman build-shortlist): each batch's output layer over its sources' "
+                  "lists of target pieces alone")
+      ->check(CLI::ExistingFile);
   add_decoding_options(sub, o->decoding, kBatchOptions);
   sub->add_option("--chunk-lines", o->chunks.chunk_lines, "Lines read, sorted by length and translated at a time")
       ->check(integer_in(1, std::int64_t{1} << 30))

@@ -30,38 +30,12 @@ double score_bound(const SearchOptions& o, double log_prob, std::int64_t generat
   return by_length + reward;
 }
 
-// The `count` best next tokens of row `r` of log-probabilities [R, V] (best first; equal values:
-// lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`
-// (ops::top_k_row).
-void row_best_tokens(const Tensor& logits, std::int64_t r, std::size_t count, bool eos_only,
-                     const model::ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
-  const std::int64_t vocab = logits.dim(1);
-  const auto k = static_cast<std::int64_t>(count);
-  switch (logits.dtype()) {
-    case DType::kF32: {
-      const float* row = logits.data<float>() + r * vocab;
-      if (eos_only) {
-        best.assign(1, {static_cast<double>(row[c.eos_id]), c.eos_id});
-        return;
-      }
-      return ops::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
-    }
-    case DType::kF64: {
-      const double* row = logits.data<double>() + r * vocab;
-      if (eos_only) {
-        best.assign(1, {row[c.eos_id], c.eos_id});
-        return;
-      }
-      return ops::top_k_row(row, vocab, k, c.pad_id, c.bos_id, best);
-    }
-    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + logits.describe());
-  }
-}
-
 // The same from a GPU's candidates (ops::top_k_rows_to_host): row r's are values/ids[r * count
 // ...], its EOS value eos_values[r].
+// `pieces`: the columns' target ids (a shortlist's), or empty (column j is id j).
 void row_best_candidates(const ops::HostTopK& top, std::int64_t r, std::size_t count, bool eos_only,
-                         const model::ModelConfig& c, std::vector<std::pair<double, std::int32_t>>& best) {
+                         const model::ModelConfig& c, const std::vector<std::int32_t>& pieces,
+                         std::vector<std::pair<double, std::int32_t>>& best) {
   best.clear();
   if (eos_only) {
     best.emplace_back(static_cast<double>(top.eos_values[static_cast<std::size_t>(r)]), c.eos_id);
@@ -70,7 +44,9 @@ void row_best_candidates(const ops::HostTopK& top, std::int64_t r, std::size_t c
   for (std::size_t j = 0; j < count; ++j) {
     const std::size_t at = static_cast<std::size_t>(r) * count + j;
     if (top.ids[at] < 0) break;
-    best.emplace_back(static_cast<double>(top.values[at]), top.ids[at]);
+    const std::int32_t column = top.ids[at];
+    best.emplace_back(static_cast<double>(top.values[at]),
+                      pieces.empty() ? column : pieces[static_cast<std::size_t>(column)]);
   }
 }
 
@@ -131,6 +107,10 @@ std::vector<std::vector<Hypothesis>> beam_search(const model::Transformer& model
 
 BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : model_(model), options_(options) {
   if (options_.beam < 1) throw Error("beam search: the beam must be >= 1");
+  if (options_.shortlist != nullptr && options_.shortlist->target_size() != model_.config().tgt_vocab_size) {
+    throw Error("beam search: a shortlist of " + std::to_string(options_.shortlist->target_size()) +
+                " target pieces for a model of " + std::to_string(model_.config().tgt_vocab_size));
+  }
   if (options_.sampling.enabled) check_sampling_options(options_.sampling);  // at once, not at the first draw
   if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
 }
@@ -184,11 +164,60 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
   }
   DecodingState more = model_.start(batch, capacity, o.beam, o.record_attention ? &o.attention : nullptr);
   model_.append(state_, std::move(more));
+  if (o.shortlist != nullptr) {  // the output pieces: the lists of these sources too, and their guides' pieces
+    std::vector<std::int32_t> keep = {c.pad_id, c.bos_id, c.eos_id};
+    for (const Sentence& s : added) {
+      keep.insert(keep.end(), s.guide.prefix.begin(), s.guide.prefix.end());
+      for (const std::vector<std::int32_t>& constraint : s.guide.constraints)
+        keep.insert(keep.end(), constraint.begin(), constraint.end());
+    }
+    widen_output(sources, std::move(keep));
+  }
   for (Sentence& s : added) {
     source_tokens_ += s.source_length;
     active_.push_back(std::move(s));
   }
   feed_.resize(active_.size() * static_cast<std::size_t>(o.beam), c.bos_id);
+}
+
+double BeamSearch::log_prob(const Tensor& values, std::int64_t row, std::int32_t token) const {
+  const std::int64_t at = row * values.dim(1) + column(token);
+  switch (values.dtype()) {
+    case DType::kF32: return static_cast<double>(values.data<float>()[at]);
+    case DType::kF64: return values.data<double>()[at];
+    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + values.describe());
+  }
+}
+
+void BeamSearch::best_tokens(const Tensor& values, std::int64_t row, std::size_t count, bool eos_only,
+                             std::vector<std::pair<double, std::int32_t>>& best) const {
+  const model::ModelConfig& c = model_.config();
+  if (eos_only) {
+    best.assign(1, {log_prob(values, row, c.eos_id), c.eos_id});
+    return;
+  }
+  const std::int64_t width = values.dim(1);
+  const auto k = static_cast<std::int64_t>(count);
+  const std::int32_t pad = column(c.pad_id), bos = column(c.bos_id);  // columns ascend with the ids
+  switch (values.dtype()) {
+    case DType::kF32: ops::top_k_row(values.data<float>() + row * width, width, k, pad, bos, best); break;
+    case DType::kF64: ops::top_k_row(values.data<double>() + row * width, width, k, pad, bos, best); break;
+    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + values.describe());
+  }
+  if (!pieces_.empty()) {
+    for (auto& [value, id] : best) id = token(id);
+  }
+}
+
+void BeamSearch::widen_output(const std::vector<std::vector<std::int32_t>>& sources, std::vector<std::int32_t> keep) {
+  keep.insert(keep.end(), pieces_.begin(), pieces_.end());  // the pieces of the sentences searched already
+  std::vector<std::int32_t> pieces = options_.shortlist->pieces(sources, keep);
+  if (pieces == pieces_) return;
+  pieces_ = std::move(pieces);
+  column_of_.assign(static_cast<std::size_t>(model_.config().tgt_vocab_size), -1);
+  for (std::size_t j = 0; j < pieces_.size(); ++j)
+    column_of_[static_cast<std::size_t>(pieces_[j])] = static_cast<std::int32_t>(j);
+  model_.restrict_output(state_, pieces_);
 }
 
 void BeamSearch::keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,
@@ -201,7 +230,9 @@ void BeamSearch::keep(const std::vector<std::size_t>& kept, const std::vector<st
   active_ = std::move(active);
   feed_ = std::move(feed);
   if (active_.empty()) {
-    state_ = DecodingState();  // the next sentences start a new state
+    state_ = DecodingState();  // the next sentences start a new state (and a new output)
+    pieces_.clear();
+    column_of_.clear();
     return;
   }
   model_.select_rows(state_, rows, false);
@@ -234,7 +265,7 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
   std::vector<std::vector<double>> token_log_probs;
   std::vector<std::vector<std::vector<float>>> attention;
   std::vector<std::int64_t> samples;
-  const std::vector<std::int32_t> excluded = {c.pad_id, c.bos_id};
+  const std::vector<std::int32_t> excluded = {column(c.pad_id), column(c.bos_id)};  // columns
   std::vector<std::pair<std::int32_t, double>> distribution;  // reused by the rows
   for (std::size_t k = 0; k < s.tokens.size(); ++k) {
     const std::int64_t row = first_row + static_cast<std::int64_t>(k);
@@ -247,11 +278,9 @@ void BeamSearch::sample_next(Sentence& s, std::int64_t first_row, std::int64_t t
       } else {
         sampling_distribution(log_probs.data<double>() + row * vocab, vocab, o.sampling, excluded, distribution);
       }
-      token = pick_token(distribution, sampling_uniform(o.sampling.seed, s.key, s.samples[k], t));
+      token = this->token(pick_token(distribution, sampling_uniform(o.sampling.seed, s.key, s.samples[k], t)));
     }
-    const double value = log_probs.dtype() == DType::kF32
-                             ? static_cast<double>(log_probs.data<float>()[row * vocab + token])
-                             : log_probs.data<double>()[row * vocab + token];
+    const double value = log_prob(log_probs, row, token);
     const double sum = s.log_probs[k] + value;
     std::vector<double> lps = std::move(s.token_log_probs[k]);
     lps.push_back(value);
@@ -301,7 +330,7 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     host_logits = device.is_cpu() ? logits : logits.to(Device::cpu());
   }
   if (!o.sampling.enabled && !device.is_cpu()) {
-    top = ops::top_k_rows_to_host(logits, 2 * k_max, c.pad_id, c.bos_id, c.eos_id);
+    top = ops::top_k_rows_to_host(logits, 2 * k_max, column(c.pad_id), column(c.bos_id), column(c.eos_id));
   }
   std::vector<std::int64_t> next_rows(static_cast<std::size_t>(live_rows));
   std::vector<std::int32_t> next_feed(static_cast<std::size_t>(live_rows), c.eos_id);
@@ -334,17 +363,15 @@ std::vector<std::pair<std::int64_t, std::vector<Hypothesis>>> BeamSearch::step()
     for (std::int64_t k = 0; k < live && !constrained; ++k) {
       if (t < static_cast<std::int64_t>(s.guide.prefix.size())) {  // the prefix's token, forced
         const std::int32_t token = s.guide.prefix[static_cast<std::size_t>(t)];
-        const Tensor& values = device.is_cpu() ? logits : host_logits;
-        const std::int64_t at = (first_row + k) * values.dim(1) + token;
-        const double value =
-            values.dtype() == DType::kF32 ? static_cast<double>(values.data<float>()[at]) : values.data<double>()[at];
+        const double value = log_prob(device.is_cpu() ? logits : host_logits, first_row + k, token);
         candidates.push_back({s.log_probs[k] + value, k, token, value});
         continue;
       }
       if (device.is_cpu()) {
-        row_best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+        best_tokens(logits, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, best);
       } else {
-        row_best_candidates(top, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, best);
+        row_best_candidates(top, first_row + k, static_cast<std::size_t>(2 * k_max), t >= s.max_length, c, pieces_,
+                            best);
       }
       for (const auto& [value, token] : best) candidates.push_back({s.log_probs[k] + value, k, token, value});
     }

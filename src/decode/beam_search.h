@@ -22,6 +22,7 @@
 #include "decode/decoding_model.h"
 #include "decode/decoding_options.h"
 #include "decode/sampling.h"
+#include "decode/shortlist.h"
 #include "model/transformer.h"
 
 namespace dragoman::decode {
@@ -44,6 +45,10 @@ struct SearchOptions {
   // token log-probabilities are the model's own (without temperature or truncation), as a beam
   // search's.
   SamplingOptions sampling;
+  // A vocabulary shortlist (decode/shortlist.h; it must outlive the search), or null: the output
+  // layer of the sentences searched together is then over the union of their lists (with the
+  // special ids and the pieces of their target prefixes and constraints), grown as sentences join.
+  const Shortlist* shortlist = nullptr;
 };
 
 struct Hypothesis {
@@ -127,6 +132,15 @@ class BeamSearch {
   // Sampling: each live row of sentence `s` (rows from first_row) draws its next token.
   void sample_next(Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& log_probs,
                    std::vector<std::int64_t>& next_rows, std::vector<std::int32_t>& next_feed);
+  // The step's log-probability of `token` in row `row` of the host's log-probabilities `values`.
+  double log_prob(const Tensor& values, std::int64_t row, std::int32_t token) const;
+  // The `count` best next tokens of row `row` of the host's `values` (best first; equal values:
+  // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`.
+  void best_tokens(const Tensor& values, std::int64_t row, std::size_t count, bool eos_only,
+                   std::vector<std::pair<double, std::int32_t>>& best) const;
+  // With a shortlist: the output pieces grown to hold those of `sources` and `keep`, and the
+  // models' output layers restricted to them.
+  void widen_output(const std::vector<std::vector<std::int32_t>>& sources, std::vector<std::int32_t> keep);
   // Keeps the sentences at `kept` (indices into active_, ascending) with their rows `rows` of the
   // decoder state and next tokens `feed`.
   void keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,
@@ -137,6 +151,15 @@ class BeamSearch {
   std::vector<Sentence> active_;  // in the decoder state's order: K rows each
   DecodingState state_;
   std::vector<std::int32_t> feed_;  // the next token of each row
+  // The columns of a step's log-probabilities: with a shortlist, column j is target id pieces_[j]
+  // and column_of_[id] the column of id (-1: not an output); without one, column j is id j.
+  std::vector<std::int32_t> pieces_, column_of_;
+  std::int32_t column(std::int32_t token) const {
+    return pieces_.empty() ? token : column_of_[static_cast<std::size_t>(token)];
+  }
+  std::int32_t token(std::int64_t column) const {
+    return pieces_.empty() ? static_cast<std::int32_t>(column) : pieces_[static_cast<std::size_t>(column)];
+  }
   std::int64_t source_tokens_ = 0;
 };
 

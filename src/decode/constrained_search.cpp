@@ -14,33 +14,8 @@
 
 #include "base/error.h"
 #include "decode/beam_search.h"
-#include "ops/top_k.h"
 
 namespace dragoman::decode {
-namespace {
-
-double value_at(const Tensor& values, std::int64_t row, std::int32_t token) {
-  const std::int64_t at = row * values.dim(1) + token;
-  switch (values.dtype()) {
-    case DType::kF32: return static_cast<double>(values.data<float>()[at]);
-    case DType::kF64: return values.data<double>()[at];
-    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + values.describe());
-  }
-}
-
-void best_tokens(const Tensor& values, std::int64_t row, std::int64_t count, const model::ModelConfig& c,
-                 std::vector<std::pair<double, std::int32_t>>& best) {
-  const std::int64_t vocab = values.dim(1);
-  switch (values.dtype()) {
-    case DType::kF32: return ops::top_k_row(values.data<float>() + row * vocab, vocab, count, c.pad_id, c.bos_id, best);
-    case DType::kF64:
-      return ops::top_k_row(values.data<double>() + row * vocab, vocab, count, c.pad_id, c.bos_id, best);
-    default: throw Error("beam search: log-probabilities must be f32 or f64, got " + values.describe());
-  }
-}
-
-}  // namespace
-
 void BeamSearch::constrained_candidates(const Sentence& s, std::int64_t first_row, std::int64_t t, const Tensor& values,
                                         std::vector<Candidate>& candidates,
                                         std::vector<ConstraintState>& states) const {
@@ -60,7 +35,7 @@ void BeamSearch::constrained_candidates(const Sentence& s, std::int64_t first_ro
     } else if (t >= s.max_length) {
       tokens.push_back(c.eos_id);  // nothing is owed here (the room kept below)
     } else {
-      best_tokens(values, row, 2 * k_max, c, best);
+      best_tokens(values, row, static_cast<std::size_t>(2 * k_max), false, best);
       for (const auto& [value, token] : best) tokens.push_back(token);
       advancing_tokens(state, constraints, tokens);
       std::sort(tokens.begin(), tokens.end());
@@ -75,7 +50,7 @@ void BeamSearch::constrained_candidates(const Sentence& s, std::int64_t first_ro
         next = advance(state, constraints, token);
         if (t + 1 + next.remaining > s.max_length) continue;
       }
-      const double value = value_at(values, row, token);
+      const double value = log_prob(values, row, token);
       all.push_back({s.log_probs[static_cast<std::size_t>(k)] + value, k, token, value,
                      static_cast<std::int64_t>(all_states.size())});
       all_states.push_back(std::move(next));

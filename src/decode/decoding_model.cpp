@@ -65,6 +65,10 @@ void TransformerDecoding::append(DecodingState& state, DecodingState more) const
   state.attention = Tensor();
 }
 
+void TransformerDecoding::restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const {
+  state.models.front().output = model_.restrict_output(pieces);
+}
+
 EnsembleDecoding::EnsembleDecoding(std::vector<const model::Transformer*> models, std::vector<std::string> names)
     : models_(std::move(models)) {
   if (models_.empty()) throw Error("ensemble: no models");
@@ -147,6 +151,10 @@ void EnsembleDecoding::append(DecodingState& state, DecodingState more) const {
     models_[i]->append_decoding(state.models[i], std::move(more.models[i]));
   }
   state.attention = Tensor();
+}
+
+void EnsembleDecoding::restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const {
+  for (std::size_t i = 0; i < models_.size(); ++i) state.models[i].output = models_[i]->restrict_output(pieces);
 }
 
 }  // namespace dragoman::decode

@@ -57,6 +57,9 @@ class DecodingModel {
   // Adds the sources and rows of `more` (from start(), with the same beams and attention) after
   // the state's (Transformer::append_decoding): sentences joining a running search.
   virtual void append(DecodingState& state, DecodingState more) const = 0;
+  // From the next step on, log-probabilities over `pieces` alone (distinct target ids; column j is
+  // pieces[j]): a vocabulary shortlist (Transformer::restrict_output).
+  virtual void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const = 0;
 };
 
 // One model. The model must outlive this.
@@ -70,6 +73,7 @@ class TransformerDecoding final : public DecodingModel {
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
   void append(DecodingState& state, DecodingState more) const override;
+  void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const override;
 
  private:
   const model::Transformer& model_;
@@ -88,6 +92,7 @@ class EnsembleDecoding final : public DecodingModel {
   Tensor step(DecodingState& state, const Tensor& tokens) const override;
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
   void append(DecodingState& state, DecodingState more) const override;
+  void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const override;
   std::size_t size() const { return models_.size(); }
 
  private:

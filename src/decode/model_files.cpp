@@ -88,7 +88,7 @@ void write_decoding_defaults(const std::string& input, const DecodingDefaults& d
 }
 
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
-                                    const Device& device) {
+                                    const Device& device, const std::string& shortlist) {
   if (files.empty()) throw Error("translate: no model file");
   DecodingModels out;
   out.files = files;
@@ -109,6 +109,7 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
       throw Error("ensemble: " + files.front() + " and " + file +
                   " hold different vocabularies: the models of an ensemble must share one vocabulary");
     }
+    if (!shortlist.empty()) model->keep_output_rows();  // restrict_output gathers from them
     if (int8) model->quantize_int8();  // the encoder's and decoder's linear layers; embeddings stay f32
     if (device.is_cpu() && dtype == DType::kF32) {
       // Weights packed once for oneDNN's matmul (kernels/cpu/packed_gemm.h): none where it gains nothing.
@@ -121,6 +122,7 @@ DecodingModels load_decoding_models(const std::vector<std::string>& files, const
     out.infos.push_back(std::move(info));
   }
   out.vocabulary = std::make_unique<text::Vocabulary>(model_vocabulary(out.infos.front(), files.front()));
+  if (!shortlist.empty()) out.shortlist = std::make_unique<Shortlist>(Shortlist::load(shortlist, *out.vocabulary));
   if (out.models.size() == 1) {
     out.decoder = std::make_unique<TransformerDecoding>(*out.models.front());
   } else {

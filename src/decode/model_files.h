@@ -10,6 +10,7 @@
 
 #include "decode/decoding_model.h"
 #include "decode/decoding_options.h"
+#include "decode/shortlist.h"
 #include "device/device.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
@@ -23,6 +24,7 @@ struct DecodingModels {
   std::vector<model::ModelFileInfo> infos;
   std::unique_ptr<text::Vocabulary> vocabulary;
   std::unique_ptr<DecodingModel> decoder;  // TransformerDecoding for one model, else EnsembleDecoding
+  std::unique_ptr<Shortlist> shortlist;    // when one was given (SearchOptions::shortlist)
 
   const DecodingModel& decoding() const { return *decoder; }
 };
@@ -44,8 +46,10 @@ DecodingDefaults decoding_defaults(const model::ModelFileInfo& info, const std::
 void write_decoding_defaults(const std::string& input, const DecodingDefaults& d, const std::string& output);
 
 // `precision`: "fp32", "bf16", "fp16" or "int8" (the CPU). Errors name the file: a model without a
-// vocabulary, or an ensemble member whose vocabulary differs from the first model's.
+// vocabulary, or an ensemble member whose vocabulary differs from the first model's. `shortlist`:
+// a vocabulary shortlist file (shortlist.h) read against the vocabulary, the models' output rows
+// kept for it (Transformer::keep_output_rows); empty: none.
 DecodingModels load_decoding_models(const std::vector<std::string>& files, const std::string& precision,
-                                    const Device& device);
+                                    const Device& device, const std::string& shortlist = "");
 
 }  // namespace dragoman::decode

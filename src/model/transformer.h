@@ -94,6 +94,9 @@ struct DecoderState {
   // as f32 [R, S] on the CPU in `attention`: each row's attention over the source positions.
   std::int64_t attention_layer = -1, attention_head = -1;
   Tensor attention;
+  // A vocabulary shortlist's output layer (Transformer::restrict_output), or null: decode_step's
+  // log-probabilities are then over its pieces only ([R, pieces], column j the j-th piece given).
+  std::shared_ptr<const Linear> output;
 
   std::int64_t batch_size() const { return src_lengths.defined() ? src_lengths.dim(0) * beams : 0; }  // R
 };
@@ -141,6 +144,14 @@ class Transformer {
   // keep working; the loss, evaluation and saving refuse the model from then on. Returns the bytes.
   std::size_t discard_unread_weights();
   bool weights_discarded() const { return weights_discarded_; }
+  // Vocabulary shortlists (decode/shortlist.h): keep_output_rows, before pack_weights, keeps the
+  // output projection's rows that packing and discard_unread_weights would give up (its int8 copy,
+  // an untied f32 weight); restrict_output then makes the output layer of `pieces` (distinct target
+  // ids) alone: its rows gathered in the order given (and packed, when the model is), for
+  // DecoderState::output. The pieces' logits are those of the whole layer (the same rows, the same
+  // products); the log-softmax is over them alone.
+  void keep_output_rows();
+  std::shared_ptr<const Linear> restrict_output(const std::vector<std::int32_t>& pieces) const;
 
   // docs/MODEL.md's initialisation, a function of the seed alone. `zero_residual`: the last
   // matrix of every residual branch (attention's out_proj, the feed-forward's fc2) starts at zero,
@@ -201,7 +212,7 @@ class Transformer {
   ParameterSet params_;
   std::unique_ptr<Views> views_;
   std::vector<GradientRange> buckets_;
-  bool quantized_ = false, packed_ = false, weights_discarded_ = false;
+  bool quantized_ = false, packed_ = false, weights_discarded_ = false, keep_output_rows_ = false;
   std::size_t packed_bytes_ = 0;
   // The output projection for decoding (weight undefined otherwise): its int8 copy
   // (quantize_int8), its packed weights (pack_weights).

@@ -238,9 +238,10 @@ Tensor Transformer::decode_step(DecoderState& state, const Tensor& tokens) const
   if (c.norm == NormPlacement::kPre) {
     y = ops::layer_norm(y, v.decoder_final.weight, v.decoder_final.bias, c.layer_norm_eps, nullptr);
   }
-  Tensor log_probs = (decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
-                                                        : ops::linear(y, v.output.weight, v.output_bias.weight))
-                         .view({b, c.tgt_vocab_size});  // [B, V]
+  Tensor log_probs = (state.output                        ? model::apply(*state.output, y)
+                      : decoding_output_.weight.defined() ? model::apply(decoding_output_, y)
+                                                          : ops::linear(y, v.output.weight, v.output_bias.weight))
+                         .view({b, -1});  // [B, V], or [B, pieces] with a shortlist
   // bf16/f16 logits are widened before the softmax: log-probabilities rounded to 16 bits would
   // blur the beam's scores (bf16 keeps 2 to 3 significant digits).
   if (log_probs.dtype() != accumulator_dtype(log_probs.dtype())) log_probs = log_probs.to(DType::kF32);

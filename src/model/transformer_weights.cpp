@@ -1,13 +1,16 @@
 // The Transformer's decoding weights (see transformer.h): int8 quantization, packing (stacked
 // q/k/v and k/v products), and giving back the pages of f32 weights that decoding no longer reads.
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "core/allocator.h"
 #include "model/transformer.h"
 #include "model/transformer_views.h"
+#include "ops/gather.h"
 #include "ops/linear.h"
 
 namespace dragoman::model {
@@ -91,7 +94,47 @@ Linear stack_linears(std::initializer_list<Linear*> parts) {
   return stacked;
 }
 
+// Rows `rows` of `table` ([N, ...] or [N], contiguous), in that order, on its device.
+Tensor gather_rows(const Tensor& table, const std::vector<std::int32_t>& rows) {
+  if (!table.is_contiguous()) throw Error("restrict_output: the output layer's rows must be contiguous");
+  const std::int64_t width = table.numel() / table.dim(0);
+  const auto bytes = width * static_cast<std::int64_t>(dtype_size(table.dtype()));
+  const auto n = static_cast<std::int64_t>(rows.size());
+  Tensor out = Tensor::empty({n, width}, table.dtype(), table.device());
+  ops::gather_row_prefixes(table, bytes, out, bytes, rows, bytes);
+  return table.rank() == 1 ? out.view({n}) : out;
+}
+
 }  // namespace
+
+void Transformer::keep_output_rows() {
+  if (packed_) throw Error("keep_output_rows: it comes before pack_weights");
+  keep_output_rows_ = true;
+}
+
+std::shared_ptr<const Linear> Transformer::restrict_output(const std::vector<std::int32_t>& pieces) const {
+  if (packed_ && !keep_output_rows_) throw Error("restrict_output: keep_output_rows comes before pack_weights");
+  if (pieces.empty()) throw Error("restrict_output: no pieces");
+  for (const std::int32_t piece : pieces) {
+    if (piece < 0 || piece >= config_.tgt_vocab_size) {
+      throw Error("restrict_output: target piece " + std::to_string(piece) + " is not in [0, " +
+                  std::to_string(config_.tgt_vocab_size) + ")");
+    }
+  }
+  auto out = std::make_shared<Linear>();
+  if (views_->output_bias.weight.defined()) out->bias = gather_rows(views_->output_bias.weight, pieces);
+  if (decoding_output_.qweight.defined()) {  // int8: its rows and their scales
+    out->qweight = gather_rows(decoding_output_.qweight, pieces);
+    out->qscale = gather_rows(decoding_output_.qscale, pieces);
+  } else {
+    out->weight = gather_rows(views_->output.weight, pieces);
+  }
+  if (packed_) {
+    out->packed = ops::pack_weights(out->qweight.defined() ? out->qweight : out->weight);
+    if (out->packed) out->qweight = Tensor();
+  }
+  return out;
+}
 
 std::size_t Transformer::pack_weights() {
   require_cpu_decoding("pack_weights");
@@ -137,7 +180,9 @@ std::size_t Transformer::pack_weights() {
     decoding_output_.weight = views_->output.weight;
     decoding_output_.bias = views_->output_bias.weight;
   }
+  const Tensor output_rows = decoding_output_.qweight;  // int8: what restrict_output gathers from
   pack(decoding_output_);
+  if (keep_output_rows_) decoding_output_.qweight = output_rows;
   packed_ = true;
   return packed_bytes_;
 }
@@ -174,7 +219,8 @@ std::size_t Transformer::discard_unread_weights() {
   // The output projection's weight is the target embedding's table when tied: the inputs read it.
   const Tensor& output = views_->output.weight;
   if (output.raw_data() != views_->tgt_embed.weight.raw_data() &&
-      output.raw_data() != views_->src_embed.weight.raw_data()) {
+      output.raw_data() != views_->src_embed.weight.raw_data() &&
+      !(keep_output_rows_ && !decoding_output_.qweight.defined())) {  // restrict_output reads f32 rows
     discard_unread(decoding_output_);
   }
   weights_discarded_ = true;

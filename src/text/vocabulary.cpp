@@ -254,6 +254,15 @@ std::string Vocabulary::piece(std::int32_t id) const {
   return t.table_->pieces[static_cast<std::size_t>(id)];
 }
 
+std::int32_t Vocabulary::piece_id(std::string_view piece) const {
+  if (table_) {
+    const auto it = ids_->find(std::string(piece));
+    return it != ids_->end() ? it->second : -1;
+  }
+  const int id = processor_->PieceToId(piece);
+  return id == processor_->unk_id() && piece != processor_->IdToPiece(id) ? -1 : static_cast<std::int32_t>(id);
+}
+
 float Vocabulary::score(std::int32_t id) const {
   const Vocabulary& t = target();
   return t.table_ ? 0.0f : t.processor_->GetScore(id);

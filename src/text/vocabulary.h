@@ -82,6 +82,9 @@ class Vocabulary {
   const PieceTable* table() const { return table_.get(); }  // an imported side's; nullptr for ours
   const Vocabulary& target() const { return target_ ? *target_ : *this; }
   std::string piece(std::int32_t id) const;  // a target id's piece
+  // The id of `piece` on this side (source: this; target: target().piece_id), -1 when the side has
+  // no such piece.
+  std::int32_t piece_id(std::string_view piece) const;
   float score(std::int32_t id) const;
 
   // Source token ids of a sentence (no BOS/EOS added, except the EOS of a table with append_eos).
