@@ -3,6 +3,9 @@
 // after the requests in flight are answered (exit 0).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 
@@ -21,6 +24,7 @@ namespace {
 
 struct ServeCliOptions {
   std::vector<std::string> models;  // PATH or NAME=PATH
+  std::vector<std::string> shortlists;  // FILE (the first model's) or NAME=FILE
   std::string host = "127.0.0.1";
   int port = 8080;
   decode::DecodingOptions decoding;  // the search (a request's defaults), device, batches
@@ -74,6 +78,20 @@ int run_serve(const ServeCliOptions& o) {
 
   std::vector<serve::ServedModel> models;
   static const std::regex language_pair("([a-z]{2,3})-([a-z]{2,3})");
+  // Each model's shortlist: NAME=FILE, or FILE for the first model.
+  std::map<std::string, std::string> shortlists;
+  for (const std::string& spec : o.shortlists) {
+    const std::size_t eq = spec.find('=');
+    const bool named = eq != std::string::npos && eq > 0 && !std::filesystem::exists(spec);
+    const std::string name = named ? spec.substr(0, eq) : name_and_path(o.models.front()).first;
+    const std::string file = named ? spec.substr(eq + 1) : spec;
+    if (std::none_of(o.models.begin(), o.models.end(),
+                     [&](const std::string& m) { return name_and_path(m).first == name; })) {
+      throw CLI::ValidationError("--shortlist " + spec + ": no model is named \"" + name + "\"");
+    }
+    if (!shortlists.emplace(name, file).second)
+      throw CLI::ValidationError("--shortlist: two for the model \"" + name + "\"");
+  }
   for (const std::string& spec : o.models) {
     const auto [name, path] = name_and_path(spec);
     for (const serve::ServedModel& m : models) {
@@ -86,7 +104,9 @@ int run_serve(const ServeCliOptions& o) {
       m.source_language = match[1];
       m.target_language = match[2];
     }
-    m.models = decode::load_decoding_models({path}, o.decoding.precision, device);
+    const auto shortlist = shortlists.find(name);
+    m.models = decode::load_decoding_models({path}, o.decoding.precision, device,
+                                            shortlist != shortlists.end() ? shortlist->second : "");
     spdlog::info("serve: model {} = {} (step {}){}", name, path, m.models.infos.front().step,
                  m.source_language.empty() ? "" : " for " + m.source_language + " -> " + m.target_language);
     models.push_back(std::move(m));
@@ -121,6 +141,10 @@ Subcommand add_serve(CLI::App& app) {
                   "one: chosen per request by \"model\", the first is the default")
       ->required()
       ->allow_extra_args(false);  // one a flag: -m en-de=a -m de-en=b
+  sub->add_option("--shortlist", o->shortlists,
+                  "A vocabulary shortlist (dragoman build-shortlist) for the first model, or NAME=FILE for the model "
+                  "NAME: the output layer of the sentences searched together over their sources' lists alone")
+      ->allow_extra_args(false);
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "Port to listen on (0: any free port, logged)")
       ->check(integer_in(0, 65535))

@@ -232,7 +232,9 @@ void BatchingTranslator::run(const std::function<bool()>& finished) {
       });
       const std::shared_ptr<TranslationJob> oldest = queue_.front();
       try {
-        search_ = std::make_unique<decode::BeamSearch>(*models_[oldest->model].decoding, oldest->search);
+        decode::SearchOptions search = oldest->search;
+        search.shortlist = models_[oldest->model].shortlist;
+        search_ = std::make_unique<decode::BeamSearch>(*models_[oldest->model].decoding, search);
         search_model_ = oldest->model;
       } catch (...) {  // options no search takes: this request's error
         queue_.pop_front();

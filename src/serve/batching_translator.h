@@ -90,6 +90,7 @@ class BatchingTranslator {
   struct Model {
     const decode::DecodingModel* decoding;
     const text::Vocabulary* vocabulary;
+    const decode::Shortlist* shortlist = nullptr;  // its searches' (SearchOptions::shortlist), or none
   };
   // The models and vocabularies must outlive this. `limits` gives the search's batch_tokens and
   // batch_sentences (its search options are each request's).

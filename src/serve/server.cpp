@@ -227,7 +227,9 @@ void run_server(std::vector<ServedModel>& models, const ServerOptions& options, 
   if (models.empty()) throw Error("serve: no model");
   Metrics metrics;
   std::vector<BatchingTranslator::Model> decoders;
-  for (const ServedModel& m : models) decoders.push_back({&m.models.decoding(), m.models.vocabulary.get()});
+  for (const ServedModel& m : models) {
+    decoders.push_back({&m.models.decoding(), m.models.vocabulary.get(), m.models.shortlist.get()});
+  }
   BatchingTranslator batcher(decoders, options.translator, options.batching, [&metrics](const StepReport& step) {
     metrics.step(step.sentences, step.finished, step.target_tokens);
   });

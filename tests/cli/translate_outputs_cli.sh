@@ -189,6 +189,30 @@ render_all() {
 }
 check pictures-render render_all "$tmp/svg"
 
+# Vocabulary shortlists: IBM model 1 finds that the reversal task writes each letter as itself;
+# with one target piece a source piece (and none kept for every batch) each output holds only its
+# batch's source pieces, and the translations are those without the shortlist.
+expect build-shortlist 0 "build-shortlist: wrote" -- "$dragoman" build-shortlist --model "$a" \
+  --source "$tmp/train.src" --target "$tmp/train.tgt" --per-piece 1 --frequent 0 -o "$tmp/letters.shortlist"
+check shortlist-identity awk -F '\t' '!/^#/ && $1 != "" { n++; same += ($1 == $2) } END { exit !(n >= 10 && same == n) }' \
+  "$tmp/letters.shortlist"
+"$dragoman" translate -m "$a" -i "$tmp/dev.txt" -o "$tmp/dev.full" 2>/dev/null
+expect translate-shortlist 0 "40 lines" -- "$dragoman" translate -m "$a" -i "$tmp/dev.txt" -o "$tmp/dev.short" \
+  --shortlist "$tmp/letters.shortlist"
+check shortlist-same-output cmp "$tmp/dev.full" "$tmp/dev.short"
+expect translate-shortlist-int8 0 "40 lines" -- "$dragoman" translate -m "$a" -i "$tmp/dev.txt" -o "$tmp/dev.short8" \
+  --shortlist "$tmp/letters.shortlist" --precision int8
+printf 'a\tb\nc d\n' >"$tmp/bad.shortlist"
+expect shortlist-no-tab 1 "bad.shortlist:2: expected SOURCE_PIECE<TAB>target pieces" -- \
+  "$dragoman" translate -m "$a" -i "$tmp/in.txt" --shortlist "$tmp/bad.shortlist"
+printf '\tnonsense\n' >"$tmp/bad.shortlist"
+expect shortlist-unknown-piece 1 "bad.shortlist:1: the target piece \"nonsense\" is not in the model's vocabulary" -- \
+  "$dragoman" translate -m "$a" -i "$tmp/in.txt" --shortlist "$tmp/bad.shortlist"
+expect build-shortlist-vocabulary 2 "give --model or --vocabulary" -- "$dragoman" build-shortlist \
+  --source "$tmp/train.src" --target "$tmp/train.tgt" -o "$tmp/x.shortlist"
+expect serve-shortlist-name 2 'no model is named "nobody"' -- "$dragoman" serve -m "$a" \
+  --shortlist "nobody=$tmp/letters.shortlist"
+
 # Usage errors.
 expect attention-layer-range 1 "layer 3 of a decoder of 2 layers" -- \
   "$dragoman" translate -m "$a" -i "$tmp/in.txt" --alignment --attention-layer 3

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -167,6 +168,36 @@ TEST_CASE("shortlist: greedy decoding keeps its output when the shortlist holds 
   const Shortlist other(c.tgt_vocab_size + 1, {5}, {});
   beam.shortlist = &other;
   CHECK_THROWS_WITH(beam_search(model, kSources, beam), Catch::Contains("shortlist of"));
+}
+
+TEST_CASE("shortlist: sentences that join a running search widen its output", "[decode]") {
+  const model::ModelConfig c = test::fixture_config("pre_untied_learned");
+  const model::Transformer model = test::random_model(c, 6);
+  std::vector<std::vector<std::int32_t>> lists(16);
+  lists[6] = {7};
+  lists[9] = {10, 11};
+  const Shortlist shortlist(c.tgt_vocab_size, {5}, lists);
+  SearchOptions o;
+  o.beam = 3;
+  o.max_length_b = 6;
+  o.shortlist = &shortlist;
+  const TransformerDecoding decoding(model);
+  BeamSearch search(decoding, o);
+  std::map<std::int64_t, std::vector<Hypothesis>> done;
+  search.add({{6, 6, 6}}, {0});
+  for (int step = 0; step < 2; ++step) {
+    for (auto& [id, n] : search.step()) done[id] = std::move(n);
+  }
+  search.add({{9, 9}}, {1});  // joins: 10 and 11 become outputs of both
+  while (!search.empty()) {
+    for (auto& [id, n] : search.step()) done[id] = std::move(n);
+  }
+  REQUIRE(done.size() == 2);
+  std::set<std::int32_t> written;
+  for (const auto& [id, n] : done) {
+    for (const Hypothesis& h : n) written.insert(h.tokens.begin(), h.tokens.end());
+  }
+  for (const std::int32_t token : written) CHECK((token == 5 || token == 7 || token == 10 || token == 11));
 }
 
 TEST_CASE("lexical table: IBM model 1 finds each source piece's translation", "[decode]") {
