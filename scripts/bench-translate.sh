@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# Benchmark: CPU translation speed and memory of `dragoman translate` on the dev set of the real
-# English-German corpus in ../shared/data/bench-en-de (not part of this repository), for beam 4
-# and greedy decoding at 1 and 2 threads. Prints a Markdown table (docs/PERFORMANCE.md records it).
+# Benchmark: CPU translation speed of `dragoman translate` beside CTranslate2 on the same weights
+# (fp32 and int8, greedy and beam 4, 1 and 2 threads), with and without a vocabulary shortlist
+# (CTranslate2: its vocabulary map, the same lists), on the real English-German corpus in
+# ../shared/data/bench-en-de (not part of this repository). Prints one Markdown table per model:
+# each tool's seconds and CTranslate2's time over Dragoman's (above 1: Dragoman is faster).
 #
-# The model is the paper's base model (6+6 layers, d_model 512, shared 37,000-piece BPE vocabulary
-# built on the corpus) after one training update, so its weights are as good as random: it hardly
-# ever chooses EOS and every hypothesis runs to the length cap. The cap is therefore set to the
-# source length (--max-length-a 1 --max-length-b 0), which is about the length of a real German
-# translation of English (1.1 x); the table reports the tokens produced, so the work done is known.
-# A trained model's speed on the same data is the second table (MODEL=path, e.g. the bench-train
-# or demo run's model) with the paper's settings (cap at source + 50). When CTranslate2's wheel is
-# installed, the last tables put it beside Dragoman on the same weights (fp32 and int8).
+# Models: the paper's base model (6+6 layers, d_model 512, a 37,000-piece BPE vocabulary built on the
+# corpus) and a small one of the demo's shape (2+2 layers, d_model 128, 8,000 pieces), each after
+# one training update: their weights are as good as random, so every hypothesis runs to the length
+# cap, fixed at 30 tokens for both tools (the same work per sentence). MODEL=a trained model file
+# adds its table with the paper's cap (source + 50), on INPUT (default: the corpus's dev lines), and
+# the BLEU of every variant against REFERENCE when given. The shortlist is built by `dragoman
+# build-shortlist` on the corpus's training pairs (SHORTLIST_ARGS, SHORTLIST_PAIRS) unless
+# SHORTLIST=file gives MODEL's; CTranslate2 reads the same file as its vmap.txt.
 #   scripts/bench-translate.sh [LINES=1000] [BUILD_DIR=build] [DATA_DIR=../shared/data/bench-en-de]
-#   environment: MODEL=a trained model file to measure as well; KEEP=dir to keep the work files;
-#   CPU_PATH=avx2 to run both tools as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2 for both tools'
-#   oneDNN, DRAGOMAN_CPU_ISA=avx2, OPENBLAS_CORETYPE=Haswell, CT2_FORCE_CPU_ISA=AVX2); the table's
-#   head names the instruction set each library runs
+#   (the base model translates the first LINES dev lines, the small one those lines 4 times over)
+#   environment: MODEL, INPUT, REFERENCE, SHORTLIST as above; MODELS="base small" (the untrained
+#   ones to run); KEEP=dir to keep the work files; CPU_PATH=avx2 to run both tools as on an
+#   AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2 for both tools' oneDNN, DRAGOMAN_CPU_ISA=avx2,
+#   OPENBLAS_CORETYPE=Haswell, CT2_FORCE_CPU_ISA=AVX2); the head names the instruction set each
+#   library runs. Needs pip's ctranslate2, sentencepiece, safetensors and numpy (else Dragoman only).
 set -euo pipefail
 case ${CPU_PATH:-} in
   "") ;;
@@ -29,7 +33,9 @@ data=${3:-../shared/data/bench-en-de}
 dragoman=$(realpath "$build_dir/src/dragoman")
 [[ -x $dragoman ]] || { echo "bench-translate: $dragoman not found: build first (scripts/test.sh)" >&2; exit 1; }
 [[ -f $data/dev.en.xz ]] || { echo "bench-translate: $data/dev.en.xz not found" >&2; exit 1; }
-command -v /usr/bin/time >/dev/null || { echo "bench-translate: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+ct2_tools=${CT2_TOOLS:-../shared/bench/ct2}
+ct2=0
+python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[ -f $ct2_tools/translate_ct2.py ]] && ct2=1
 
 work=${KEEP:-$(mktemp -d)}
 mkdir -p "$work"
@@ -38,123 +44,147 @@ for f in train.en train.de dev.en dev.de; do
   [[ -s $work/$f ]] || xz -dc "$data/$f.xz" >"$work/$f"
 done
 head -n "$lines" "$work/dev.en" >"$work/input.en"
+# The small model's input: those lines 4 times over (its runs would otherwise take under a second).
+for _ in 1 2 3 4; do cat "$work/input.en"; done >"$work/input4.en"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
 echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-# The instruction set each library runs: our row kernels, oneDNN's, OpenBLAS's kernels, int8's weights.
 "$dragoman" --version | grep -E '^(CPU|int8)' || true
-echo "input: the first $(wc -l <"$work/input.en") lines of $data/dev.en"
+if ((ct2)); then
+  echo "CTranslate2 $(python3 -c 'import ctranslate2; print(ctranslate2.__version__)')"
+else
+  echo "CTranslate2: not compared (pip install ctranslate2 sentencepiece safetensors numpy; tools in $ct2_tools)"
+fi
 
-# The base model: a shared 37k BPE vocabulary, then one update on a few pairs.
-if [[ ! -s $work/base.safetensors ]]; then
-  "$dragoman" build-vocab --input "$work/train.en" "$work/train.de" --vocab-size 37000 \
-    --input-sentence-size 200000 --output "$work/vocab" 2>"$work/vocab.log" || { cat "$work/vocab.log" >&2; exit 1; }
+# untrained_model NAME VOCAB_SIZE CONFIG [--set ...]: NAME.safetensors after one update on 2,000 pairs.
+untrained_model() {
+  local name=$1 vocab_size=$2 config=$3
+  shift 3
+  [[ -s $work/$name.safetensors ]] && return
+  [[ -s $work/vocab-$vocab_size.model ]] ||
+    "$dragoman" build-vocab --input "$work/train.en" "$work/train.de" --vocab-size "$vocab_size" \
+      --input-sentence-size 200000 --output "$work/vocab-$vocab_size" 2>"$work/vocab.log" ||
+    { cat "$work/vocab.log" >&2; exit 1; }
   head -n 2000 "$work/train.en" >"$work/small.en"
   head -n 2000 "$work/train.de" >"$work/small.de"
-  "$dragoman" train --config configs/transformer-base.yaml --run "$work/base-run" \
+  "$dragoman" train --config "$config" --run "$work/$name-run" \
     --set "data.train_source=$work/small.en" --set "data.train_target=$work/small.de" \
-    --set "data.vocabulary=$work/vocab.model" --set training.max_steps=1 --set training.tokens_per_update=3125 \
-    --set checkpoint.every_minutes=0 2>"$work/train.log" || { tail -n 20 "$work/train.log" >&2; exit 1; }
-  cp "$work/base-run/checkpoints/checkpoint-last.safetensors" "$work/base.safetensors"
-fi
+    --set "data.valid_source=" --set "data.valid_target=" \
+    --set "data.vocabulary=$work/vocab-$vocab_size.model" --set training.max_steps=1 \
+    --set training.max_minutes=0 --set checkpoint.every_minutes=0 "$@" 2>"$work/train.log" ||
+    { tail -n 20 "$work/train.log" >&2; exit 1; }
+  cp "$work/$name-run/checkpoints/checkpoint-last.safetensors" "$work/$name.safetensors"
+}
 
-# One translate run: NAME MODEL BEAM THREADS [translate options] -> a table row.
-row() {
-  local name=$1 model=$2 beam=$3 threads=$4
+# seconds LOG: the search's seconds from Dragoman's summary line or translate_ct2.py's.
+seconds() {
+  sed -n 's/.*\(translate\|ct2\): [0-9]* lines, .* in \([0-9.]*\) s:.*/\2/p' "$1" | tail -n 1
+}
+
+# run_dragoman MODEL BEAM THREADS OUT [options] and run_ct2 DIR BEAM THREADS OUT [options]: seconds.
+run_dragoman() {
+  local model=$1 beam=$2 threads=$3 out=$4
   shift 4
-  /usr/bin/time -f "%M" -o "$work/rss" "$dragoman" translate --model "$model" --input "$work/input.en" \
-    --output "$work/out.txt" --beam "$beam" --threads "$threads" "$@" 2>"$work/translate.log" ||
-    { tail -n 20 "$work/translate.log" >&2; exit 1; }
-  print_row "$name" "$beam" "$threads" "$work/translate.log"
+  "$dragoman" translate --model "$model" --input "$input" --output "$out" --beam "$beam" --threads "$threads" \
+    --length-normalization power "$@" 2>"$work/run.log" || { tail -n 20 "$work/run.log" >&2; exit 1; }
+  seconds "$work/run.log"
 }
-
-# print_row NAME BEAM THREADS LOG: the table row of a run whose LOG ends with Dragoman's summary
-# line ("translate: N lines, S source tokens, T target tokens (1-best) in X s: ...") or
-# translate_ct2.py's ("ct2: ..." alike), with the peak RSS /usr/bin/time wrote to $work/rss.
-print_row() {
-  local name=$1 beam=$2 threads=$3 log=$4
-  sed -n 's/.*\(translate\|ct2\): \([0-9]*\) lines, \([0-9]*\) source tokens, \([0-9]*\) target tokens (1-best) in \([0-9.]*\) s.*/\2 \3 \4 \5/p' \
-    "$log" | {
-    read -r n src tgt seconds
-    awk -v name="$name" -v beam="$beam" -v threads="$threads" -v n="$n" -v src="$src" -v tgt="$tgt" -v s="$seconds" \
-      -v rss="$(tail -n 1 "$work/rss")" \
-      'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
-               name, beam, threads, n, src, tgt, s, n / s, src / s, tgt / s, rss / 1024 }'
-  }
+run_ct2() {
+  local dir=$1 beam=$2 threads=$3 out=$4 vmap=$5 compute=float32
+  shift 5
+  [[ $dir == *-int8 ]] && compute=int8
+  local runner=(python3 "$ct2_tools/translate_ct2.py")
+  ((vmap)) && runner=(python3 bench/ct2_vmap.py "$ct2_tools/translate_ct2.py")
+  "${runner[@]}" --model "$dir" --input "$input" --output "$out" --beam "$beam" --alpha 0.6 \
+    --threads "$threads" --compute-type "$compute" "$@" >"$work/run.log" 2>&1 || { tail -n 20 "$work/run.log" >&2; exit 1; }
+  seconds "$work/run.log"
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a + 0 == 0) print "-"; else printf "%.2f", b / a }'; }
+bleu() { "$dragoman" score-bleu -i "$1" -r "$reference" 2>/dev/null | sed -n 's/^BLEU[^=]*= \([0-9.]*\) .*/\1/p'; }
 
-header() {
+# table NAME MODEL SHORTLIST [translate options]: the table of one model.
+table() {
+  local name=$1 model=$2 shortlist=$3
+  shift 3
+  local caps=("$@") stem
+  stem=$work/$name
+  if ((ct2)); then
+    for q in float32 int8; do
+      local dir=$stem-ct2-$q convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$stem-ct2-$q")
+      [[ $q == int8 ]] && convert+=(--quantization int8)
+      [[ -d $dir ]] || "${convert[@]}" >"$work/convert.log" 2>&1 || { tail -n 20 "$work/convert.log" >&2; exit 1; }
+      grep -v '^#' "$shortlist" >"$dir/vmap.txt"  # CTranslate2's vocabulary map: the same lists
+    done
+  fi
   echo
-  echo "| model | beam | threads | lines | source tokens | target tokens | seconds | lines/s | source tok/s | target tok/s | peak RSS MiB |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-}
-
-header
-for beam in 4 1; do
-  for threads in 1 2; do
-    row "base (1 update), cap = source length" "$work/base.safetensors" "$beam" "$threads" \
-      --max-length-a 1 --max-length-b 0
-  done
-done
-if [[ -n ${MODEL:-} ]]; then
-  header
+  echo "$name ($(wc -l <"$input") lines of $(basename "$input"); shortlist: $(grep -c $'\t' "$shortlist") lists)"
+  echo
+  echo "| beam | threads | Dragoman fp32 s | CT2 fp32 s | CT2 / Dragoman | Dragoman int8 s | CT2 int8 s | CT2 / Dragoman | Dragoman fp32 + shortlist s | CT2 fp32 + vmap s | CT2 / Dragoman | Dragoman int8 + shortlist s | CT2 int8 + vmap s | CT2 / Dragoman |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  local beam threads
   for beam in 4 1; do
     for threads in 1 2; do
-      row "$(basename "$MODEL")" "$MODEL" "$beam" "$threads"
+      local row="| $beam | $threads" sl q d c
+      for sl in 0 1; do
+        for q in fp32 int8; do
+          local opts=("${caps[@]}") ct2_opts=("${caps[@]}") out=$stem-b$beam-t$threads-$q-sl$sl
+          ((sl)) && opts+=(--shortlist "$shortlist")
+          [[ $q == int8 ]] && opts+=(--precision int8)
+          d=$(run_dragoman "$model" "$beam" "$threads" "$out.dragoman" "${opts[@]}")
+          c=""
+          if ((ct2)); then
+            local dir=$stem-ct2-float32
+            [[ $q == int8 ]] && dir=$stem-ct2-int8
+            c=$(run_ct2 "$dir" "$beam" "$threads" "$out.ct2" "$sl" "${ct2_opts[@]}")
+          fi
+          row+=" | $d | ${c:--} | $(ratio "$d" "$c")"
+        done
+      done
+      echo "$row |"
     done
   done
-fi
-
-# CTranslate2 on the same weights, in the same run (when its wheel is installed: pip install
-# ctranslate2 sentencepiece safetensors numpy): the model converted by ../shared/bench/ct2, translated
-# with Dragoman's batching and length caps; Dragoman with CTranslate2's one length normalisation
-# (power) beside it, in fp32 and int8.
-# The base model's rows have a fixed cap of 30 tokens for both (the same work per sentence).
-ct2_tools=${CT2_TOOLS:-../shared/bench/ct2}
-ct2_row() {
-  local name=$1 dir=$2 beam=$3 threads=$4 compute=$5
-  shift 5
-  /usr/bin/time -f "%M" -o "$work/rss" python3 "$ct2_tools/translate_ct2.py" --model "$dir" --input "$work/input.en" \
-    --output "$work/ct2-out.txt" --beam "$beam" --alpha 0.6 --threads "$threads" --compute-type "$compute" "$@" \
-    >"$work/ct2.log" 2>&1 || { tail -n 20 "$work/ct2.log" >&2; exit 1; }
-  print_row "$name" "$beam" "$threads" "$work/ct2.log"
-}
-if python3 -c 'import ctranslate2, sentencepiece, safetensors' 2>/dev/null && [[ -f $ct2_tools/translate_ct2.py ]]; then
-  echo
-  echo "CTranslate2 $(python3 -c 'import ctranslate2; print(ctranslate2.__version__)') on the same weights (power length normalisation):"
-  ct2_isa=1
-  models=("$work/base.safetensors")
-  [[ -n ${MODEL:-} ]] && models+=("$MODEL")
-  for model in "${models[@]}"; do
-    # The base model's hypotheses all run to the cap: a fixed one (30 tokens) gives both tools the
-    # same work, where a cap by source length would not (CTranslate2 has one cap per batch).
-    caps=()
-    [[ $model == "$work/base.safetensors" ]] && caps=(--max-length-a 0 --max-length-b 30)
-    name=$(basename "$model" .safetensors)
-    for quantization in float32 int8; do
-      convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$work/ct2-$name-$quantization")
-      [[ $quantization == int8 ]] && convert+=(--quantization int8)
-      [[ -d $work/ct2-$name-$quantization ]] || "${convert[@]}" >"$work/ct2.log" 2>&1 ||
-        { tail -n 20 "$work/ct2.log" >&2; exit 1; }
-    done
-    header
-    for beam in 4 1; do
-      for threads in 1 2; do
-        row "$name: dragoman fp32" "$model" "$beam" "$threads" --length-normalization power "${caps[@]}"
-        if ((ct2_isa)); then  # CTranslate2's log names its ISA and GEMM backend when it loads a model
-          head -n 1 "$work/input.en" >"$work/one.en"
-          CT2_VERBOSE=1 python3 "$ct2_tools/translate_ct2.py" --model "$work/ct2-$name-float32" --input "$work/one.en" \
-            --output "$work/ct2-out.txt" --beam 1 --threads 1 >"$work/ct2-verbose.log" 2>&1 || true
-          grep -E 'CPU:|ISA|backend|GEMM' "$work/ct2-verbose.log" | sed 's/^.*\] /  CTranslate2: /' | sort -u || true
-          ct2_isa=0
-        fi
-        ct2_row "$name: ctranslate2 float32" "$work/ct2-$name-float32" "$beam" "$threads" float32 "${caps[@]}"
-        row "$name: dragoman int8" "$model" "$beam" "$threads" --length-normalization power --precision int8 "${caps[@]}"
-        ct2_row "$name: ctranslate2 int8" "$work/ct2-$name-int8" "$beam" "$threads" int8 "${caps[@]}"
+  if [[ -n $reference ]]; then
+    echo
+    echo "BLEU of $name against $(basename "$reference") (beam 4, 2 threads):"
+    echo
+    echo "| variant | Dragoman | CTranslate2 |"
+    echo "|---|---:|---:|"
+    local q sl
+    for sl in 0 1; do
+      for q in fp32 int8; do
+        local out=$stem-b4-t2-$q-sl$sl
+        echo "| $q$( ((sl)) && echo " + shortlist/vmap") | $(bleu "$out.dragoman") | $( ((ct2)) && bleu "$out.ct2" || echo -) |"
       done
     done
-  done
-else
-  echo
-  echo "CTranslate2: not compared (pip install ctranslate2 sentencepiece safetensors numpy; tools in $ct2_tools)"
+  fi
+}
+
+# The untrained models' shortlists: IBM model 1 on the corpus's training pairs, in their vocabulary.
+shortlist_for() {
+  local model=$1 out=$2
+  [[ -s $out ]] && return
+  "$dragoman" build-shortlist --model "$model" --source "$work/train.en" --target "$work/train.de" \
+    --max-pairs "${SHORTLIST_PAIRS:-200000}" ${SHORTLIST_ARGS:-} -o "$out" 2>"$work/shortlist.log" ||
+    { tail -n 20 "$work/shortlist.log" >&2; exit 1; }
+}
+
+reference=""
+for name in ${MODELS:-base small}; do
+  case $name in
+    base) untrained_model base 37000 configs/transformer-base.yaml --set training.tokens_per_update=3125 ;;
+    small) untrained_model small 8000 configs/demo.yaml --set training.lr_decay=constant --set training.lr_hold=0 ;;
+    *) echo "bench-translate: MODELS: $name: expected base or small" >&2; exit 2 ;;
+  esac
+  shortlist_for "$work/$name.safetensors" "$work/$name.shortlist"
+  input=$work/input.en
+  [[ $name == small ]] && input=$work/input4.en
+  table "$name (1 update), cap 30 tokens" "$work/$name.safetensors" "$work/$name.shortlist" \
+    --max-length-a 0 --max-length-b 30
+done
+if [[ -n ${MODEL:-} ]]; then
+  input=${INPUT:-$work/input.en}
+  reference=${REFERENCE:-}
+  shortlist=${SHORTLIST:-$work/model.shortlist}
+  [[ -n ${SHORTLIST:-} ]] || shortlist_for "$MODEL" "$shortlist"
+  table "$(basename "$MODEL"), cap source + 50" "$MODEL" "$shortlist"
 fi
