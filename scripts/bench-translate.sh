@@ -56,6 +56,17 @@ else
   echo "CTranslate2: not compared (pip install ctranslate2 sentencepiece safetensors numpy; tools in $ct2_tools)"
 fi
 
+# CTranslate2's log names its ISA and GEMM backend when it loads a model (printed once, at its first run).
+ct2_named=0
+name_ct2() {
+  ((ct2_named)) && return
+  ct2_named=1
+  head -n 1 "$input" >"$work/one.en"
+  CT2_VERBOSE=1 python3 "$ct2_tools/translate_ct2.py" --model "$1" --input "$work/one.en" --output "$work/one.out" \
+    --beam 1 --threads 1 >"$work/ct2-verbose.log" 2>&1 || true
+  grep -E 'CPU:|ISA|backend|GEMM' "$work/ct2-verbose.log" | sed 's/^.*\] /CTranslate2: /' | sort -u || true
+}
+
 # untrained_model NAME VOCAB_SIZE CONFIG [--set ...]: NAME.safetensors after one update on 2,000 pairs.
 untrained_model() {
   local name=$1 vocab_size=$2 config=$3
@@ -113,8 +124,9 @@ table() {
       local dir=$stem-ct2-$q convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$stem-ct2-$q")
       [[ $q == int8 ]] && convert+=(--quantization int8)
       [[ -d $dir ]] || "${convert[@]}" >"$work/convert.log" 2>&1 || { tail -n 20 "$work/convert.log" >&2; exit 1; }
-      grep -v '^#' "$shortlist" >"$dir/vmap.txt"  # CTranslate2's vocabulary map: the same lists
+      grep -v $'^#[^\t]*$' "$shortlist" >"$dir/vmap.txt"  # CTranslate2's vocabulary map: the same lists
     done
+    name_ct2 "$stem-ct2-float32"
   fi
   echo
   echo "$name ($(wc -l <"$input") lines of $(basename "$input"); shortlist: $(grep -c $'\t' "$shortlist") lists)"

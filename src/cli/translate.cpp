@@ -153,6 +153,11 @@ int run_translate(const TranslateCliOptions& o) {
   decode::TranslatorOptions options = effective.translator_options(device, decode::DecodingUse::kBatch);
   options.search = search_options(effective, o);
   options.search.shortlist = models.shortlist.get();
+  if (models.shortlist && o.deterministic) {
+    spdlog::warn(
+        "translate: with --shortlist a line's output pieces are its batch's: the output depends on the lines "
+        "batched with it, --deterministic or not (docs/DECODING.md, \"Vocabulary shortlists\")");
+  }
   options.noise.enabled = o.noise;
   options.noise.seed = o.decoding.sampling.seed;
   const decode::Translator translator(models.decoding(), *models.vocabulary, options);

@@ -23,6 +23,9 @@ class PairIndex {
   // The slot of `k`, added when new.
   std::uint32_t insert(std::uint64_t k) {
     if (2 * (size_ + 1) > keys_.size()) grow();
+    if (size_ == std::size_t{0xffffffffU}) {
+      throw Error("lexical table: more than 4,294,967,295 distinct co-occurring pieces: use fewer pairs (--max-pairs)");
+    }
     std::size_t at = position(k);
     while (keys_[at] != kEmpty) {
       if (keys_[at] == k) return slots_[at];
@@ -109,15 +112,17 @@ LexicalTable train_ibm_model1(const EncodedCorpus& corpus, std::int64_t source_v
   const std::size_t slots = index.size();
   table.cooccurrences = static_cast<std::int64_t>(slots);
   std::vector<float> prob(slots, 1.0F);  // uniform: the first E step counts co-occurrences, normalised
-  const int threads = std::max(1, options.threads);
-  std::vector<std::vector<float>> counts(static_cast<std::size_t>(threads));
+  // Each thread's counts are a double per co-occurrence (a float would stop growing past 2^24 times
+  // a posterior): at most 8 threads, so that their memory stays a few times the table's.
+  const int threads = std::clamp(options.threads, 1, 8);
+  std::vector<std::vector<double>> counts(static_cast<std::size_t>(threads));
   for (int iteration = 1; iteration <= options.iterations; ++iteration) {
     // E step: each target token's alignment distribution over its sentence's source tokens and NULL.
     const std::size_t chunks = static_cast<std::size_t>(threads);
     parallel_for(chunks, threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t w = begin; w < end; ++w) {
-        std::vector<float>& count = counts[w];
-        count.assign(slots, 0.0F);
+        std::vector<double>& count = counts[w];
+        count.assign(slots, 0.0);
         std::vector<std::uint32_t> at;
         const auto first = static_cast<std::int64_t>(w) * pairs / static_cast<std::int64_t>(chunks);
         const auto last = static_cast<std::int64_t>(w + 1) * pairs / static_cast<std::int64_t>(chunks);
@@ -131,22 +136,21 @@ LexicalTable train_ibm_model1(const EncodedCorpus& corpus, std::int64_t source_v
             float z = 0.0F;
             for (const std::uint32_t a : at) z += prob[a];
             if (!(z > 0.0F)) continue;
-            for (const std::uint32_t a : at) count[a] += prob[a] / z;
+            for (const std::uint32_t a : at) count[a] += static_cast<double>(prob[a] / z);
           }
         }
       }
     });
     // M step: p(f | e) = count(e, f) / count(e), the chunks' counts summed in chunk order.
     std::vector<double> total(static_cast<std::size_t>(source_vocab + 1), 0.0);
+    std::vector<double>& sums = counts.front();  // chunk 0's counts become the sums
     for (std::size_t a = 0; a < slots; ++a) {
-      float sum = 0.0F;
-      for (const std::vector<float>& count : counts) sum += count[a];
-      prob[a] = sum;
-      total[static_cast<std::size_t>(slot_source[a])] += sum;
+      for (std::size_t w = 1; w < counts.size(); ++w) sums[a] += counts[w][a];
+      total[static_cast<std::size_t>(slot_source[a])] += sums[a];
     }
     for (std::size_t a = 0; a < slots; ++a) {
       const double t = total[static_cast<std::size_t>(slot_source[a])];
-      prob[a] = t > 0 ? static_cast<float>(prob[a] / t) : 0.0F;
+      prob[a] = t > 0 ? static_cast<float>(sums[a] / t) : 0.0F;
     }
     if (progress) progress(iteration);
   }

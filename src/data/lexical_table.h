@@ -19,7 +19,7 @@ namespace dragoman::data {
 
 struct LexicalTableOptions {
   int iterations = 5;  // EM iterations
-  int threads = 1;
+  int threads = 1;     // at most 8 are used (each holds counts as large as the table)
   std::int64_t max_pairs = 0;  // the first this many pairs (0: all)
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -111,6 +112,11 @@ BeamSearch::BeamSearch(const DecodingModel& model, SearchOptions options) : mode
     throw Error("beam search: a shortlist of " + std::to_string(options_.shortlist->target_size()) +
                 " target pieces for a model of " + std::to_string(model_.config().tgt_vocab_size));
   }
+  if (options_.shortlist != nullptr && !model_.output_restrictable()) {
+    throw Error(
+        "beam search: a shortlist needs the output layer's rows, which packing gave up "
+        "(Transformer::keep_output_rows before pack_weights; load_decoding_models does it for a shortlist)");
+  }
   if (options_.sampling.enabled) check_sampling_options(options_.sampling);  // at once, not at the first draw
   if (options_.nbest < 1 || options_.nbest > options_.beam) throw Error("beam search: nbest must be in [1, beam]");
 }
@@ -164,24 +170,28 @@ void BeamSearch::add(const std::vector<std::vector<std::int32_t>>& sources, cons
   }
   DecodingState more = model_.start(batch, capacity, o.beam, o.record_attention ? &o.attention : nullptr);
   model_.append(state_, std::move(more));
-  if (o.shortlist != nullptr) {  // the output pieces: the lists of these sources too, and their guides' pieces
-    std::vector<std::int32_t> keep = {c.pad_id, c.bos_id, c.eos_id};
-    for (const Sentence& s : added) {
+  if (o.shortlist != nullptr) {  // each sentence's output pieces: its source's lists and its guide's pieces
+    for (std::size_t b = 0; b < added.size(); ++b) {
+      Sentence& s = added[b];
+      std::vector<std::int32_t> keep = {c.pad_id, c.bos_id, c.eos_id};
       keep.insert(keep.end(), s.guide.prefix.begin(), s.guide.prefix.end());
       for (const std::vector<std::int32_t>& constraint : s.guide.constraints)
         keep.insert(keep.end(), constraint.begin(), constraint.end());
+      s.pieces = o.shortlist->pieces({sources[b]}, keep);
     }
-    widen_output(sources, std::move(keep));
   }
   for (Sentence& s : added) {
     source_tokens_ += s.source_length;
     active_.push_back(std::move(s));
   }
   feed_.resize(active_.size() * static_cast<std::size_t>(o.beam), c.bos_id);
+  if (o.shortlist != nullptr) restrict_output(false);  // the joining sentences' pieces as well
 }
 
 double BeamSearch::log_prob(const Tensor& values, std::int64_t row, std::int32_t token) const {
-  const std::int64_t at = row * values.dim(1) + column(token);
+  const std::int32_t at_column = column(token);
+  if (at_column < 0) throw Error("beam search: token " + std::to_string(token) + " is not among the output's pieces");
+  const std::int64_t at = row * values.dim(1) + at_column;
   switch (values.dtype()) {
     case DType::kF32: return static_cast<double>(values.data<float>()[at]);
     case DType::kF64: return values.data<double>()[at];
@@ -209,10 +219,23 @@ void BeamSearch::best_tokens(const Tensor& values, std::int64_t row, std::size_t
   }
 }
 
-void BeamSearch::widen_output(const std::vector<std::vector<std::int32_t>>& sources, std::vector<std::int32_t> keep) {
-  keep.insert(keep.end(), pieces_.begin(), pieces_.end());  // the pieces of the sentences searched already
-  std::vector<std::int32_t> pieces = options_.shortlist->pieces(sources, keep);
+void BeamSearch::restrict_output(bool shrink) {
+  std::vector<std::int32_t> pieces;  // the union of the active sentences' pieces
+  for (const Sentence& s : active_) {
+    std::vector<std::int32_t> both;
+    std::set_union(pieces.begin(), pieces.end(), s.pieces.begin(), s.pieces.end(), std::back_inserter(both));
+    pieces = std::move(both);
+  }
   if (pieces == pieces_) return;
+  // Sentences that leave shrink the output only once it is a quarter too large (each restriction
+  // gathers the output layer's rows again); joining ones widen it at once.
+  if (shrink && 4 * pieces.size() > 3 * pieces_.size()) return;
+  if (!shrink) {  // keep the pieces of the sentences being searched (they are not all active's)
+    std::vector<std::int32_t> both;
+    std::set_union(pieces.begin(), pieces.end(), pieces_.begin(), pieces_.end(), std::back_inserter(both));
+    if (both == pieces_) return;
+    pieces = std::move(both);
+  }
   pieces_ = std::move(pieces);
   column_of_.assign(static_cast<std::size_t>(model_.config().tgt_vocab_size), -1);
   for (std::size_t j = 0; j < pieces_.size(); ++j)
@@ -236,6 +259,7 @@ void BeamSearch::keep(const std::vector<std::size_t>& kept, const std::vector<st
     return;
   }
   model_.select_rows(state_, rows, false);
+  if (options_.shortlist != nullptr) restrict_output(true);  // the sentences left may need fewer pieces
 }
 
 void BeamSearch::remove(const std::function<bool(std::int64_t)>& drop) {

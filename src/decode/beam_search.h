@@ -47,7 +47,8 @@ struct SearchOptions {
   SamplingOptions sampling;
   // A vocabulary shortlist (decode/shortlist.h; it must outlive the search), or null: the output
   // layer of the sentences searched together is then over the union of their lists (with the
-  // special ids and the pieces of their target prefixes and constraints), grown as sentences join.
+  // special ids and the pieces of their target prefixes and constraints), widened as sentences join
+  // and narrowed as they leave.
   const Shortlist* shortlist = nullptr;
 };
 
@@ -114,6 +115,7 @@ class BeamSearch {
     std::vector<ConstraintState> constraints;  // per live beam, when the guide has constraints
     std::uint64_t key = 0;              // sampling: the sentence's random stream (sampling_key)
     std::vector<std::int64_t> samples;  // sampling: per live row, its sample's number
+    std::vector<std::int32_t> pieces;   // with a shortlist: its output pieces (Shortlist::pieces), ascending
   };
   // One of a step's extensions of a sentence's hypotheses.
   struct Candidate {
@@ -138,9 +140,10 @@ class BeamSearch {
   // lower token first), leaving out <pad> and <s>, and every token but EOS when `eos_only`.
   void best_tokens(const Tensor& values, std::int64_t row, std::size_t count, bool eos_only,
                    std::vector<std::pair<double, std::int32_t>>& best) const;
-  // With a shortlist: the output pieces grown to hold those of `sources` and `keep`, and the
-  // models' output layers restricted to them.
-  void widen_output(const std::vector<std::vector<std::int32_t>>& sources, std::vector<std::int32_t> keep);
+  // With a shortlist: the output pieces made the union of the active sentences' (Sentence::pieces),
+  // the models' output layers restricted to them. Joining sentences widen it (`shrink` false);
+  // leaving ones (`shrink`) narrow it once it is a quarter too large.
+  void restrict_output(bool shrink);
   // Keeps the sentences at `kept` (indices into active_, ascending) with their rows `rows` of the
   // decoder state and next tokens `feed`.
   void keep(const std::vector<std::size_t>& kept, const std::vector<std::int64_t>& rows,

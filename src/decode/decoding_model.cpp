@@ -69,6 +69,8 @@ void TransformerDecoding::restrict_output(DecodingState& state, const std::vecto
   state.models.front().output = model_.restrict_output(pieces);
 }
 
+bool TransformerDecoding::output_restrictable() const { return model_.output_restrictable(); }
+
 EnsembleDecoding::EnsembleDecoding(std::vector<const model::Transformer*> models, std::vector<std::string> names)
     : models_(std::move(models)) {
   if (models_.empty()) throw Error("ensemble: no models");
@@ -155,6 +157,11 @@ void EnsembleDecoding::append(DecodingState& state, DecodingState more) const {
 
 void EnsembleDecoding::restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const {
   for (std::size_t i = 0; i < models_.size(); ++i) state.models[i].output = models_[i]->restrict_output(pieces);
+}
+
+bool EnsembleDecoding::output_restrictable() const {
+  return std::all_of(models_.begin(), models_.end(),
+                     [](const model::Transformer* model) { return model->output_restrictable(); });
 }
 
 }  // namespace dragoman::decode

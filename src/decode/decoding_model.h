@@ -60,6 +60,8 @@ class DecodingModel {
   // From the next step on, log-probabilities over `pieces` alone (distinct target ids; column j is
   // pieces[j]): a vocabulary shortlist (Transformer::restrict_output).
   virtual void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const = 0;
+  // Whether restrict_output can be used (the output layer's rows were kept: Transformer::keep_output_rows).
+  virtual bool output_restrictable() const = 0;
 };
 
 // One model. The model must outlive this.
@@ -74,6 +76,7 @@ class TransformerDecoding final : public DecodingModel {
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
   void append(DecodingState& state, DecodingState more) const override;
   void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const override;
+  bool output_restrictable() const override;
 
  private:
   const model::Transformer& model_;
@@ -93,6 +96,7 @@ class EnsembleDecoding final : public DecodingModel {
   void select_rows(DecodingState& state, const std::vector<std::int64_t>& rows, bool same_sources) const override;
   void append(DecodingState& state, DecodingState more) const override;
   void restrict_output(DecodingState& state, const std::vector<std::int32_t>& pieces) const override;
+  bool output_restrictable() const override;
   std::size_t size() const { return models_.size(); }
 
  private:

@@ -151,6 +151,7 @@ class Transformer {
   // DecoderState::output. The pieces' logits are those of the whole layer (the same rows, the same
   // products); the log-softmax is over them alone.
   void keep_output_rows();
+  bool output_restrictable() const { return !packed_ || keep_output_rows_; }
   std::shared_ptr<const Linear> restrict_output(const std::vector<std::int32_t>& pieces) const;
 
   // docs/MODEL.md's initialisation, a function of the seed alone. `zero_residual`: the last

@@ -15,12 +15,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "decode/beam_search.h"
 #include "decode/decoding_model.h"
 #include "decode/scorer.h"
+#include "decode/shortlist.h"
 #include "decode/translator.h"
 #include "eval/bleu.h"
 #include "eval/corpus_score.h"
@@ -295,6 +297,49 @@ TEST_CASE("target prefixes, constraints and sampling on a GPU", "[cuda][translat
   const auto sampled_top1 = beam_search(gpu_model, sources, top1);
   const auto greedy_gpu = beam_search(gpu_model, sources, greedy);
   for (std::size_t i = 0; i < sources.size(); ++i) CHECK(sampled_top1[i][0].tokens == greedy_gpu[i][0].tokens);
+}
+
+TEST_CASE("vocabulary shortlists on a GPU", "[cuda][translate]") {
+  const std::vector<std::vector<std::int32_t>> sources = dev_sources();
+  const model::Transformer cpu_model = trained_f32(Device::cpu());
+  const model::Transformer gpu_model = trained_f32(Device::cuda(0));
+  const std::int64_t vocab = gpu_model.config().tgt_vocab_size;
+  // Every piece: the GPU's search without a shortlist, but for near-ties (a gathered output layer
+  // may take another cuBLAS algorithm: the last bits of its logits may differ).
+  std::vector<std::int32_t> all(static_cast<std::size_t>(vocab));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int32_t>(i);
+  const decode::Shortlist every(vocab, all, {});
+  decode::SearchOptions o;
+  o.beam = 4;
+  const auto plain = beam_search(gpu_model, sources, o);
+  o.shortlist = &every;
+  const auto listed = beam_search(gpu_model, sources, o);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (listed[i][0].tokens != plain[i][0].tokens) continue;
+    ++same;
+    CHECK(listed[i][0].log_prob == Approx(plain[i][0].log_prob).margin(1e-4));
+  }
+  CHECK(same * 50 >= sources.size() * 49);
+  // Each source piece listing itself (the reversal task writes each letter as itself), nothing
+  // kept for every batch: outputs hold only their batch's source pieces, and greedy decoding finds
+  // the CPU's outputs with the same shortlist.
+  std::vector<std::vector<std::int32_t>> lists(static_cast<std::size_t>(vocab));
+  for (std::size_t i = 0; i < lists.size(); ++i) lists[i] = {static_cast<std::int32_t>(i)};
+  const decode::Shortlist itself(vocab, {}, lists);
+  decode::SearchOptions greedy;
+  greedy.beam = 1;
+  greedy.shortlist = &itself;
+  const auto gpu = beam_search(gpu_model, sources, greedy);
+  const auto cpu = beam_search(cpu_model, sources, greedy);
+  std::set<std::int32_t> source_pieces;
+  for (const auto& source : sources) source_pieces.insert(source.begin(), source.end());
+  same = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    for (const std::int32_t token : gpu[i][0].tokens) CHECK(source_pieces.count(token) == 1);
+    same += gpu[i][0].tokens == cpu[i][0].tokens ? 1 : 0;
+  }
+  CHECK(same * 50 >= sources.size() * 49);
 }
 
 }  // namespace dragoman

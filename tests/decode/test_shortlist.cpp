@@ -111,7 +111,8 @@ TEST_CASE("shortlist: outputs hold only their batch's pieces, with log-probabili
   lists[6] = {8, 7};
   lists[9] = {10};
   const Shortlist shortlist(c.tgt_vocab_size, {5}, lists);
-  const std::vector<std::vector<std::int32_t>> sources = {{6, 6}, {11, 12}};
+  // (Both sources hold piece 6: their pieces are the same, and no finished one narrows the output.)
+  const std::vector<std::vector<std::int32_t>> sources = {{6, 6}, {11, 6, 12}};
   const std::vector<std::int32_t> pieces = {c.pad_id, c.bos_id, c.eos_id, 5, 7, 8};
   CHECK(shortlist.pieces(sources, {c.pad_id, c.bos_id, c.eos_id}) == pieces);
   for (const bool sampling : {false, true}) {
@@ -198,6 +199,35 @@ TEST_CASE("shortlist: sentences that join a running search widen its output", "[
     for (const Hypothesis& h : n) written.insert(h.tokens.begin(), h.tokens.end());
   }
   for (const std::int32_t token : written) CHECK((token == 5 || token == 7 || token == 10 || token == 11));
+}
+
+TEST_CASE("shortlist: sentences that finish narrow the output of those left", "[decode]") {
+  const model::ModelConfig c = test::fixture_config("pre_untied_learned");
+  const model::Transformer model = test::random_model(c, 8);
+  std::vector<std::vector<std::int32_t>> lists(16);
+  lists[6] = {7};
+  lists[9] = {10, 11};
+  const Shortlist shortlist(c.tgt_vocab_size, {5}, lists);
+  SearchOptions greedy;
+  greedy.beam = 1;
+  greedy.max_length_a = 1;  // the first sentence: one token, then EOS at the second step
+  greedy.max_length_b = 0;
+  greedy.shortlist = &shortlist;
+  const std::vector<std::vector<std::int32_t>> sources = {{9}, {6, 6, 6, 6, 6, 6}};
+  const auto out = beam_search(model, sources, greedy);
+  REQUIRE(out[0][0].token_log_probs.size() == 2);
+  // The second sentence's first two steps were over both sentences' 7 pieces, the rest over its
+  // own 5 (fewer than three quarters of 7: the output narrowed once the first finished).
+  const Hypothesis& h = out[1][0];
+  REQUIRE(h.token_log_probs.size() > 3);
+  const std::vector<std::int32_t> both = {c.pad_id, c.bos_id, c.eos_id, 5, 7, 10, 11};
+  const std::vector<std::int32_t> own = {c.pad_id, c.bos_id, c.eos_id, 5, 7};
+  const std::vector<double> over_both = restricted_log_probs(model, sources[1], h.tokens, both);
+  const std::vector<double> over_own = restricted_log_probs(model, sources[1], h.tokens, own);
+  for (std::size_t t = 0; t < h.token_log_probs.size(); ++t) {
+    INFO("step " << t);
+    CHECK(h.token_log_probs[t] == Approx(t < 2 ? over_both[t] : over_own[t]).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("lexical table: IBM model 1 finds each source piece's translation", "[decode]") {
