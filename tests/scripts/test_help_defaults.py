@@ -15,6 +15,7 @@ import sys
 TABLES = {
     ("docs/DECODING.md", "## The command"): "translate",
     ("docs/DECODING.md", "## Scoring given translations"): "score",
+    ("docs/DECODING.md", "## Vocabulary shortlists"): "build-shortlist",
     ("docs/BLEU.md", "## The command"): "score-bleu",
     ("docs/SERVE.md", "## Options"): "serve",
     ("docs/TRAINING.md", "# Training"): "train",
