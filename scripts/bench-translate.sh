@@ -18,12 +18,16 @@
 #   environment: MODEL, INPUT, REFERENCE, SHORTLIST as above; MODELS="base small" (the untrained
 #   ones to run); KEEP=dir to keep the work files; CPU_PATH=avx2 to run both tools as on an
 #   AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2 for both tools' oneDNN, DRAGOMAN_CPU_ISA=avx2,
-#   OPENBLAS_CORETYPE=Haswell, CT2_FORCE_CPU_ISA=AVX2); the head names the instruction set each
+#   OPENBLAS_CORETYPE=Haswell, CT2_FORCE_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2 for the MKL
+#   inside CTranslate2); the head names the instruction set each
 #   library runs. Needs pip's ctranslate2, sentencepiece, safetensors and numpy (else Dragoman only).
 set -euo pipefail
 case ${CPU_PATH:-} in
   "") ;;
-  avx2) export ONEDNN_MAX_CPU_ISA=AVX2 DRAGOMAN_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell CT2_FORCE_CPU_ISA=AVX2 ;;
+  # (CT2_FORCE_CPU_ISA holds CTranslate2's own kernels; the MKL inside it needs MKL_ENABLE_INSTRUCTIONS,
+  # else its GEMMs run AVX-512 on an AVX-512 CPU)
+  avx2) export ONEDNN_MAX_CPU_ISA=AVX2 DRAGOMAN_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell CT2_FORCE_CPU_ISA=AVX2 \
+    MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
   *) echo "bench-translate: CPU_PATH=$CPU_PATH: expected avx2 (or nothing: this CPU's best)" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
@@ -113,12 +117,11 @@ run_ct2() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a + 0 == 0) print "-"; else printf "%.2f", b / a }'; }
 bleu() { "$dragoman" score-bleu -i "$1" -r "$reference" 2>/dev/null | sed -n 's/^BLEU[^=]*= \([0-9.]*\) .*/\1/p'; }
 
-# table NAME MODEL SHORTLIST [translate options]: the table of one model.
+# table ID NAME MODEL SHORTLIST [translate options]: the table of one model (ID names its files).
 table() {
-  local name=$1 model=$2 shortlist=$3
-  shift 3
-  local caps=("$@") stem
-  stem=$work/$name
+  local id=$1 name=$2 model=$3 shortlist=$4
+  shift 4
+  local caps=("$@") stem=$work/$id
   if ((ct2)); then
     for q in float32 int8; do
       local dir=$stem-ct2-$q convert=(python3 "$ct2_tools/dragoman_to_ct2.py" "$model" "$stem-ct2-$q")
@@ -190,7 +193,7 @@ for name in ${MODELS:-base small}; do
   shortlist_for "$work/$name.safetensors" "$work/$name.shortlist"
   input=$work/input.en
   [[ $name == small ]] && input=$work/input4.en
-  table "$name (1 update), cap 30 tokens" "$work/$name.safetensors" "$work/$name.shortlist" \
+  table "$name" "$name (1 update), cap 30 tokens" "$work/$name.safetensors" "$work/$name.shortlist" \
     --max-length-a 0 --max-length-b 30
 done
 if [[ -n ${MODEL:-} ]]; then
@@ -198,5 +201,5 @@ if [[ -n ${MODEL:-} ]]; then
   reference=${REFERENCE:-}
   shortlist=${SHORTLIST:-$work/model.shortlist}
   [[ -n ${SHORTLIST:-} ]] || shortlist_for "$MODEL" "$shortlist"
-  table "$(basename "$MODEL"), cap source + 50" "$MODEL" "$shortlist"
+  table model "$(basename "$MODEL"), cap source + 50" "$MODEL" "$shortlist"
 fi
