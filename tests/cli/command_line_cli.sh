@@ -23,7 +23,7 @@ hint="Run 'dragoman [a-z-]+ --help' for more information"
 # Unknown subcommands: the nearest name (a swap of two letters is one edit), or the list.
 expect unknown-subcommand 2 "^error: unknown subcommand 'trian'; did you mean 'train'\?" -- "$dragoman" trian
 expect unknown-subcommand-hint 2 "^Run 'dragoman --help' for more information" -- "$dragoman" trian
-expect unknown-subcommand-far 2 "unknown subcommand 'frobnicate' \(expected one of: average-checkpoints, build-vocab, convert, decoding-defaults, score, score-bleu, serve, train, translate\)" -- \
+expect unknown-subcommand-far 2 "unknown subcommand 'frobnicate' \(expected one of: average-checkpoints, build-shortlist, build-vocab, convert, decoding-defaults, score, score-bleu, serve, train, translate\)" -- \
   "$dragoman" frobnicate
 expect unknown-subcommand-after-option 2 "unknown subcommand 'tarnslate'; did you mean 'translate'" -- \
   "$dragoman" --log-level warn tarnslate

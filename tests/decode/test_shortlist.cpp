@@ -136,7 +136,7 @@ TEST_CASE("shortlist: outputs hold only their batch's pieces, with log-probabili
   }
 }
 
-TEST_CASE("shortlist: greedy decoding keeps its output when the shortlist holds it; guides' pieces stay outputs",
+TEST_CASE("shortlist: greedy decoding keeps its output when the shortlist holds it, and guides' pieces stay outputs",
           "[decode]") {
   const model::ModelConfig c = test::fixture_config("pre_untied_learned");
   const model::Transformer model = test::random_model(c, 4);
@@ -268,7 +268,7 @@ TEST_CASE("lexical table: IBM model 1 finds each source piece's translation", "[
   CHECK_THROWS_WITH(data::train_ibm_model1(corpus, 8, 40, {}), Catch::Contains("outside the vocabulary"));
 }
 
-TEST_CASE("shortlist files: read against the vocabulary; bad ones refused by file and line", "[decode]") {
+TEST_CASE("shortlist files: read against the vocabulary, and bad ones refused by file and line", "[decode]") {
   const std::string dir = test::scratch_dir("shortlist-files");
   const text::Vocabulary vocab = text::Vocabulary::load(test::write_letters_vocabulary(dir));
   const auto id = [&vocab](const char* piece) { return vocab.piece_id(piece); };

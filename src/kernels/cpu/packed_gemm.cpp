@@ -186,8 +186,9 @@ void PackedWeights::product_s8(const std::int8_t* x, std::int64_t rows, std::int
   if (rows == 0) return;
   if (impl_->u8_gemm) {
     thread_local std::vector<std::uint8_t> shifted;
-    shifted.resize(static_cast<std::size_t>(rows * in_));
-    for (std::size_t i = 0; i < shifted.size(); ++i) {
+    const auto n = static_cast<std::size_t>(rows * in_);
+    if (shifted.size() < n) shifted.resize(n);  // grown, never shrunk (no zeroing again)
+    for (std::size_t i = 0; i < n; ++i) {
       shifted[i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i]) ^ 0x80u);  // x + 128
     }
     const dnnl_status_t status =
