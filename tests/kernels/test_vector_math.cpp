@@ -239,6 +239,31 @@ TEST_CASE("vector_math: max_f32 ignores NaN entries, -inf for an empty row", "[k
   }
 }
 
+TEST_CASE("vector_math: first_above_f32 finds the first entry above a threshold, never a NaN", "[kernels]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const cpu::VectorKernels* k : levels()) {
+    INFO(cpu::cpu_isa_name(k->isa));
+    for (const std::int64_t n : kLengths) {
+      std::vector<float> x = random_row(n, 7, 1.0f);
+      for (std::int64_t i = 0; i < n; i += 5) x[static_cast<std::size_t>(i)] = nan;
+      for (const float threshold : {-10.0f, 0.5f, 2.0f, 2.5f, 100.0f}) {
+        std::int64_t expected = n;
+        for (std::int64_t i = 0; i < n && expected == n; ++i) {
+          if (x[static_cast<std::size_t>(i)] > threshold) expected = i;
+        }
+        INFO("n " << n << ", threshold " << threshold);
+        CHECK(k->first_above_f32(x.data(), n, threshold) == expected);
+      }
+      // One entry above, at each position: found there, whatever register and lane it falls in.
+      for (std::int64_t at = 0; at < n; at += (n > 100 ? 97 : 1)) {
+        std::vector<float> row(static_cast<std::size_t>(n), 1.0f);
+        row[static_cast<std::size_t>(at)] = 1.5f;
+        CHECK(k->first_above_f32(row.data(), n, 1.0f) == at);
+      }
+    }
+  }
+}
+
 namespace {
 
 // The same bits, or both NaN (which NaN an operation returns depends on its operands' order, and a

@@ -3,12 +3,24 @@
 
 #include <algorithm>
 #include <iterator>
-#include <limits>
 #include <type_traits>
 
 #include "kernels/cpu/vector_math.h"
 
 namespace dragoman::cpu {
+
+namespace {
+
+// Puts (value, id) into the sorted list `best` of at most `count` entries, where it belongs: behind
+// every entry it does not beat (ids come in ascending order, so equal values keep id order).
+void insert(std::vector<std::pair<double, std::int32_t>>& best, std::size_t count, double value, std::int32_t id) {
+  if (best.size() == count) best.pop_back();
+  auto at = best.end();
+  while (at != best.begin() && value > std::prev(at)->first) --at;
+  best.insert(at, {value, id});
+}
+
+}  // namespace
 
 template <typename T>
 void top_k_row(const T* row, std::int64_t v, std::int64_t k, std::int32_t skip_a, std::int32_t skip_b,
@@ -16,32 +28,22 @@ void top_k_row(const T* row, std::int64_t v, std::int64_t k, std::int32_t skip_a
   best.clear();
   const auto count = static_cast<std::size_t>(k);
   if (count == 0) return;
-  // A small sorted list; most entries fail the first comparison against its worst one. Ids come in
-  // ascending order and only a strictly larger value moves ahead, so equal values keep id order.
-  // Once the list is full, a block of entries whose maximum is not above its worst one is skipped
-  // whole (a vectorised max for f32): the same picks, for a fraction of the comparisons.
-  constexpr std::int64_t kBlock = 64;
-  for (std::int64_t start = 0; start < v; start += kBlock) {
-    const std::int64_t end = std::min(v, start + kBlock);
-    if (best.size() == count) {
-      double block_max;
-      if constexpr (std::is_same_v<T, float>) {
-        block_max = static_cast<double>(max_f32(row + start, end - start));
-      } else {
-        block_max = -std::numeric_limits<double>::infinity();
-        for (std::int64_t i = start; i < end; ++i) block_max = row[i] > block_max ? row[i] : block_max;
-      }
-      if (!(block_max > best.back().first)) continue;
+  // A small sorted list, filled by the first `count` entries; after that only an entry above its
+  // worst one gets in, and a vectorised scan (f32) finds the next such entry: most of a row's
+  // entries are passed over in registers, 64 at a time.
+  std::int64_t id = 0;
+  for (; id < v && best.size() < count; ++id) {
+    if (id != skip_a && id != skip_b) insert(best, count, static_cast<double>(row[id]), static_cast<std::int32_t>(id));
+  }
+  while (id < v) {
+    const double worst = best.back().first;
+    if constexpr (std::is_same_v<T, float>) {
+      id += first_above_f32(row + id, v - id, static_cast<float>(worst));  // worst is a float's value
+      if (id == v) break;
     }
-    for (auto id = static_cast<std::int32_t>(start); id < static_cast<std::int32_t>(end); ++id) {
-      if (id == skip_a || id == skip_b) continue;
-      const double value = static_cast<double>(row[id]);
-      if (best.size() == count && !(value > best.back().first)) continue;
-      if (best.size() == count) best.pop_back();
-      auto at = best.end();
-      while (at != best.begin() && value > std::prev(at)->first) --at;
-      best.insert(at, {value, id});
-    }
+    const double value = static_cast<double>(row[id]);
+    if (value > worst && id != skip_a && id != skip_b) insert(best, count, value, static_cast<std::int32_t>(id));
+    ++id;
   }
 }
 

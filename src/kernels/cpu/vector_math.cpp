@@ -58,6 +58,10 @@ void subtract_f32(float* x, std::int64_t n, float value) { active().subtract_f32
 
 float max_abs_f32(const float* x, std::int64_t n) { return active().max_abs_f32(x, n); }
 
+std::int64_t first_above_f32(const float* x, std::int64_t n, float threshold) {
+  return active().first_above_f32(x, n, threshold);
+}
+
 void quantize_row_f32(const float* x, std::int64_t n, float scale, float limit, std::int8_t* q) {
   active().quantize_row_f32(x, n, scale, limit, q);
 }

@@ -79,6 +79,10 @@ float dot_f32(const float* a, const float* b, std::int64_t n);
 void subtract_f32(float* x, std::int64_t n, float value);
 // max of |x[i]| (0 for n = 0; NaN entries ignored).
 float max_abs_f32(const float* x, std::int64_t n);
+
+// The first i with x[i] > threshold (NaN entries are not), or n: a top-k list's scan of a row for
+// entries better than its worst one (kernels/cpu/top_k.cpp).
+std::int64_t first_above_f32(const float* x, std::int64_t n, float threshold);
 // q[i] = x[i] / scale rounded to the nearest integer (ties to even, as std::nearbyint in the default
 // rounding mode), clamped to [-limit, limit] (limit <= 127): int8 quantization of a row
 // (kernels/cpu/quantize.h).
@@ -146,6 +150,7 @@ struct VectorKernels {
   float (*dot_f32)(const float*, const float*, std::int64_t);
   void (*subtract_f32)(float*, std::int64_t, float);
   float (*max_abs_f32)(const float*, std::int64_t);
+  std::int64_t (*first_above_f32)(const float*, std::int64_t, float);
   void (*quantize_row_f32)(const float*, std::int64_t, float, float, std::int8_t*);
   void (*dequantize_row_f32)(const std::int32_t*, float, const float*, std::int64_t, const float*, bool, float*);
   float (*scaled_dots_f32)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float, float*);

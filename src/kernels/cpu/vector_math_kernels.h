@@ -269,6 +269,30 @@ float max_abs_f32(const float* x, std::int64_t n) {
   return tree_max(m);
 }
 
+// Whether any lane of a comparison's result is true.
+inline bool any_lane(vi m) {
+#if DRAGOMAN_VECTOR_WIDTH == 16
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#elif DRAGOMAN_VECTOR_WIDTH == 8
+  return _mm256_movemask_ps((__m256)m) != 0;
+#else
+  return _mm_movemask_ps((__m128)m) != 0;
+#endif
+}
+
+std::int64_t first_above_f32(const float* x, std::int64_t n, float threshold) {
+  const vf t = splat(threshold);
+  std::int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {  // four registers a test: a hit is rare once a top-k list is full
+    if (any_lane((load(x + i) > t) | (load(x + i + W) > t) | (load(x + i + 2 * W) > t) | (load(x + i + 3 * W) > t)))
+      break;
+  }
+  for (; i < n; ++i) {
+    if (x[i] > threshold) return i;  // NaN: not greater
+  }
+  return n;
+}
+
 // 16 int32 values in [-127, 127] (R registers) to 16 int8 at q (saturating packs where there are,
 // which change nothing in that range).
 inline void store_int8(const vi* v, std::int8_t* q) {
@@ -590,6 +614,7 @@ const VectorKernels DRAGOMAN_VECTOR_TABLE = {
     dot_f32,
     subtract_f32,
     max_abs_f32,
+    first_above_f32,
     quantize_row_f32,
     dequantize_row_f32,
     scaled_dots_f32,
