@@ -14,7 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libicu-dev zlib1g-dev
   libcpp-httplib-dev
-  python3 python3-venv curl
+  python3 python3-venv python3-dev pybind11-dev python3-pytest curl
   librsvg2-bin
   trans-de-en
   "$@"

@@ -84,17 +84,8 @@ int run_score(const ScoreOptions& o) {
     source_ids.push_back(vocabulary.encode(sources.lines[i]));
     target_ids.push_back(o.pieces ? piece_ids(ids, targets.lines[i], targets.name + ":" + line)
                                   : vocabulary.encode_target(targets.lines[i]));
-    if (source_ids.back().empty()) {
-      throw Error("score: " + sources.name + ":" + line + ": an empty source line (nothing to translate from)");
-    }
-    if (static_cast<std::int64_t>(source_ids.back().size()) > max_positions) {
-      throw Error("score: " + sources.name + ":" + line + ": " + std::to_string(source_ids.back().size()) +
-                  " pieces, more than the model's " + std::to_string(max_positions) + " positions");
-    }
-    if (static_cast<std::int64_t>(target_ids.back().size()) >= max_positions) {
-      throw Error("score: " + targets.name + ":" + line + ": " + std::to_string(target_ids.back().size()) +
-                  " pieces and EOS, more than the model's " + std::to_string(max_positions) + " positions");
-    }
+    decode::check_forced_pair(source_ids.back(), target_ids.back(), max_positions,
+                              "score: " + sources.name + ":" + line, "score: " + targets.name + ":" + line);
   }
   const decode::TranslatorOptions limits = o.decoding.translator_options(device, decode::DecodingUse::kBatch);
   const Clock::time_point start = Clock::now();

@@ -107,7 +107,6 @@ std::vector<std::vector<std::int64_t>> make_token_batches(const EncodedCorpus& c
     throw Error("batching: the curriculum's length must be in [0, 1] and its start in (0, 1]");
   }
   if (max_tokens < 1) throw Error("batching: max_tokens must be >= 1");
-  const std::int64_t n = corpus.size();
   const std::uint64_t e = static_cast<std::uint64_t>(epoch);
   const std::vector<std::int64_t> order = length_order(corpus, seed, e);
   std::vector<std::vector<std::int64_t>> batches;

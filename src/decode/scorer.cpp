@@ -40,6 +40,19 @@ std::vector<double> picked(const Tensor& logits, const std::vector<std::int32_t>
 
 }  // namespace
 
+void check_forced_pair(const std::vector<std::int32_t>& source, const std::vector<std::int32_t>& target,
+                       std::int64_t max_positions, const std::string& source_name, const std::string& target_name) {
+  if (source.empty()) throw Error(source_name + ": an empty source line (nothing to translate from)");
+  if (static_cast<std::int64_t>(source.size()) > max_positions) {
+    throw Error(source_name + ": " + std::to_string(source.size()) + " pieces, more than the model's " +
+                std::to_string(max_positions) + " positions");
+  }
+  if (static_cast<std::int64_t>(target.size()) >= max_positions) {
+    throw Error(target_name + ": " + std::to_string(target.size()) + " pieces and EOS, more than the model's " +
+                std::to_string(max_positions) + " positions");
+  }
+}
+
 std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
                                       std::int64_t batch_sentences,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "decode/decoding_model.h"
@@ -23,6 +24,12 @@ struct ForcedScore {
 // within the model's positions, targets shorter than them), batched by source length as translate
 // batches: at most `batch_tokens` source tokens (padding counted) and `batch_sentences` sentences.
 // `progress`, if given, is called after each batch with the number of pairs scored so far.
+// Throws Error unless force_decode can score the pair: `source` holds a token and at most
+// `max_positions`, `target` with EOS at most max_positions. The messages start with
+// `source_name` or `target_name` (say, "score: FILE:LINE").
+void check_forced_pair(const std::vector<std::int32_t>& source, const std::vector<std::int32_t>& target,
+                       std::int64_t max_positions, const std::string& source_name, const std::string& target_name);
+
 std::vector<ForcedScore> force_decode(const DecodingModel& model, const std::vector<std::vector<std::int32_t>>& sources,
                                       const std::vector<std::vector<std::int32_t>>& targets, std::int64_t batch_tokens,
                                       std::int64_t batch_sentences,

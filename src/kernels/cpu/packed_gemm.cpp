@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -42,6 +43,10 @@ dnnl::matmul::primitive_desc describe(Type type, const memory::desc& weights, st
   if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
+  // The caller's scratchpad (run): with oneDNN's own, shared by every primitive, a primitive may not
+  // run on a thread other than the one that made it, and the cached ones below are shared by
+  // every thread (translators in threads of their own: the Python package's, serve's).
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(x, weights, memory::desc({1, out}, Type::f32, Tag::ab), y)
                                        : dnnl::matmul::desc(x, weights, y);
   return {desc, attr, cpu_engine()};
@@ -70,16 +75,22 @@ struct PackedWeights::Impl {
   // one shape (a model's six encoder layers' feed-forward products, say) share it, so each row count
   // costs one primitive (about 0.1 ms to make) per shape rather than per layer. One CPU chooses one
   // layout per (type, out, in), so those, the row count, x's row stride, bias and relu are the key.
-  const dnnl::matmul& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
-                                std::int64_t in) const {
+  // Primitives made once run on any thread, concurrently: each run brings its own scratchpad.
+  struct Primitive {
+    dnnl::matmul matmul;
+    memory::desc scratchpad;
+  };
+  const Primitive& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
+                             std::int64_t in) const {
     using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;
     static std::mutex mutex;
-    static auto* const primitives = new std::map<Key, dnnl::matmul>();  // never destroyed: no oneDNN work at exit
+    static auto* const primitives = new std::map<Key, Primitive>();  // never destroyed: no oneDNN work at exit
     const std::lock_guard<std::mutex> lock(mutex);
     const Key key{type, out, in, rows, ldx, bias, relu};
     auto it = primitives->find(key);
     if (it == primitives->end()) {
-      it = primitives->emplace(key, dnnl::matmul(describe(type, layout, rows, ldx, out, in, bias, relu))).first;
+      const dnnl::matmul::primitive_desc pd = describe(type, layout, rows, ldx, out, in, bias, relu);
+      it = primitives->emplace(key, Primitive{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
     }
     return it->second;
   }
@@ -120,9 +131,14 @@ std::unique_ptr<PackedWeights::Impl> pack(Type type, const T* w, std::int64_t ou
 
 // Runs `primitive` on x [rows, in] (row stride ldx) into y [rows, out], on the calling thread's
 // OpenMP threads.
-void run(const PackedWeights::Impl& impl, const dnnl::matmul& primitive, void* x, std::int64_t rows, std::int64_t ldx,
-         std::int64_t in, const float* bias, std::int64_t out, void* y) {
+void run(const PackedWeights::Impl& impl, const PackedWeights::Impl::Primitive& primitive, void* x, std::int64_t rows,
+         std::int64_t ldx, std::int64_t in, const float* bias, std::int64_t out, void* y) {
   thread_local dnnl::stream stream(cpu_engine());
+  thread_local std::vector<std::uint8_t> scratchpad;  // grown, never shrunk; 64-byte aligned below
+  constexpr std::size_t kAlign = 64;
+  const std::size_t scratch_bytes = primitive.scratchpad.get_size();
+  if (scratchpad.size() < scratch_bytes + kAlign) scratchpad.resize(scratch_bytes + kAlign);
+  void* scratch = scratchpad.data() + (kAlign - reinterpret_cast<std::uintptr_t>(scratchpad.data()) % kAlign) % kAlign;
   const Type y_type = impl.type == Type::f32 ? Type::f32 : Type::s32;
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(memory::desc({rows, in}, impl.type, memory::dims{ldx, 1}), cpu_engine(), x)},
@@ -132,7 +148,8 @@ void run(const PackedWeights::Impl& impl, const dnnl::matmul& primitive, void* x
     args.emplace(DNNL_ARG_BIAS,
                  memory(memory::desc({1, out}, Type::f32, Tag::ab), cpu_engine(), const_cast<float*>(bias)));
   }
-  primitive.execute(stream, args);
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(primitive.scratchpad, cpu_engine(), scratch));
+  primitive.matmul.execute(stream, args);
   stream.wait();
 }
 
@@ -168,13 +185,13 @@ void PackedWeights::linear_f32(const float* x, std::int64_t rows, std::int64_t l
   if (rows == 0) return;
   try {
     if (row_invariant_products() && rows != kInvariantRows) {
-      const dnnl::matmul& primitive = impl_->primitive(kInvariantRows, ldx, bias != nullptr, relu, out_, in_);
+      const Impl::Primitive& primitive = impl_->primitive(kInvariantRows, ldx, bias != nullptr, relu, out_, in_);
       in_invariant_blocks(x, rows, ldx, in_, y, out_, out_, false, [&](const float* x_block, float* y_block) {
         run(*impl_, primitive, const_cast<float*>(x_block), kInvariantRows, ldx, in_, bias, out_, y_block);
       });
       return;
     }
-    const dnnl::matmul& primitive = impl_->primitive(rows, ldx, bias != nullptr, relu, out_, in_);
+    const Impl::Primitive& primitive = impl_->primitive(rows, ldx, bias != nullptr, relu, out_, in_);
     run(*impl_, primitive, const_cast<float*>(x), rows, ldx, in_, bias, out_, y);
   } catch (const dnnl::error& e) {
     throw Error(std::string("cpu::PackedWeights::linear_f32: oneDNN failed: ") + e.what());
@@ -201,7 +218,7 @@ void PackedWeights::product_s8(const std::int8_t* x, std::int64_t rows, std::int
     return;
   }
   try {
-    const dnnl::matmul& primitive = impl_->primitive(rows, in_, false, false, out_, in_);
+    const Impl::Primitive& primitive = impl_->primitive(rows, in_, false, false, out_, in_);
     run(*impl_, primitive, const_cast<std::int8_t*>(x), rows, in_, in_, nullptr, out_, y);
   } catch (const dnnl::error& e) {
     throw Error(std::string("cpu::PackedWeights::product_s8: oneDNN failed: ") + e.what());
