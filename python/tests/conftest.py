@@ -25,39 +25,17 @@ def write_reversal_corpus(prefix, lines, state):
             tgt.write(" ".join(reversed(words)) + "\n")
 
 
-LEARNING_CONFIG = """model:
-  encoder_layers: 1
-  decoder_layers: 2
-  d_model: 32
-  d_ff: 64
-  heads: 2
-  dropout: 0.0
-  label_smoothing: 0.0
-  max_positions: 16
-data:
-  train_source: {prefix}.src
-  train_target: {prefix}.tgt
-  vocab_size: 25
-  max_length: 10
-training:
-  seed: {seed}
-  max_tokens: 800
-  max_steps: 500
-  lr_factor: 0.3
-  warmup_steps: 100
-  lr_decay: linear
-  threads: 1
-checkpoint:
-  every_minutes: 0
-"""
 
 
 def train(directory, seed):
     prefix = os.path.join(directory, "train")
     write_reversal_corpus(prefix, 300, 7)
     config = os.path.join(directory, f"model{seed}.yaml")
+    template = os.path.join(os.environ["DRAGOMAN_FIXTURES"], "reversal", "learning.yaml")
+    with open(template) as f:
+        text = f.read().replace("@PREFIX@", prefix).replace("@SEED@", str(seed)).replace("@VOCAB@", "25")
     with open(config, "w") as f:
-        f.write(LEARNING_CONFIG.format(prefix=prefix, seed=seed))
+        f.write(text)
     run = os.path.join(directory, f"run{seed}")
     subprocess.run([binary(), "train", "-c", config, "--run", run], check=True, capture_output=True)
     return os.path.join(run, "checkpoints", "checkpoint-last.safetensors")

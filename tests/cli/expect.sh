@@ -61,34 +61,9 @@ write_reversal_corpus() {
   done
 }
 
-# write_learning_config FILE PREFIX SEED VOCAB: a training config on PREFIX.src/.tgt (a reversal
-# corpus) that learns the task in 500 updates (a few seconds): 1+2 layers, d_model 32, no dropout
-# or label smoothing, a linear decay to zero.
+# write_learning_config FILE PREFIX SEED VOCAB: tests/fixtures/reversal/learning.yaml on
+# PREFIX.src/.tgt (a reversal corpus): it learns the task in 500 updates (a few seconds).
 write_learning_config() {
-  cat >"$1" <<YAML
-model:
-  encoder_layers: 1
-  decoder_layers: 2
-  d_model: 32
-  d_ff: 64
-  heads: 2
-  dropout: 0.0
-  label_smoothing: 0.0
-  max_positions: 16
-data:
-  train_source: $2.src
-  train_target: $2.tgt
-  vocab_size: $4
-  max_length: 10
-training:
-  seed: $3
-  max_tokens: 800
-  max_steps: 500
-  lr_factor: 0.3
-  warmup_steps: 100
-  lr_decay: linear
-  threads: 1
-checkpoint:
-  every_minutes: 0
-YAML
+  sed -e "s|@PREFIX@|$2|g" -e "s|@SEED@|$3|g" -e "s|@VOCAB@|$4|g" \
+    "$(dirname "${BASH_SOURCE[0]}")/../fixtures/reversal/learning.yaml" >"$1"
 }
