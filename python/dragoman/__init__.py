@@ -58,14 +58,20 @@ class Translator:
 
     device: "cpu" or "cuda:N"; precision: "fp32", "bf16", "fp16" or "int8" (the CPU); threads: the
     CPU threads a call uses (0: OMP_NUM_THREADS, else all cores); shortlist: a vocabulary shortlist
-    file (``dragoman build-shortlist``). One call runs at a time: calls from several Python threads
-    wait for each other, and the GIL is released while a call runs.
+    file (``dragoman build-shortlist``); deterministic: batch-invariant output on the CPU, as
+    ``translate --deterministic`` (process-wide from then on, as sampling on the CPU makes it too).
+    One call runs at a time: calls from several Python threads wait for each other, and the GIL is
+    released while a call runs.
     """
 
-    def __init__(self, model, device="cpu", precision="fp32", threads=0, shortlist=None):
+    def __init__(self, model, device="cpu", precision="fp32", threads=0, shortlist=None, deterministic=False):
+        if deterministic and device != "cpu":
+            raise ValueError("deterministic=True is for the CPU (on a GPU, cuBLASLt may choose another algorithm "
+                             "for another batch size)")
         if shortlist is not None and not os.path.isfile(shortlist):
             raise FileNotFoundError(f"shortlist file not found: {shortlist}")
-        self._impl = _core.Translator(_model_files(model), device, precision, int(threads), shortlist or "")
+        self._impl = _core.Translator(_model_files(model), device, precision, int(threads), shortlist or "",
+                                      bool(deterministic))
 
     @property
     def info(self):

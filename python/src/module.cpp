@@ -22,8 +22,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("default_options", &python::default_options);
 
   py::class_<python::Translator>(m, "Translator")
-      .def(py::init<const std::vector<std::string>&, const std::string&, const std::string&, int, const std::string&>(),
-           py::arg("files"), py::arg("device"), py::arg("precision"), py::arg("threads"), py::arg("shortlist"))
+      .def(py::init<const std::vector<std::string>&, const std::string&, const std::string&, int, const std::string&,
+                    bool>(),
+           py::arg("files"), py::arg("device"), py::arg("precision"), py::arg("threads"), py::arg("shortlist"),
+           py::arg("deterministic"))
       .def("translate_batch", &python::Translator::translate_batch, py::arg("sentences"), py::arg("options"))
       .def("translate_file", &python::Translator::translate_file, py::arg("input"), py::arg("output"),
            py::arg("options"))

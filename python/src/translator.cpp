@@ -20,6 +20,7 @@
 #include "io/line_reader.h"
 #include "io/status_line.h"
 #include "ops/build_info.h"
+#include "ops/linear.h"
 #include "options.h"
 
 namespace py = pybind11;
@@ -37,6 +38,9 @@ py::object to_python(const nlohmann::ordered_json& value) {
 // the samples a sentence, the n-best list and the attention the output needs.
 decode::TranslatorOptions translator_options(const CallOptions& o, const decode::DecodingModels& m,
                                              const Device& device) {
+  // Samples are a function of the seed and the line (translate's rule): on the CPU the
+  // log-probabilities they are drawn from must not depend on the batch.
+  if (o.decoding.sampling.enabled && device.is_cpu()) ops::set_row_invariant_products(true);
   decode::DecodingOptions effective = o.decoding;
   apply_model_defaults(decode::decoding_defaults(m.infos.front(), m.files.front()), effective);
   if (effective.sampling.enabled) effective.beam = std::max(o.nbest, 1);
@@ -98,6 +102,12 @@ py::dict LoadedModels::info() const {
   out["precision"] = precision_;
   out["threads"] = threads_;
   return out;
+}
+
+Translator::Translator(const std::vector<std::string>& files, const std::string& device, const std::string& precision,
+                       int threads, const std::string& shortlist, bool deterministic)
+    : models_(files, device, precision, threads, shortlist) {
+  if (deterministic) ops::set_row_invariant_products(true);  // (the CPU's: checked in Python)
 }
 
 py::list Translator::translate_batch(const std::vector<std::string>& sentences, const py::dict& options) const {

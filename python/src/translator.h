@@ -51,9 +51,10 @@ class LoadedModels {
 
 class Translator {
  public:
+  // deterministic: batch-invariant products (translate --deterministic) for the whole process from
+  // here on, as sampling on the CPU turns them on (its samples must not depend on the batch).
   Translator(const std::vector<std::string>& files, const std::string& device, const std::string& precision,
-             int threads, const std::string& shortlist)
-      : models_(files, device, precision, threads, shortlist) {}
+             int threads, const std::string& shortlist, bool deterministic);
 
   // One dict a sentence: translation, log_prob, score, and the n-best list, word scores and
   // alignment when asked (translate --output-format json's objects).

@@ -4,6 +4,8 @@ the model's settings as Python objects, errors as exceptions, and calls from sev
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -35,12 +37,32 @@ def test_defaults_are_the_command_lines(translator, model, lines):
     (dict(beam=1, length_normalization="power", length_penalty=1.0, max_length_a=0.5, max_length_b=3),
      ["--beam", "1", "--length-normalization", "power", "--length-penalty", "1", "--max-length-a", "0.5",
       "--max-length-b", "3"]),
-    (dict(sampling=True, nbest=2, temperature=0.7, top_k=5, seed=3),
-     ["--sampling", "--nbest", "2", "--temperature", "0.7", "--top-k", "5", "--seed", "3"]),
     (dict(batch_sentences=3, word_reward=0.5), ["--batch-sentences", "3", "--word-reward", "0.5"]),
 ])
 def test_options_as_the_command_lines(translator, model, lines, python, cli):
     assert translator.translate_batch(lines, **python) == cli_json([model], lines, *cli)
+
+
+CHILD = """
+import json, sys
+import dragoman
+model, options = sys.argv[1], json.loads(sys.argv[2])
+lines = [line.rstrip("\\n") for line in sys.stdin]
+translator = dragoman.Translator(model, threads=1, deterministic=options.pop("deterministic", False))
+print(json.dumps(translator.translate_batch(lines, **options)))
+"""
+
+
+@pytest.mark.parametrize("python, cli", [
+    (dict(sampling=True, nbest=2, temperature=0.7, top_k=5, seed=3),
+     ["--sampling", "--nbest", "2", "--temperature", "0.7", "--top-k", "5", "--seed", "3"]),
+    (dict(deterministic=True, beam=3), ["--deterministic", "--beam", "3"]),
+])
+def test_batch_invariant_calls_as_the_command_lines(model, lines, python, cli):
+    # Batch-invariant products are process-wide (as in the binary): a process of its own.
+    child = subprocess.run([sys.executable, "-c", CHILD, model, json.dumps(python)], capture_output=True, text=True,
+                           input="".join(line + "\n" for line in lines), check=True)
+    assert json.loads(child.stdout) == cli_json([model], lines, *cli)
 
 
 def test_an_ensemble_as_the_command_line(model, second_model, lines):
@@ -124,6 +146,8 @@ def test_errors_are_exceptions(translator, model, workdir):
         f.write("not a model")
     with pytest.raises(dragoman.Error, match="not-a-model"):
         dragoman.Translator(not_a_model)
+    with pytest.raises(ValueError, match="deterministic=True is for the CPU"):
+        dragoman.Translator(model, device="cuda:0", deterministic=True)
     with pytest.raises(ValueError, match="precision='int8' runs on the CPU"):
         dragoman.Translator(model, device="cuda:0", precision="int8")
     with pytest.raises(dragoman.Error, match="precision"):
