@@ -49,6 +49,14 @@ void check_writable(const std::string& path) { AtomicFileWriter probe(path); }
 AtomicFileWriter::AtomicFileWriter(std::string path)
     : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
   check_destination(path_);
+  struct stat info {};
+  if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {  // a device, a pipe: written in place
+    direct_ = true;
+    tmp_.clear();
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("cannot open it", path_, errno);
+    return;
+  }
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("cannot create a file in " + directory_of(path_), path_, errno);
 }
@@ -58,7 +66,7 @@ AtomicFileWriter::~AtomicFileWriter() { abort(); }
 void AtomicFileWriter::abort() noexcept {
   if (fd_ < 0) return;
   ::close(fd_);
-  ::unlink(tmp_.c_str());
+  if (!direct_) ::unlink(tmp_.c_str());
   fd_ = -1;
 }
 
@@ -79,6 +87,12 @@ void AtomicFileWriter::append(std::string_view bytes) {
 
 void AtomicFileWriter::commit() {
   if (fd_ < 0) throw Error("cannot write " + path_ + ": the file is already committed or abandoned");
+  if (direct_) {  // nothing to rename (and a device may not sync)
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail("close failed", path_, errno);
+    return;
+  }
   if (::fsync(fd_) != 0) {
     const int error = errno;
     abort();

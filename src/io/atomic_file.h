@@ -20,7 +20,9 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 
 // The same for output written piece by piece (e.g. translations as they are made): append() goes
 // to PATH.tmp.PID; commit() fsyncs it and renames it to PATH. A writer destroyed without commit()
-// (an error, an interruption) removes the temporary file and leaves PATH as it was.
+// (an error, an interruption) removes the temporary file and leaves PATH as it was. A PATH that
+// exists and is not a regular file (/dev/null, a named pipe, a terminal) is written directly, as
+// `cmd > PATH` would: renaming a file over a device would replace the device.
 class AtomicFileWriter {
  public:
   // Creates the temporary file, so a path that cannot be written fails here (check_writable's
@@ -33,12 +35,13 @@ class AtomicFileWriter {
   void append(std::string_view bytes);
   void commit();
   const std::string& path() const { return path_; }
-  const std::string& temporary_path() const { return tmp_; }
+  const std::string& temporary_path() const { return tmp_; }  // "" when written directly
 
  private:
   void abort() noexcept;
   std::string path_, tmp_;
   int fd_ = -1;
+  bool direct_ = false;  // PATH itself is written (not a regular file)
 };
 
 }  // namespace dragoman::io

@@ -2,6 +2,7 @@
 // and atomic piecewise writing (the file appears complete on commit, never half-written).
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "io/atomic_file.h"
@@ -114,6 +117,34 @@ TEST_CASE("check_writable: names the path and what is wrong, and leaves nothing 
   CHECK_THROWS_WITH(check_writable("/sys/dragoman-test.txt"),
                     Catch::StartsWith("cannot write /sys/dragoman-test.txt: cannot create a file in /sys: "));
   CHECK_THROWS_WITH(AtomicFileWriter(dir), Catch::Contains("it is a directory"));
+}
+
+TEST_CASE("AtomicFileWriter: a device or a named pipe is written in place, never replaced by a file", "[io]") {
+  namespace fs = std::filesystem;
+  for (int round = 0; round < 2; ++round) {  // committed, then abandoned
+    AtomicFileWriter writer("/dev/null");
+    CHECK(writer.temporary_path().empty());
+    writer.append("translations\n");
+    if (round == 0) writer.commit();
+  }
+  struct stat info {};
+  REQUIRE(::stat("/dev/null", &info) == 0);
+  CHECK(S_ISCHR(info.st_mode));  // still the device
+  const std::string dir = test::scratch_dir("atomic-writer-fifo");
+  const std::string fifo = dir + "/pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string received;
+  std::thread reader([&] { received = test::read_text(fifo); });  // opening blocks until the writer opens
+  {
+    AtomicFileWriter writer(fifo);
+    writer.append("through ");
+    writer.append("the pipe\n");
+    writer.commit();
+  }
+  reader.join();
+  CHECK(received == "through the pipe\n");
+  CHECK(fs::is_fifo(fifo));
+  CHECK_FALSE(fs::exists(writer_temporary_path(fifo)));
 }
 
 TEST_CASE("AtomicFileWriter: the file appears complete on commit, and an abandoned one changes nothing", "[io]") {
