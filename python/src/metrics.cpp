@@ -46,6 +46,9 @@ py::dict score(const eval::Metric& metric, const std::vector<std::string>& hypot
     }
     corpus.refs.emplace_back(references[r].begin(), references[r].end());
   }
+  if (threads < 0 || threads > cpu::kMaxThreads) {
+    throw py::value_error("threads must be an int in [0, " + std::to_string(cpu::kMaxThreads) + "] (0: all cores)");
+  }
   const int n = cpu::resolve_threads(threads, "dragoman: threads");
   eval::MetricResult result;
   {

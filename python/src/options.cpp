@@ -84,7 +84,6 @@ CallOptions parse_options(const py::dict& given, CallKind kind) {
   CallOptions o;
   decode::DecodingOptions& d = o.decoding;
   decode::SamplingOptions& s = d.sampling;
-  bool sampling_shaped = false, seed_given = false;
   for (const auto& [k, value] : given) {
     const std::string key = py::str(k).cast<std::string>();
     const bool known = kSearchKeys.count(key) > 0 || (kind == CallKind::kTranslateFile && kFileKeys.count(key) > 0);
@@ -108,25 +107,21 @@ CallOptions parse_options(const py::dict& given, CallKind kind) {
     } else if (key == "word_reward") {
       d.word_reward = number<double>(key, value, -1e6, 1e6, "a number in [-1e6, 1e6]");
     } else if (key == "max_length_a") {
-      d.max_length_a = number<double>(key, value, 0.0, 1e6, "a number in [0, 1e6]");
+      d.max_length_a = number<double>(key, value, 0.0, decode::kMaxLengthA, "a number in [0, 1000]");
     } else if (key == "max_length_b") {
-      d.max_length_b = number<std::int64_t>(key, value, 0, 1 << 20, "an int in [0, 1048576]");
+      d.max_length_b = number<std::int64_t>(key, value, 0, decode::kMaxLengthB, "an int in [0, 1048576]");
     } else if (key == "nbest") {
       o.nbest = number<int>(key, value, 0, decode::kMaxBeam, "an int in [0, " + std::to_string(decode::kMaxBeam) + "]");
     } else if (key == "sampling") {
       s.enabled = flag(key, value);
     } else if (key == "temperature") {
       s.temperature = number<double>(key, value, 0.01, 100.0, "a number in [0.01, 100]");
-      sampling_shaped = true;
     } else if (key == "top_k") {
       s.top_k = number<int>(key, value, 0, 1 << 24, "an int in [0, 16777216]");
-      sampling_shaped = true;
     } else if (key == "top_p") {
       s.top_p = number<double>(key, value, 0.000001, 1.0, "a number in [0.000001, 1]");
-      sampling_shaped = true;
     } else if (key == "seed") {
       s.seed = number<std::uint64_t>(key, value, 0, UINT64_MAX, "an int >= 0");
-      seed_given = true;
     } else if (key == "noise") {
       o.noise = flag(key, value);
     } else if (key == "word_scores") {
@@ -148,10 +143,19 @@ CallOptions parse_options(const py::dict& given, CallKind kind) {
     } else if (key == "target_prefix" || key == "constraints") {
       if (kind == CallKind::kTranslateFile) {
         (key == "target_prefix" ? o.target_prefix_file : o.constraints_file) = text(key, value);
-      } else if (key == "target_prefix") {
-        o.target_prefix = value.cast<std::vector<std::string>>();
       } else {
-        o.constraints = value.cast<std::vector<std::vector<std::string>>>();
+        try {
+          if (key == "target_prefix") {
+            o.target_prefix = value.cast<std::vector<std::string>>();
+          } else {
+            o.constraints = value.cast<std::vector<std::vector<std::string>>>();
+          }
+        } catch (const py::cast_error&) {
+          bad_value(
+              key,
+              key == "target_prefix" ? "a list of str, one a sentence" : "a list of lists of str, one list a sentence",
+              value);
+        }
       }
     } else if (key == "scores") {
       o.scores = flag(key, value);
@@ -165,7 +169,9 @@ CallOptions parse_options(const py::dict& given, CallKind kind) {
     }
   }
   // The command line's rules (cli/translate.cpp), in the keywords' names.
-  if (!s.enabled && (sampling_shaped || (seed_given && !o.noise))) {
+  const decode::SamplingOptions unset;  // values other than these shape sampling (the command line's rule)
+  if (!s.enabled && (s.temperature != unset.temperature || s.top_k != unset.top_k || s.top_p != unset.top_p ||
+                     (s.seed != unset.seed && !o.noise))) {
     fail("temperature, top_k, top_p and seed shape sampling: give sampling=True too");
   }
   if (o.noise && (o.output_format != "text" || o.scores || o.nbest > 0 || o.word_scores || !o.alignment.empty())) {

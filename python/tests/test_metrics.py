@@ -56,5 +56,7 @@ def test_bad_metric_input():
         dragoman.corpus_bleu(["a", "b"], [["a"]])
     with pytest.raises(TypeError, match="reference streams"):
         dragoman.corpus_bleu(["a"], ["a"])
+    with pytest.raises(ValueError, match=r"threads must be an int in \[0, 1024\]"):
+        dragoman.corpus_bleu(["a"], [["a"]], threads=100000)
     with pytest.raises(dragoman.Error, match="moses"):
         dragoman.corpus_bleu(["a"], [["a"]], tokenize="moses")

@@ -160,6 +160,11 @@ def test_errors_are_exceptions(translator, model, workdir):
         translator.translate_batch(["a b"], beam=2, nbest=3)
     with pytest.raises(ValueError, match="give sampling=True too"):
         translator.translate_batch(["a b"], temperature=0.5)
+    assert translator.translate_batch(["a b"], temperature=1.0) == translator.translate_batch(["a b"])  # the default
+    with pytest.raises(ValueError, match="target_prefix must be a list of str"):
+        translator.translate_batch(["a b"], target_prefix=[1])
+    with pytest.raises(ValueError, match=r"max_length_a must be a number in \[0, 1000\]"):
+        translator.translate_batch(["a b"], max_length_a=2000)
     with pytest.raises(ValueError, match="target_prefix: 1 entries for 2 sentences"):
         translator.translate_batch(["a b", "c"], target_prefix=["a"])
     with pytest.raises(TypeError, match="list of str"):
@@ -182,7 +187,8 @@ def test_errors_are_exceptions(translator, model, workdir):
         dragoman.Scorer(model).score(["a"], ["a", "b"])
 
 
-def test_one_translator_from_several_threads(translator, lines):
+def test_one_translator_from_several_threads(model, lines):
+    translator = dragoman.Translator(model, threads=2)  # oneDNN's products on two OpenMP threads too
     expected = translator.translate_batch(lines, beam=3)
     results = [None] * 6
     errors = []
@@ -203,19 +209,20 @@ def test_one_translator_from_several_threads(translator, lines):
 
 
 def test_translators_of_their_own_in_several_threads(model, second_model, lines):
-    expected = {m: dragoman.Translator(m, threads=1).translate_batch(lines) for m in (model, second_model)}
+    threads = {model: 1, second_model: 2}  # and two thread counts (oneDNN's primitives are made for one)
+    expected = {m: dragoman.Translator(m, threads=threads[m]).translate_batch(lines) for m in (model, second_model)}
     results, errors = {}, []
 
     def work(m, i):
         try:
-            results[(m, i)] = dragoman.Translator(m, threads=1).translate_batch(lines)
+            results[(m, i)] = dragoman.Translator(m, threads=threads[m]).translate_batch(lines)
         except Exception as e:
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(m, i)) for m in (model, second_model) for i in range(2)]
-    for t in threads:
+    workers = [threading.Thread(target=work, args=(m, i)) for m in (model, second_model) for i in range(2)]
+    for t in workers:
         t.start()
-    for t in threads:
+    for t in workers:
         t.join()
     assert errors == []
     assert len(results) == 4

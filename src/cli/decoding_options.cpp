@@ -13,8 +13,6 @@ namespace dragoman::cli {
 namespace {
 
 // Bounds against typos (a value beyond them is a usage error, never a search that cannot end).
-constexpr double kMaxLengthA = 1000;
-constexpr std::int64_t kMaxLengthB = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
 
 void add_search_options(CLI::App* sub, decode::DecodingOptions& o, decode::DecodingUse use) {
@@ -49,10 +47,10 @@ void add_word_reward_option(CLI::App* sub, decode::DecodingOptions& o) {
 
 void add_length_options(CLI::App* sub, decode::DecodingOptions& o) {
   sub->add_option("--max-length-a", o.max_length_a, "Output at most a * source tokens + b tokens (before EOS)")
-      ->check(number_in(0, kMaxLengthA))
+      ->check(number_in(0, decode::kMaxLengthA))
       ->capture_default_str();
   sub->add_option("--max-length-b", o.max_length_b, "See --max-length-a")
-      ->check(integer_in(0, kMaxLengthB))
+      ->check(integer_in(0, decode::kMaxLengthB))
       ->capture_default_str();
 }
 

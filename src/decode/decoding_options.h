@@ -60,6 +60,10 @@ inline constexpr int kMaxBeam = 1024;
 inline constexpr int kMaxServeBeam = 64;
 // The largest length penalty alpha (the command line's, a model file's, a request's).
 inline constexpr int kMaxLengthPenalty = 10;
+// The largest length cap a and b (output <= a * source tokens + b): far above any useful cap, low
+// enough that a typo is an error rather than a search of a million steps.
+inline constexpr double kMaxLengthA = 1000;
+inline constexpr std::int64_t kMaxLengthB = std::int64_t{1} << 20;
 
 // Where decoding runs: the CPU in fp32, the precision a model is trained in (16 bits and int8 are
 // choices of speed over the last digits). Threads 0: OMP_NUM_THREADS if set, else all cores

@@ -42,18 +42,35 @@ void check_destination(const std::string& path) {
   if (!S_ISDIR(info.st_mode)) throw Error("cannot write " + path + ": " + dir + " is not a directory");
 }
 
+// Whether `path` is written in place rather than replaced: it exists and is not a regular file (a
+// device, a named pipe, a socket), or it is under /dev or /proc (/dev/stdout: a link to whatever
+// standard output is, which a rename would replace by a file).
+bool written_in_place(const std::string& path) {
+  struct stat info {};
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return true;
+  return ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
+}
+
 }  // namespace
 
-void check_writable(const std::string& path) { AtomicFileWriter probe(path); }
+void check_writable(const std::string& path) {
+  if (!written_in_place(path)) {
+    AtomicFileWriter probe(path);
+    return;
+  }
+  // Not opened: opening a named pipe waits for its reader, and a probe that opened and closed it
+  // would end that reader's input.
+  check_destination(path);
+  if (::access(path.c_str(), W_OK) != 0) fail("cannot open it", path, errno);
+}
 
 AtomicFileWriter::AtomicFileWriter(std::string path)
     : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
   check_destination(path_);
-  struct stat info {};
-  if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {  // a device, a pipe: written in place
+  if (written_in_place(path_)) {
     direct_ = true;
     tmp_.clear();
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);  // (after `cmd >> FILE` too)
     if (fd_ < 0) fail("cannot open it", path_, errno);
     return;
   }

@@ -21,8 +21,10 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // The same for output written piece by piece (e.g. translations as they are made): append() goes
 // to PATH.tmp.PID; commit() fsyncs it and renames it to PATH. A writer destroyed without commit()
 // (an error, an interruption) removes the temporary file and leaves PATH as it was. A PATH that
-// exists and is not a regular file (/dev/null, a named pipe, a terminal) is written directly, as
-// `cmd > PATH` would: renaming a file over a device would replace the device.
+// exists and is not a regular file (/dev/null, a named pipe, a terminal), and any PATH under /dev or
+// /proc (/dev/stdout), is written directly, as `cmd >> PATH` would: renaming a file over it would
+// replace the device or the link. check_writable does not open such a path (a named pipe's open
+// waits for its reader).
 class AtomicFileWriter {
  public:
   // Creates the temporary file, so a path that cannot be written fails here (check_writable's

@@ -53,9 +53,11 @@ model=$tmp/run/checkpoints/checkpoint-last.safetensors
   echo "f"
 } >"$tmp/in.txt"
 expect translate 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/out.txt"
-# -o /dev/null (a benchmark's): the device written, not replaced by a file renamed over it.
-expect devnull-output 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o /dev/null
-check devnull-still-a-device test -c /dev/null
+# -o /dev/null (a benchmark's), through a link to it (a regression then replaces the link, not the
+# machine's /dev/null): the device written, not replaced by a file renamed over it.
+ln -s /dev/null "$tmp/null"
+expect devnull-output 0 "8 lines" -- "$dragoman" translate -m "$model" -i "$tmp/in.txt" -o "$tmp/null"
+check devnull-still-a-device test -L "$tmp/null" -a -c "$tmp/null"
 # Progress: a status line on a terminal (script(1) gives translate one), drawn at the first batch
 # and at the end (8/8, the bar full); none with --no-progress or off a terminal.
 expect progress-terminal 0 "translate \[#{20}\] 8/8 lines \| [0-9.]+ lines/s \| ETA 0:00:00" -- \

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "device/cpu/threads.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/gemm.h"
 
@@ -82,11 +83,15 @@ struct PackedWeights::Impl {
   };
   const Primitive& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
                              std::int64_t in) const {
-    using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+    // oneDNN fixes a primitive's thread count (and its scratchpad's size) when it makes it: the
+    // calling thread's OpenMP thread count is part of the key (translators with threads of their own).
+    // The weights' layout too: oneDNN chose it when they were packed (for that thread's count).
+    using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int, std::string>;
     static std::mutex mutex;
     static auto* const primitives = new std::map<Key, Primitive>();  // never destroyed: no oneDNN work at exit
     const std::lock_guard<std::mutex> lock(mutex);
-    const Key key{type, out, in, rows, ldx, bias, relu};
+    const std::string layout_bytes(reinterpret_cast<const char*>(&layout.data), sizeof layout.data);
+    const Key key{type, out, in, rows, ldx, bias, relu, compute_threads(), layout_bytes};
     auto it = primitives->find(key);
     if (it == primitives->end()) {
       const dnnl::matmul::primitive_desc pd = describe(type, layout, rows, ldx, out, in, bias, relu);
