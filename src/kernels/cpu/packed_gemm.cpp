@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -53,6 +54,18 @@ dnnl::matmul::primitive_desc describe(Type type, const memory::desc& weights, st
   return {desc, attr, cpu_engine()};
 }
 
+// A number for each distinct packed layout, the same for equal layouts: the primitives' key (below)
+// holds it instead of the layout's 700 bytes.
+int layout_number(const memory::desc& layout) {
+  static std::mutex mutex;
+  static auto* const layouts = new std::vector<memory::desc>();  // never destroyed, as the primitives
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = std::find(layouts->begin(), layouts->end(), layout);
+  if (it != layouts->end()) return static_cast<int>(it - layouts->begin());
+  layouts->push_back(layout);
+  return static_cast<int>(layouts->size()) - 1;
+}
+
 bool is_reference(const dnnl::matmul::primitive_desc& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
@@ -62,6 +75,7 @@ bool is_reference(const dnnl::matmul::primitive_desc& pd) {
 struct PackedWeights::Impl {
   Type type;
   memory::desc layout;
+  int layout_id = -1;  // layout_number(layout)
   memory weights;  // owns the packed buffer
   // s8 weights where oneDNN's int8 kernels lack VNNI (7-bit weights, quantize.h): no packed layout
   // there, and dnnl_gemm_s8s8s32 sums the weights' bytes again on every call, one byte at a time (a
@@ -74,24 +88,22 @@ struct PackedWeights::Impl {
 
   // The primitive of one product shape, made on first use and kept for the process: the layers of
   // one shape (a model's six encoder layers' feed-forward products, say) share it, so each row count
-  // costs one primitive (about 0.1 ms to make) per shape rather than per layer. One CPU chooses one
-  // layout per (type, out, in), so those, the row count, x's row stride, bias and relu are the key.
-  // Primitives made once run on any thread, concurrently: each run brings its own scratchpad.
+  // costs one primitive (about 0.1 ms to make) per shape rather than per layer. The key: the type,
+  // the shape, the row count, x's row stride, bias and relu, the weights' layout (oneDNN chose it
+  // when they were packed, for that thread count) and the calling thread's OpenMP thread count
+  // (oneDNN fixes a primitive's, and its scratchpad's size, when it makes it). Primitives made once
+  // run on any thread, concurrently: each run brings its own scratchpad.
   struct Primitive {
     dnnl::matmul matmul;
     memory::desc scratchpad;
   };
   const Primitive& primitive(std::int64_t rows, std::int64_t ldx, bool bias, bool relu, std::int64_t out,
                              std::int64_t in) const {
-    // oneDNN fixes a primitive's thread count (and its scratchpad's size) when it makes it: the
-    // calling thread's OpenMP thread count is part of the key (translators with threads of their own).
-    // The weights' layout too: oneDNN chose it when they were packed (for that thread's count).
-    using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int, std::string>;
+    using Key = std::tuple<Type, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int, int>;
     static std::mutex mutex;
     static auto* const primitives = new std::map<Key, Primitive>();  // never destroyed: no oneDNN work at exit
     const std::lock_guard<std::mutex> lock(mutex);
-    const std::string layout_bytes(reinterpret_cast<const char*>(&layout.data), sizeof layout.data);
-    const Key key{type, out, in, rows, ldx, bias, relu, compute_threads(), layout_bytes};
+    const Key key{type, out, in, rows, ldx, bias, relu, layout_id, compute_threads()};
     auto it = primitives->find(key);
     if (it == primitives->end()) {
       const dnnl::matmul::primitive_desc pd = describe(type, layout, rows, ldx, out, in, bias, relu);
@@ -122,6 +134,7 @@ std::unique_ptr<PackedWeights::Impl> pack(Type type, const T* w, std::int64_t ou
     auto impl = std::make_unique<PackedWeights::Impl>();
     impl->type = type;
     impl->layout = layout;
+    impl->layout_id = layout_number(layout);
     impl->weights = memory(layout, cpu_engine());
     memory plain(memory::desc({in, out}, type, Tag::ba), cpu_engine(), const_cast<T*>(w));
     dnnl::stream stream(cpu_engine());
